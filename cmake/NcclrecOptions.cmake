@@ -1,0 +1,15 @@
+# Warnings and the sanitizer switch, applied to every target of the project.
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+
+if(NCCLREC_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address)
+elseif(NCCLREC_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread)
+  add_link_options(-fsanitize=thread)
+elseif(NCCLREC_SANITIZE STREQUAL "undefined")
+  add_compile_options(-fsanitize=undefined -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=undefined)
+elseif(NOT NCCLREC_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "NCCLREC_SANITIZE must be address, thread or undefined, not '${NCCLREC_SANITIZE}'")
+endif()

@@ -1,0 +1,181 @@
+// The black box: one file per process, mapped MAP_SHARED by the recorder and read (live, or after
+// the process died) by the reader, ncclrec-top and the dump writer.
+//
+//   [BboxHeader, 4 KiB][Event x ring_capacity][CommRecord x comm_capacity]
+//   [StackRecord x stack_capacity][ModuleRecord x module_capacity]
+//
+// All offsets and sizes are in the header, so a reader never assumes them. Every struct is
+// trivially copyable with a fixed size (static_asserts below); multi-byte fields are the host's
+// byte order (the file is read on the machine or architecture that wrote it).
+//
+// Concurrency protocol (writers are the recording threads and the watchdog, in one process;
+// readers may be other processes):
+// - Event slots: a writer claims index i with fetch_add on BboxHeader::write_index, stores
+//   Event::seq = 2*i+1 (odd: being written), fills the slot, then stores seq = 2*i+2 with release.
+//   A reader loads seq (acquire), copies the slot, loads seq again; equal and even means a whole
+//   event of index seq/2-1. Fields updated after publication (state, start_ns, end_ns, result)
+//   are single aligned words written with atomic stores; readers load them atomically.
+// - Comm, stack and module records: `valid` is stored last with release; a reader ignores records
+//   whose `valid` is not kValidMark. Their other fields never change after that, except the
+//   counters documented as live.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace ncclrec::format {
+
+inline constexpr char kBboxMagic[8] = {'N', 'C', 'R', 'E', 'C', 'B', 'B', 'X'};
+inline constexpr uint32_t kBboxVersion = 1;
+inline constexpr uint32_t kValidMark = 0x56414c44;  // "VALD"
+inline constexpr uint32_t kNoStack = 0xffffffffu;
+inline constexpr uint32_t kNoComm = 0xffffffffu;
+inline constexpr uint32_t kMaxStackDepth = 64;
+inline constexpr size_t kHeaderBytes = 4096;
+
+// Flags on Event::flags.
+inline constexpr uint32_t kEventInGroup = 1u << 0;    // issued between GroupStart and GroupEnd
+inline constexpr uint32_t kEventCudaTimed = 1u << 1;  // completion tracked with CUDA events
+inline constexpr uint32_t kEventStackTruncated = 1u << 2;
+inline constexpr uint32_t kEventAsyncError = 1u << 3;  // GetAsyncError reported an error in aux
+
+// Flags on CommRecord::state (live: updated with atomic or-stores).
+inline constexpr uint32_t kCommInitialized = 1u << 0;
+inline constexpr uint32_t kCommFinalized = 1u << 1;
+inline constexpr uint32_t kCommDestroyed = 1u << 2;
+inline constexpr uint32_t kCommAborted = 1u << 3;
+inline constexpr uint32_t kCommRevoked = 1u << 4;
+inline constexpr uint32_t kCommInitFailed = 1u << 5;
+
+// One NCCL call. 128 bytes, two cache lines.
+struct alignas(64) Event {
+  uint64_t seq;         // publication word, see the protocol above
+  uint64_t comm_id;     // job-wide communicator id (equal on all its ranks); 0 when none
+  uint64_t op_seq;      // 1-based: per-comm collective number, or per-peer send/recv number
+  uint64_t count;       // elements (recvcount for ReduceScatter, sendcount for AllGather)
+  uint64_t stream;      // cudaStream_t value
+  int64_t enqueue_ns;   // CLOCK_REALTIME when the call was entered
+  int64_t start_ns;     // live: when the op was seen started (CUDA) or entered (host)
+  int64_t end_ns;       // live: when the op completed or the call failed; 0 while incomplete
+  uint32_t stack_id;    // index into the stack table, or kNoStack
+  uint32_t comm_index;  // index into the comm table, or kNoComm
+  int32_t rank;         // rank in the communicator, -1 when none
+  int32_t nranks;
+  int32_t peer;  // root for rooted collectives, peer for send/recv, -1 otherwise
+  int32_t device;
+  int32_t redop;        // ncclRedOp_t value, -1 when the op has none
+  uint32_t tid;         // kernel thread id of the caller
+  uint16_t op;          // OpType
+  uint8_t dtype;        // ncclDataType_t, 0xff when the op has none
+  uint8_t group_depth;  // ncclGroupStart nesting when the call was made
+  uint8_t state;        // live: EventState
+  uint8_t reserved0[3];
+  int32_t result;  // live: ncclResult_t returned (or the async error for GetAsyncError)
+  uint32_t flags;  // kEvent* bits
+  int32_t aux;     // op-specific: split color, shrink exclude count, revoke flags
+  int32_t aux2;    // op-specific: split key
+  uint64_t aux64;  // op-specific: child comm id for split/shrink/init
+};
+static_assert(sizeof(Event) == 128, "Event must stay two cache lines");
+static_assert(std::is_trivially_copyable_v<Event>);
+static_assert(offsetof(Event, start_ns) % 8 == 0 && offsetof(Event, end_ns) % 8 == 0);
+
+// One communicator as this process saw it. 256 bytes.
+struct CommRecord {
+  uint32_t valid;  // kValidMark once published
+  uint32_t state;  // live: kComm* bits
+  uint64_t comm_id;
+  uint64_t parent_id;  // 0 unless created by split or shrink
+  uint64_t handle;     // ncclComm_t value in this process
+  uint64_t coll_seq;   // live: collectives issued so far on this comm (last op_seq)
+  int32_t rank;
+  int32_t nranks;
+  int32_t device;
+  int32_t global_rank;  // the process's global rank when the comm was created
+  int32_t color;        // split color (-1 when not split)
+  int32_t key;          // split key
+  uint32_t created_by;  // OpType of the call that created it
+  int32_t init_result;  // ncclResult_t of that call
+  int64_t created_ns;
+  int64_t ended_ns;         // live: finalize/destroy/abort time, 0 while open
+  uint32_t event_index_lo;  // low 32 bits of the index of the creating event
+  uint32_t reserved0;
+  char name[64];  // ncclConfig_t::commName, NUL-terminated, may be empty
+  uint8_t reserved1[96];
+};
+static_assert(sizeof(CommRecord) == 256);
+static_assert(std::is_trivially_copyable_v<CommRecord>);
+
+// An interned call stack: return addresses only, symbolized later. Size depends on the depth
+// the header declares: 16 + 8 * stack_depth bytes.
+struct StackRecord {
+  uint64_t hash;       // 0 = empty slot; written once when the slot is claimed
+  uint32_t valid;      // kValidMark once frames are written
+  uint32_t depth;      // frames used
+  uint64_t frames[1];  // really stack_depth entries (flexible tail)
+};
+inline constexpr size_t stackRecordBytes(uint32_t depth) { return 16 + 8 * size_t{depth}; }
+
+// One loaded ELF object, for offline symbolization. 512 bytes.
+struct ModuleRecord {
+  uint32_t valid;
+  uint32_t build_id_len;
+  uint64_t base;  // load bias (dlpi_addr)
+  uint64_t size;  // extent of its PT_LOAD segments from base
+  uint8_t build_id[40];
+  char path[440];
+};
+static_assert(sizeof(ModuleRecord) == 512);
+
+struct BboxHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes;  // kHeaderBytes
+  uint32_t event_bytes;   // sizeof(Event)
+  uint32_t comm_bytes;    // sizeof(CommRecord)
+  uint32_t stack_bytes;   // stackRecordBytes(stack_depth)
+  uint32_t module_bytes;  // sizeof(ModuleRecord)
+  uint64_t file_bytes;
+  uint64_t ring_offset;
+  uint64_t comm_offset;
+  uint64_t stack_offset;
+  uint64_t module_offset;
+  uint32_t ring_capacity;  // a power of two
+  uint32_t comm_capacity;
+  uint32_t stack_capacity;
+  uint32_t stack_depth;
+  uint32_t module_capacity;
+  uint32_t completion_mode;  // 0 host (return = complete), 1 CUDA events
+
+  int32_t pid;
+  int32_t global_rank;  // live: RANK, else rank in the first communicator; -1 until known
+  int32_t world_size;   // live: WORLD_SIZE, else nranks of the first communicator; -1
+  int32_t local_rank;   // LOCAL_RANK or -1
+  int64_t start_realtime_ns;
+  int64_t start_monotonic_ns;
+  char host[64];
+  char run_id[64];
+  char exe[256];
+
+  // Live words, written by the recorder while the process runs.
+  uint64_t write_index;  // events claimed so far (the next index)
+  uint32_t comm_count;   // comm records claimed
+  uint32_t stack_count;  // stack records claimed
+  uint32_t module_count;
+  uint32_t stacks_dropped;  // stacks not interned because the table was full
+  int64_t heartbeat_ns;     // watchdog's last poll (CLOCK_REALTIME)
+  uint32_t exited;          // 1 once the process ran its exit handlers
+  int32_t fatal_signal;     // signal number of a fatal signal, 0 if none
+  int64_t exit_ns;
+  int64_t fatal_ns;
+  uint32_t dump_count;
+  uint32_t last_dump_reason;  // DumpReason
+  int64_t last_dump_ns;
+  int64_t hang_event_index;  // index of the op the watchdog declared hung, -1 if none
+};
+static_assert(sizeof(BboxHeader) <= kHeaderBytes);
+static_assert(std::is_trivially_copyable_v<BboxHeader>);
+
+}  // namespace ncclrec::format

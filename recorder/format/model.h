@@ -1,0 +1,123 @@
+// The in-memory model of one process's recording, the same whether it was loaded from a live or
+// dead black box (*.bbox) or from a protobuf dump (*.ncclrec.pb). The analyzer and ncclrec-top
+// work on this model only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recorder/format/op_type.h"
+
+namespace ncclrec::format {
+
+struct Frame {
+  uint64_t address = 0;        // absolute return address in the recorded process
+  std::string module;          // path of the ELF object holding it, "" when unknown
+  uint64_t module_offset = 0;  // address - module load bias
+  std::string function;        // demangled; "" when unknown
+  std::string file;            // source file from debug info; "" when unknown
+  int line = 0;                // 0 when unknown
+};
+
+struct Stack {
+  uint32_t id = 0;
+  std::vector<Frame> frames;  // innermost (the caller of the NCCL function) first
+  bool symbolized = false;    // function names resolved (dumps); bboxes hold addresses only
+};
+
+struct Module {
+  std::string path;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  std::string build_id;  // lowercase hex, "" when the object has none
+};
+
+struct Comm {
+  uint32_t index = 0;  // index in the process's comm table
+  uint64_t comm_id = 0;
+  uint64_t parent_id = 0;
+  uint64_t handle = 0;
+  int rank = -1;
+  int nranks = 0;
+  int device = -1;
+  int global_rank = -1;
+  int color = -1;
+  int key = -1;
+  OpType created_by = OpType::kUnknown;
+  int init_result = 0;
+  uint32_t state = 0;     // kComm* bits of bbox_layout.h
+  uint64_t coll_seq = 0;  // collectives issued on it
+  int64_t created_ns = 0;
+  int64_t ended_ns = 0;
+  std::string name;
+};
+
+struct EventRecord {
+  uint64_t index = 0;  // position in the process's event stream, 0-based, gap-free when no loss
+  OpType op = OpType::kUnknown;
+  EventState state = EventState::kEmpty;
+  uint64_t comm_id = 0;
+  uint32_t comm_index = 0xffffffffu;
+  uint64_t op_seq = 0;
+  uint64_t count = 0;
+  uint64_t stream = 0;
+  int rank = -1;
+  int nranks = 0;
+  int peer = -1;
+  int device = -1;
+  int redop = -1;
+  int dtype = -1;  // -1 when the op has none
+  uint32_t tid = 0;
+  int group_depth = 0;
+  int result = 0;
+  uint32_t flags = 0;
+  int aux = 0;
+  int aux2 = 0;
+  uint64_t aux64 = 0;
+  uint32_t stack_id = 0xffffffffu;
+  int64_t enqueue_ns = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+enum class SourceKind { kBlackBox, kDump };
+
+struct RankData {
+  std::string source_path;
+  SourceKind source = SourceKind::kBlackBox;
+  uint32_t format_version = 0;
+  // Identity.
+  int pid = 0;
+  int global_rank = -1;
+  int world_size = -1;
+  int local_rank = -1;
+  std::string host;
+  std::string run_id;
+  std::string exe;
+  int64_t start_ns = 0;
+  // Liveness and marks.
+  int64_t heartbeat_ns = 0;
+  bool exited = false;
+  int64_t exit_ns = 0;
+  int fatal_signal = 0;
+  int64_t fatal_ns = 0;
+  bool cuda_completion = false;
+  int64_t hang_event_index = -1;
+  // Dump metadata (dumps only).
+  DumpReason dump_reason = DumpReason::kNone;
+  int64_t dump_ns = 0;
+  std::string dump_detail;  // e.g. "op #412 ncclAllReduce incomplete for 61.0 s"
+  // Content.
+  uint64_t events_total = 0;        // events ever recorded by the process
+  uint64_t events_lost = 0;         // overwritten by the ring before this snapshot
+  uint32_t stacks_dropped = 0;      // stacks the table could not hold
+  std::vector<EventRecord> events;  // ascending index
+  std::vector<Comm> comms;
+  std::map<uint32_t, Stack> stacks;
+  std::vector<Module> modules;
+};
+
+}  // namespace ncclrec::format

@@ -1,0 +1,68 @@
+// Every NCCLREC_* environment variable, declared once: name, type, default, description.
+//
+// The recorder reads them once at its first NCCL call (recorder/params.h), launchers and tools
+// read the ones they use through the same table, `ncclrec-analyze --print-params` prints it, and
+// docs/recorder.md is checked against it by a test. Add a knob here and nowhere else.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace ncclrec::format {
+
+enum class ParamType { kString, kInt, kDouble, kBool, kSignal, kChoice };
+
+struct ParamSpec {
+  std::string_view name;
+  ParamType type;
+  std::string_view default_value;
+  std::string_view description;
+  std::string_view choices;  // "a|b|c" for kChoice, else empty
+};
+
+// X(name, type, default, choices, description)
+#define NCCLREC_PARAMS(X)                                                                          \
+  X(NCCLREC_DIR, kString, "./ncclrec-dumps", "",                                                   \
+    "Directory for black boxes, dumps and the job-wide trigger file (created 0700)")               \
+  X(NCCLREC_RUN_ID, kString, "", "",                                                               \
+    "Run id stored in every black box and dump; launchers set one per run")                        \
+  X(NCCLREC_DISABLE, kBool, "0", "", "1 = record nothing and pass every call through")             \
+  X(NCCLREC_BUFFER, kInt, "20000", "",                                                             \
+    "Events kept per process (ring size, rounded up to a power of two)")                           \
+  X(NCCLREC_STACK_DEPTH, kInt, "16", "",                                                           \
+    "Return addresses captured per call (0 = no stacks, max 64)")                                  \
+  X(NCCLREC_UNWIND, kChoice, "auto", "auto|libunwind|fp",                                          \
+    "Stack walker: libunwind (dlopen'ed, accurate), fp (frame pointers), auto = libunwind if "     \
+    "found")                                                                                       \
+  X(NCCLREC_MAX_COMMS, kInt, "4096", "", "Communicators tracked per process")                      \
+  X(NCCLREC_MAX_STACKS, kInt, "4096", "", "Distinct call stacks interned per process")             \
+  X(NCCLREC_TIMEOUT, kDouble, "60", "",                                                            \
+    "Seconds an op may stay incomplete before the watchdog declares a hang and dumps")             \
+  X(NCCLREC_POLL_MS, kInt, "200", "", "Watchdog poll period in milliseconds")                      \
+  X(NCCLREC_DUMP_SIGNAL, kSignal, "SIGUSR2", "",                                                   \
+    "Signal that makes a process dump (name or number; 0 = none)")                                 \
+  X(NCCLREC_DUMP_ON_EXIT, kBool, "1", "", "Write a final dump, marked exited, at normal exit")     \
+  X(NCCLREC_FATAL_SIGNALS, kBool, "1", "",                                                         \
+    "Mark the black box on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL, then chain the old handler")      \
+  X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda",                                         \
+    "Completion tracking: cuda = CUDA events on the stream, host = call return, auto = cuda if a " \
+    "driver is found")                                                                             \
+  X(NCCLREC_SYMBOLIZE, kBool, "1", "", "Resolve file:line from debug info when dumping")           \
+  X(NCCLREC_DEBUG, kChoice, "WARN", "NONE|WARN|INFO|TRACE",                                        \
+    "Level of ncclrec's own log on stderr")                                                        \
+  X(NCCLREC_DEBUG_SUBSYS, kString, "ALL", "",                                                      \
+    "Comma list of log subsystems: INIT,CALL,WATCHDOG,DUMP,STACK,CUDA or ALL (^X excludes X)")     \
+  X(NCCLREC_DUMP_WAIT, kDouble, "10", "",                                                          \
+    "Seconds a launcher waits for every rank's dump after a hang before analyzing")
+
+inline constexpr ParamSpec kParams[] = {
+#define NCCLREC_PARAM_SPEC(name, type, def, choices, desc) \
+  ParamSpec{#name, ParamType::type, def, desc, choices},
+    NCCLREC_PARAMS(NCCLREC_PARAM_SPEC)
+#undef NCCLREC_PARAM_SPEC
+};
+
+inline std::span<const ParamSpec> allParams() { return kParams; }
+std::string_view paramTypeName(ParamType type);
+
+}  // namespace ncclrec::format
