@@ -48,6 +48,7 @@ inline constexpr uint32_t kCommDestroyed = 1u << 2;
 inline constexpr uint32_t kCommAborted = 1u << 3;
 inline constexpr uint32_t kCommRevoked = 1u << 4;
 inline constexpr uint32_t kCommInitFailed = 1u << 5;
+inline constexpr uint32_t kCommAsyncErrorSeen = 1u << 6;  // GetAsyncError reported an error
 
 // One NCCL call. 128 bytes, two cache lines.
 struct alignas(64) Event {
@@ -125,7 +126,7 @@ struct ModuleRecord {
   uint64_t base;  // load bias (dlpi_addr)
   uint64_t size;  // extent of its PT_LOAD segments from base
   uint8_t build_id[40];
-  char path[440];
+  char path[448];
 };
 static_assert(sizeof(ModuleRecord) == 512);
 

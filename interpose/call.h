@@ -1,0 +1,56 @@
+// The pattern every wrapper follows: forward unchanged, and record around the forward when this
+// is the outermost NCCL call of the thread and the recorder is on.
+#pragma once
+
+#include <nccl.h>
+
+#include "recorder/recorder.h"
+
+namespace ncclrec::interpose {
+
+// Frames of the shim between the user's call site and Recorder::begin: the exported wrapper.
+inline constexpr int kShimFrames = 1;
+
+// Re-entry guard: libnccl calls some of its own exports through the PLT (ncclBcast ->
+// ncclBroadcast), which lands back in the shim; only the outermost call is recorded.
+class ReentryGuard {
+ public:
+  ReentryGuard() { ++depth_; }
+  ~ReentryGuard() { --depth_; }
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+  bool nested() const { return depth_ > 1; }
+
+ private:
+  static thread_local int depth_ __attribute__((tls_model("initial-exec")));
+};
+
+// Records `args` around `forward()`; `after(recorder, call, result)` runs after the real call
+// (comm registration and the like), before the event is completed.
+template <class Forward, class After>
+__attribute__((always_inline)) inline ncclResult_t recordCall(const recorder::OpArgs& args,
+                                                              Forward&& forward, After&& after) {
+  ReentryGuard guard;
+  recorder::Recorder* r = guard.nested() ? nullptr : recorder::Recorder::get();
+  if (r == nullptr) return forward();
+  recorder::CallHandle call = r->begin(args, kShimFrames);
+  const ncclResult_t result = forward();
+  after(r, call, result);
+  r->end(call, result);
+  return result;
+}
+
+template <class Forward>
+__attribute__((always_inline)) inline ncclResult_t recordCall(const recorder::OpArgs& args,
+                                                              Forward&& forward) {
+  return recordCall(args, forward, [](recorder::Recorder*, recorder::CallHandle&, ncclResult_t) {});
+}
+
+}  // namespace ncclrec::interpose
+
+// Inside a wrapper: the real function, or an early return when the loaded NCCL lacks it.
+#define NCCLREC_REAL_OR_RETURN(name)                          \
+  const auto real_fn = ::ncclrec::interpose::realNccl().name; \
+  if (real_fn == nullptr) return ::ncclrec::interpose::missingFunction(#name)
+
+#define NCCLREC_EXPORT extern "C" __attribute__((visibility("default")))

@@ -1,0 +1,36 @@
+// The real NCCL entry points the shim forwards to, resolved once at the first call: NCCL's
+// pnccl* aliases first (they bypass any other interposer), the nccl* names only for a library
+// without the alias. A symbol the loaded NCCL lacks stays nullptr and its wrapper says so once.
+#pragma once
+
+#include <nccl.h>
+
+namespace ncclrec::interpose {
+
+#define NCCLREC_WRAPPED_FUNCTIONS(X)                                                         \
+  X(ncclAllReduce)                                                                           \
+  X(ncclBroadcast) X(ncclBcast) X(ncclReduce) X(ncclAllGather) X(ncclReduceScatter)          \
+      X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart) \
+          X(ncclGroupEnd) X(ncclGroupSimulateEnd) X(ncclGetUniqueId) X(ncclCommInitRank)     \
+              X(ncclCommInitRankConfig) X(ncclCommInitAll) X(ncclCommInitRankScalable)       \
+                  X(ncclCommSplit) X(ncclCommShrink) X(ncclCommFinalize) X(ncclCommDestroy)  \
+                      X(ncclCommAbort) X(ncclCommRevoke) X(ncclCommGetAsyncError)            \
+                          X(ncclRedOpCreatePreMulSum) X(ncclRedOpDestroy)
+
+// Queried by the shim, never wrapped.
+#define NCCLREC_QUERY_FUNCTIONS(X) X(ncclCommCuDevice) X(ncclCommUserRank) X(ncclCommCount)
+
+struct RealNccl {
+#define NCCLREC_REAL_FIELD(name) decltype(&::name) name = nullptr;
+  NCCLREC_WRAPPED_FUNCTIONS(NCCLREC_REAL_FIELD)
+  NCCLREC_QUERY_FUNCTIONS(NCCLREC_REAL_FIELD)
+#undef NCCLREC_REAL_FIELD
+};
+
+const RealNccl& realNccl();
+
+// Says once per entry point, on stderr, that the loaded NCCL lacks it; returns the code the
+// wrapper gives back (ncclInvalidUsage).
+ncclResult_t missingFunction(const char* name);
+
+}  // namespace ncclrec::interpose

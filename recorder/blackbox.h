@@ -1,0 +1,46 @@
+// The black-box file of this process: created at the first NCCL call, mapped MAP_SHARED so that
+// its content survives SIGKILL and can be read live by other processes (layout in
+// recorder/format/bbox_layout.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "recorder/format/bbox_layout.h"
+#include "recorder/params.h"
+
+namespace ncclrec::recorder {
+
+inline constexpr uint32_t kModuleCapacity = 1024;
+
+class BlackBox {
+ public:
+  // Creates the dump directory (0700) when missing and a new file "<host>.<pid>.bbox" (0600) in
+  // it, with its space reserved up front (a full disk fails here, not later with SIGBUS), and
+  // fills the header's identity. nullptr with `error` set on failure.
+  static std::unique_ptr<BlackBox> create(const Params& params, std::string* error);
+  ~BlackBox();
+  BlackBox(const BlackBox&) = delete;
+  BlackBox& operator=(const BlackBox&) = delete;
+
+  format::BboxHeader* header() const { return header_; }
+  const std::string& path() const { return path_; }
+  size_t bytes() const { return bytes_; }
+
+  // After fork, in the child: forget the parent's mapping without writing to it.
+  void abandon();
+
+ private:
+  BlackBox(format::BboxHeader* header, size_t bytes, std::string path)
+      : header_(header), bytes_(bytes), path_(std::move(path)) {}
+  format::BboxHeader* header_;
+  size_t bytes_;
+  std::string path_;
+};
+
+// mkdir -p with mode 0700 for the directories it creates. False with `error` on failure.
+bool makeDirectories(const std::string& dir, std::string* error);
+
+std::string hostName();
+
+}  // namespace ncclrec::recorder

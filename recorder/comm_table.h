@@ -1,0 +1,84 @@
+// Communicators of this process: their records in the black box, and a lock-free map from the
+// ncclComm_t handle to the per-comm state the record path needs (sequence counters).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "recorder/format/bbox_layout.h"
+
+namespace ncclrec::recorder {
+
+// Job-wide communicator ids: equal on every rank of one communicator, never 0.
+uint64_t commIdFromUniqueIds(const void* ids, size_t bytes);
+uint64_t commIdForSplit(uint64_t parent_id, uint32_t split_index, int color);
+uint64_t commIdForShrink(uint64_t parent_id, uint32_t split_index, const int* excluded, int n);
+uint64_t commIdForInitAll(int pid, uint32_t call_index, int ndev);
+
+struct CommState {
+  uint32_t index = format::kNoComm;  // in the black box's comm table
+  format::CommRecord* record = nullptr;
+  uint64_t comm_id = 0;
+  int rank = -1;
+  int nranks = 0;
+  int device = -1;
+  // Splits and shrinks issued on this comm so far: all ranks issue them in the same order, so the
+  // counter makes child ids agree across ranks.
+  std::atomic<uint32_t> split_counter{0};
+  // Per-peer point-to-point counters (nranks entries each).
+  std::unique_ptr<std::atomic<uint64_t>[]> send_seq;
+  std::unique_ptr<std::atomic<uint64_t>[]> recv_seq;
+};
+
+struct CommInfo {
+  const void* handle = nullptr;
+  uint64_t comm_id = 0;
+  uint64_t parent_id = 0;
+  int rank = -1;
+  int nranks = 0;
+  int device = -1;
+  int global_rank = -1;
+  int color = -1;
+  int key = -1;
+  uint16_t created_by = 0;  // format::OpType
+  int init_result = 0;
+  int64_t created_ns = 0;
+  uint64_t event_index = 0;
+  const char* name = nullptr;
+};
+
+class CommTable {
+ public:
+  CommTable(format::BboxHeader* header, uint32_t capacity);
+  ~CommTable();
+  CommTable(const CommTable&) = delete;
+  CommTable& operator=(const CommTable&) = delete;
+
+  // At communicator creation (not the record path: allocates, takes a mutex). A handle seen
+  // before (an address reused after destroy) now maps to the new state. nullptr when the table
+  // is full (the caller warns once).
+  CommState* add(const CommInfo& info);
+
+  // Record path: lock-free, no allocation. nullptr for handles never added.
+  CommState* find(const void* handle) const;
+
+  // Sets state bits on the comm's record and its end time (finalize, destroy, abort, revoke).
+  void markEnded(CommState* comm, uint32_t state_bits, int64_t now_ns);
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> key{0};
+    std::atomic<CommState*> value{nullptr};
+  };
+  format::BboxHeader* header_;
+  uint32_t capacity_;
+  uint32_t mask_;
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<std::unique_ptr<CommState>[]> states_;  // owned; never freed before exit
+  std::mutex add_mutex_;
+};
+
+}  // namespace ncclrec::recorder

@@ -1,0 +1,109 @@
+#include "recorder/comm_table.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "recorder/format/bbox_ring.h"
+
+namespace ncclrec::recorder {
+namespace {
+
+struct Box {
+  explicit Box(uint32_t comms) {
+    const auto g = format::computeGeometry(16, comms, 4, 4, 4);
+    bytes.resize(g.file_bytes / 8 + 1);
+    header = reinterpret_cast<format::BboxHeader*>(bytes.data());
+    format::initHeader(header, 16, comms, 4, 4, 4);
+  }
+  std::vector<uint64_t> bytes;
+  format::BboxHeader* header;
+};
+
+TEST(CommIds, EqualInputsGiveEqualIds) {
+  char a[128] = {1, 2, 3}, b[128] = {1, 2, 3}, c[128] = {1, 2, 4};
+  EXPECT_EQ(commIdFromUniqueIds(a, 128), commIdFromUniqueIds(b, 128));
+  EXPECT_NE(commIdFromUniqueIds(a, 128), commIdFromUniqueIds(c, 128));
+  EXPECT_NE(commIdFromUniqueIds(a, 128), 0u);
+  const uint64_t parent = commIdFromUniqueIds(a, 128);
+  EXPECT_EQ(commIdForSplit(parent, 0, 1), commIdForSplit(parent, 0, 1));
+  EXPECT_NE(commIdForSplit(parent, 0, 1), commIdForSplit(parent, 0, 2));
+  EXPECT_NE(commIdForSplit(parent, 0, 1), commIdForSplit(parent, 1, 1));
+  const int x1[] = {3, 1}, x2[] = {1, 3}, x3[] = {1, 2};
+  EXPECT_EQ(commIdForShrink(parent, 0, x1, 2), commIdForShrink(parent, 0, x2, 2));
+  EXPECT_NE(commIdForShrink(parent, 0, x1, 2), commIdForShrink(parent, 0, x3, 2));
+}
+
+TEST(CommTable, AddFindAndPublishRecord) {
+  Box box(8);
+  CommTable table(box.header, 8);
+  int h1 = 0, h2 = 0;
+  CommInfo info;
+  info.handle = &h1;
+  info.comm_id = 42;
+  info.rank = 1;
+  info.nranks = 4;
+  info.name = "dp";
+  CommState* s1 = table.add(info);
+  ASSERT_NE(s1, nullptr);
+  EXPECT_EQ(table.find(&h1), s1);
+  EXPECT_EQ(table.find(&h2), nullptr);
+  EXPECT_EQ(table.find(nullptr), nullptr);
+  const format::CommRecord& rec = format::commRecords(box.header)[0];
+  EXPECT_EQ(rec.valid, format::kValidMark);
+  EXPECT_EQ(rec.comm_id, 42u);
+  EXPECT_STREQ(rec.name, "dp");
+  EXPECT_EQ(box.header->comm_count, 1u);
+  // A destroyed comm's address reused by a new comm maps to the new state.
+  table.markEnded(s1, format::kCommDestroyed, 5);
+  EXPECT_NE(rec.state & format::kCommDestroyed, 0u);
+  info.comm_id = 43;
+  CommState* s2 = table.add(info);
+  EXPECT_EQ(table.find(&h1), s2);
+  EXPECT_EQ(s2->comm_id, 43u);
+}
+
+TEST(CommTable, FullTableReturnsNull) {
+  Box box(2);
+  CommTable table(box.header, 2);
+  int h[3];
+  for (int i = 0; i < 2; ++i) {
+    CommInfo info;
+    info.handle = &h[i];
+    info.nranks = 2;
+    EXPECT_NE(table.add(info), nullptr);
+  }
+  CommInfo info;
+  info.handle = &h[2];
+  EXPECT_EQ(table.add(info), nullptr);
+  EXPECT_EQ(table.find(&h[2]), nullptr);
+}
+
+TEST(CommTable, ConcurrentFindsWhileAdding) {
+  Box box(256);
+  CommTable table(box.header, 256);
+  std::vector<int> handles(256);
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (int& h : handles) {
+        CommState* s = table.find(&h);
+        if (s != nullptr) ASSERT_EQ(s->comm_id, static_cast<uint64_t>(&h - handles.data() + 1));
+      }
+    }
+  });
+  for (int i = 0; i < 256; ++i) {
+    CommInfo info;
+    info.handle = &handles[i];
+    info.comm_id = i + 1;
+    info.nranks = 2;
+    ASSERT_NE(table.add(info), nullptr);
+  }
+  done = true;
+  reader.join();
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(table.find(&handles[i])->comm_id, uint64_t(i + 1));
+}
+
+}  // namespace
+}  // namespace ncclrec::recorder

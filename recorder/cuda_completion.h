@@ -1,0 +1,134 @@
+// Completion tracking on CUDA streams: an NCCL call returns once its work is enqueued, so the
+// recorder records a CUDA event on the call's stream before and after the call and the watchdog
+// polls them (enqueued -> started -> completed). A GPU hang is an op whose end event never
+// completes.
+//
+// The CUDA driver is opened with dlopen (RTLD_LOCAL) at create(); nothing links libcuda. Events
+// come from a fixed pool of slots; a slot's two events are created (CU_EVENT_DISABLE_TIMING) the
+// first time the slot is used in a context and kept for reuse in that context, so after warm-up
+// the record path makes only cuStreamIsCapturing, cuStreamGetCtx (or cuCtxGetCurrent) and
+// cuEventRecord driver calls, and no allocation, lock or logging of its own.
+//
+// Threads: beforeCall/afterCall from any thread; poll from one thread at a time (the watchdog).
+// Ownership of a slot moves with atomics: the calling thread owns it from beforeCall to
+// afterCall, the watchdog from the hand-off until it recycles the slot.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ncclrec::recorder {
+
+class CudaCompletion {
+ public:
+  static constexpr uint32_t kDefaultMaxPending = 65536;
+  static constexpr uint32_t kMaxMaxPending = 1u << 24;
+  static constexpr const char* kDefaultLibrary = "libcuda.so.1";
+  // Environment variable naming the driver library to dlopen instead of kDefaultLibrary.
+  static constexpr const char* kLibraryEnv = "NCCLREC_CUDA_LIBRARY";
+
+  // Receives what poll() observes. Timestamps are CLOCK_REALTIME at the poll that saw the change.
+  struct Sink {
+    virtual void started(uint64_t event_index, int64_t now_ns) = 0;
+    virtual void completed(uint64_t event_index, int64_t now_ns) = 0;
+    // The driver answered an event query with an error (a sticky error such as an illegal
+    // address, or the context was destroyed): completion of this op can no longer be observed.
+    // The slot is recycled. Ignoring it leaves the op incomplete, which the watchdog will
+    // eventually report as a hang.
+    virtual void lost(uint64_t event_index, int cu_result, int64_t now_ns) {}
+    virtual ~Sink() = default;
+  };
+
+  // Opens the library named by $NCCLREC_CUDA_LIBRARY, or kDefaultLibrary when unset or empty.
+  static std::unique_ptr<CudaCompletion> create(uint32_t max_pending, std::string* why_not);
+  // Opens `library` (kDefaultLibrary when null or empty), resolves the driver entry points,
+  // calls cuInit(0). max_pending bounds ops in flight at once: a power of two in
+  // [1, kMaxMaxPending]. Returns nullptr and a one-line reason when any step fails.
+  static std::unique_ptr<CudaCompletion> create(uint32_t max_pending, const char* library,
+                                                std::string* why_not);
+
+  // Destroys the pooled events. Call it only while the driver is usable (not from a static
+  // destructor after the CUDA runtime has torn down) and while no other thread uses this object.
+  // The library stays loaded: unloading libcuda under a live process is not safe.
+  ~CudaCompletion();
+  CudaCompletion(const CudaCompletion&) = delete;
+  CudaCompletion& operator=(const CudaCompletion&) = delete;
+
+  // Record path, before the NCCL call: records the start marker on `stream` (a CUstream; 0, 1
+  // and 2 are the legacy and per-thread default streams and use the calling thread's current
+  // context). Returns a ticket >= 0, or -1 when there is no free slot, the stream has no
+  // context, the stream is being captured into a CUDA graph, or the driver failed: the caller
+  // then uses host completion for this op.
+  int32_t beforeCall(void* stream);
+
+  // Record path, after the call returned, with the ticket and stream of beforeCall. ok=false
+  // (the call failed) releases the ticket. Otherwise records the end marker and hands
+  // (ticket, event_index) to the watchdog. Returns true when poll() will report this op, false
+  // when the caller must fall back to host completion (ok=false, a bad ticket, or the driver
+  // failed); the ticket is consumed either way.
+  bool afterCall(int32_t ticket, void* stream, uint64_t event_index, bool ok);
+
+  // Watchdog thread only. Queries the pending ops; calls sink.started once when an op's start
+  // marker has completed and sink.completed once when its end marker has, then recycles the
+  // slot. Ops on different streams complete in any order. Returns the number still pending.
+  size_t poll(Sink& sink);
+
+  uint32_t capacity() const { return capacity_; }
+
+ private:
+  struct Driver;  // resolved entry points, defined in the .cc
+  struct Slot {
+    void* ctx = nullptr;    // CUcontext the two events were created in; null = no events
+    void* start = nullptr;  // CUevent
+    void* end = nullptr;    // CUevent
+    uint64_t event_index = 0;
+    bool started = false;  // watchdog only
+  };
+  // Treiber stack of slot indices. head: low 32 bits index+1 (0 = empty), high 32 bits a tag
+  // bumped by every change, so a pop racing with pop+push of the same slot fails its CAS.
+  struct FreeList {
+    std::atomic<void*> ctx{nullptr};  // set once for a context bucket; null for the generic list
+    std::atomic<uint64_t> head{0};
+  };
+  // Free slots are kept per context so that a process driving several devices reuses events of
+  // the right context instead of recreating them on every op. More contexts than buckets share
+  // the generic list (and recreate events on mismatch).
+  static constexpr int kContextBuckets = 16;
+
+  CudaCompletion(std::unique_ptr<Driver> driver, uint32_t capacity);
+
+  void* contextOf(void* stream) const;
+  int32_t claim(void* ctx);
+  bool prepare(Slot& slot, void* ctx);
+  void dropEvents(Slot& slot);
+  void release(uint32_t index);
+  void push(FreeList& list, uint32_t index);
+  int32_t pop(FreeList& list);
+  FreeList* findBucket(void* ctx);
+  FreeList& bucketForRelease(void* ctx);
+  int query(Slot& slot, void* event);
+
+  std::unique_ptr<Driver> driver_;
+  const uint32_t capacity_;
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<std::atomic<uint32_t>[]> next_;  // free-list links, index+1 (0 = end)
+  FreeList generic_;
+  FreeList buckets_[kContextBuckets];
+
+  // Hand-off to the watchdog: producers reserve a position with fetch_add and publish
+  // (position+1 truncated to 32 bits) << 32 | slot with a release store. At most capacity_ slots
+  // are pending, so a position's cell was consumed before it is reused.
+  std::unique_ptr<std::atomic<uint64_t>[]> handoff_;
+  std::atomic<uint64_t> handoff_tail_{0};
+
+  // Watchdog-only state.
+  uint64_t handoff_head_ = 0;
+  std::unique_ptr<uint32_t[]> pending_;  // slots handed off, in hand-off order
+  size_t pending_count_ = 0;
+  bool capture_mode_set_ = false;
+};
+
+}  // namespace ncclrec::recorder

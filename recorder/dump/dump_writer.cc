@@ -1,0 +1,67 @@
+// libncclrec_dump.so: turns the live black box of the calling process into a symbolized protobuf
+// dump. Loaded by the recorder at its first dump; exports ncclrecWriteDump only.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "recorder/dump/dump_api.h"
+#include "recorder/dump/symbolize.h"
+#include "recorder/format/dump_io.h"
+#include "recorder/format/reader.h"
+
+namespace {
+
+int fail(const NcclrecDumpRequest* request, const std::string& message) {
+  if (request->error != nullptr && request->error_capacity > 0)
+    snprintf(request->error, request->error_capacity, "%s", message.c_str());
+  return 1;
+}
+
+int64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+int writeDumpImpl(const NcclrecDumpRequest* request) {
+  using namespace ncclrec;
+  auto parsed = format::parseBlackBox(request->bbox, request->bbox_bytes,
+                                      request->bbox_path != nullptr ? request->bbox_path : "");
+  if (!parsed.ok()) return fail(request, parsed.status().message());
+  format::RankData data = std::move(parsed).value();
+  dump::Symbolizer symbolizer(request->symbolize_lines != 0);
+  for (auto& [id, stack] : data.stacks) {
+    for (format::Frame& frame : stack.frames) {
+      format::Frame resolved = symbolizer.symbolize(frame.address);
+      if (resolved.module.empty()) resolved.module = frame.module;
+      if (resolved.module_offset == 0) resolved.module_offset = frame.module_offset;
+      frame = std::move(resolved);
+    }
+    stack.symbolized = true;
+  }
+  data.source = format::SourceKind::kDump;
+  data.source_path = request->out_path;
+  data.dump_reason = static_cast<format::DumpReason>(request->reason);
+  data.dump_ns = nowNs();
+  data.dump_detail = request->detail != nullptr ? request->detail : "";
+  const format::Status written = format::writeDumpFile(data, request->out_path);
+  if (!written.ok()) return fail(request, written.message());
+  return 0;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int ncclrecWriteDump(
+    const NcclrecDumpRequest* request) {
+  if (request == nullptr) return 1;
+  if (request->api_version != NCCLREC_DUMP_API_VERSION)
+    return fail(request, "libncclrec_dump.so API version mismatch");
+  try {
+    return writeDumpImpl(request);
+  } catch (const std::exception& e) {
+    return fail(request, std::string("dump failed: ") + e.what());
+  } catch (...) {
+    return fail(request, "dump failed: unknown exception");
+  }
+}

@@ -1,0 +1,42 @@
+// The recorder's configuration, read once from the NCCLREC_* environment at the first NCCL call
+// (declared in recorder/format/params_table.h, the single table of knobs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ncclrec::recorder {
+
+enum class UnwindChoice { kAuto, kLibunwind, kFramePointer };
+enum class CompletionChoice { kAuto, kHost, kCuda };
+
+struct Params {
+  std::string dir;
+  std::string run_id;
+  bool disable = false;
+  uint32_t ring_capacity = 0;  // NCCLREC_BUFFER rounded up to a power of two
+  int stack_depth = 16;
+  UnwindChoice unwind = UnwindChoice::kAuto;
+  uint32_t max_comms = 4096;
+  uint32_t max_stacks = 4096;
+  double timeout_s = 60;
+  int poll_ms = 200;
+  int dump_signal = 0;  // 0 = none
+  bool dump_on_exit = true;
+  bool fatal_signals = true;
+  CompletionChoice completion = CompletionChoice::kAuto;
+  std::string cuda_library;
+  std::string dump_library;
+  bool symbolize = true;
+  int log_level = 1;
+  uint32_t log_subsys = 0xffffffffu;
+};
+
+// Reads every knob; a malformed value keeps the default and adds one message to `problems`
+// ("NCCLREC_BUFFER='abc' is not an integer; using 20000").
+Params readParams(std::vector<std::string>* problems);
+
+// Signal by name ("SIGUSR2", "USR2") or number ("12"); 0 for "0"; -1 when not a signal.
+int parseSignal(const std::string& text);
+
+}  // namespace ncclrec::recorder

@@ -1,0 +1,383 @@
+#include "recorder/recorder.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "recorder/clock.h"
+#include "recorder/cuda_completion.h"
+#include "recorder/dump_client.h"
+#include "recorder/format/bbox_ring.h"
+#include "recorder/log.h"
+#include "recorder/modules.h"
+#include "recorder/signals.h"
+#include "recorder/stacks.h"
+#include "recorder/watchdog.h"
+
+namespace ncclrec::recorder {
+namespace {
+
+using format::atomicField;
+using format::EventState;
+using format::OpType;
+
+enum InitState : int { kUninit = 0, kReady = 1, kOff = 2 };
+
+std::atomic<int> g_state{kUninit};
+std::atomic<Recorder*> g_recorder{nullptr};
+pthread_mutex_t g_init_mutex = PTHREAD_MUTEX_INITIALIZER;
+bool g_process_hooks_installed = false;  // under g_init_mutex
+
+constexpr uint32_t kMaxGroupOps = 4096;
+
+// Ops issued inside ncclGroupStart/End on this thread: they run at the outermost GroupEnd, so
+// their completion is decided there. Allocated at the thread's first GroupStart (TLS stays small
+// for the many threads of processes that never group).
+struct GroupState {
+  uint32_t depth = 0;
+  uint32_t count = 0;
+  struct Pending {
+    uint64_t index;
+    format::Event* slot;
+    const void* stream;
+    int32_t ticket;
+  } pending[kMaxGroupOps];
+};
+
+thread_local GroupState* tls_group __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint32_t tls_tid __attribute__((tls_model("initial-exec"))) = 0;
+
+bool takesStream(OpType op) { return format::isCollective(op) || format::isP2p(op); }
+
+void exitHandler() {
+  Recorder* r = g_recorder.load(std::memory_order_acquire);
+  if (r != nullptr) r->shutdown();
+}
+
+void atforkPrepare() { pthread_mutex_lock(&g_init_mutex); }
+void atforkParent() { pthread_mutex_unlock(&g_init_mutex); }
+void atforkChild() {
+  // The child must never write into the parent's black box, and has none of its threads. The old
+  // recorder is abandoned (leaked: its destructor would join a thread that does not exist here).
+  Recorder* r = g_recorder.exchange(nullptr, std::memory_order_acq_rel);
+  forgetSignalTargets();
+  if (r != nullptr) r->abandonForChild();  // leaked on purpose
+  g_state.store(kUninit, std::memory_order_release);
+  tls_tid = 0;
+  pthread_mutex_unlock(&g_init_mutex);
+}
+
+}  // namespace
+
+uint32_t currentTid() {
+  if (tls_tid == 0) tls_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tls_tid;
+}
+
+Recorder* createRecorder() {
+  std::vector<std::string> problems;
+  Params params = readParams(&problems);
+  logConfig().level.store(params.log_level, std::memory_order_relaxed);
+  logConfig().subsys.store(params.log_subsys, std::memory_order_relaxed);
+  for (const std::string& p : problems) NCCLREC_WARN(kLogInit, "%s", p.c_str());
+  if (params.disable) {
+    NCCLREC_INFO(kLogInit, "NCCLREC_DISABLE is set: recording nothing");
+    return nullptr;
+  }
+  auto* r = new Recorder();
+  r->params_ = std::move(params);
+  std::string error;
+  if (!r->init(&error)) {
+    NCCLREC_WARN(kLogInit, "cannot record (%s); NCCL calls pass through unrecorded", error.c_str());
+    delete r;
+    return nullptr;
+  }
+  return r;
+}
+
+Recorder* Recorder::get() {
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state == kReady) return g_recorder.load(std::memory_order_relaxed);
+  if (state == kOff) return nullptr;
+  pthread_mutex_lock(&g_init_mutex);
+  if (g_state.load(std::memory_order_relaxed) == kUninit) {
+    if (!g_process_hooks_installed) {
+      g_process_hooks_installed = true;
+      pthread_atfork(atforkPrepare, atforkParent, atforkChild);
+      atexit(exitHandler);
+    }
+    Recorder* r = createRecorder();
+    g_recorder.store(r, std::memory_order_release);
+    g_state.store(r != nullptr ? kReady : kOff, std::memory_order_release);
+  }
+  pthread_mutex_unlock(&g_init_mutex);
+  return g_recorder.load(std::memory_order_acquire);
+}
+
+bool Recorder::init(std::string* error) {
+  box_ = BlackBox::create(params_, error);
+  if (!box_) return false;
+  format::BboxHeader* h = box_->header();
+  comms_ = std::make_unique<CommTable>(h, params_.max_comms);
+  if (params_.stack_depth > 0) {
+    const char* why = nullptr;
+    const auto mode = params_.unwind == UnwindChoice::kLibunwind      ? UnwindMode::kLibunwind
+                      : params_.unwind == UnwindChoice::kFramePointer ? UnwindMode::kFramePointer
+                                                                      : UnwindMode::kAuto;
+    const bool libunwind = initUnwinder(mode, &why);
+    if (why != nullptr) NCCLREC_INFO(kLogStack, "stacks: %s", why);
+    NCCLREC_INFO(kLogStack, "stacks: %d frames with %s", params_.stack_depth,
+                 libunwind ? "libunwind" : "frame pointers");
+    stacks_ = std::make_unique<StackTable>(h);
+  }
+  writeModuleMap(h);
+  if (params_.completion != CompletionChoice::kHost) {
+    std::string why;
+    cuda_ = CudaCompletion::create(CudaCompletion::kDefaultMaxPending, params_.cuda_library.c_str(),
+                                   &why);
+    if (!cuda_ && params_.completion == CompletionChoice::kCuda)
+      NCCLREC_WARN(kLogCuda, "NCCLREC_COMPLETION=cuda but %s: using call return", why.c_str());
+    else if (!cuda_)
+      NCCLREC_INFO(kLogCuda, "no CUDA completion tracking (%s): call return = completion",
+                   why.c_str());
+  }
+  h->completion_mode = cuda_ ? 1 : 0;
+  watchdog_ = std::make_unique<Watchdog>(this);
+  if (!watchdog_->start(error)) return false;
+  installSignalHandlers(h, watchdog_->wakeFd(), params_.dump_signal, params_.fatal_signals);
+  NCCLREC_INFO(kLogInit, "recording to %s (ring %u events, timeout %.1f s)", box_->path().c_str(),
+               params_.ring_capacity, params_.timeout_s);
+  return true;
+}
+
+void Recorder::abandonForChild() {
+  // Leak what holds threads or driver state: the watchdog's std::thread has no thread in the
+  // child. Only the mapping is released, so nothing of ours writes to the parent's file.
+  if (watchdog_) (void)watchdog_.release();
+  if (cuda_) (void)cuda_.release();
+  if (box_) box_->abandon();
+}
+
+__attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_frames) {
+  CallHandle call;
+  format::BboxHeader* h = box_->header();
+  uint64_t frames[format::kMaxStackDepth];
+  int depth = 0;
+  if (stacks_) depth = captureStack(frames, params_.stack_depth, skip_frames + 1);
+  const int64_t now = realtimeNs();
+
+  uint64_t index = 0;
+  format::Event* e = format::claimEvent(h, &index);
+  CommState* cs = a.comm != nullptr ? comms_->find(a.comm) : nullptr;
+  e->comm_id = cs != nullptr ? cs->comm_id : a.comm_id;
+  e->comm_index = cs != nullptr ? cs->index : format::kNoComm;
+  e->rank = cs != nullptr ? cs->rank : a.rank;
+  e->nranks = cs != nullptr ? cs->nranks : a.nranks;
+  e->device = cs != nullptr ? cs->device : -1;
+  uint64_t seq = 0;
+  if (cs != nullptr) {
+    if (format::isCollective(a.op)) {
+      seq = atomicField(cs->record->coll_seq).fetch_add(1, std::memory_order_relaxed) + 1;
+    } else if (format::isP2p(a.op) && a.peer >= 0 && a.peer < cs->nranks) {
+      auto& counters = a.op == OpType::kSend ? cs->send_seq : cs->recv_seq;
+      seq = counters[a.peer].fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+  }
+  e->op_seq = seq;
+  e->count = a.count;
+  e->stream = reinterpret_cast<uintptr_t>(a.stream);
+  e->enqueue_ns = now;
+  e->stack_id = depth > 0 ? stacks_->intern(frames, depth) : format::kNoStack;
+  e->peer = a.peer;
+  e->redop = a.redop;
+  e->tid = currentTid();
+  e->op = static_cast<uint16_t>(a.op);
+  e->dtype = a.dtype < 0 ? 0xff : static_cast<uint8_t>(a.dtype);
+  const uint32_t group_depth = tls_group != nullptr ? tls_group->depth : 0;
+  e->group_depth = static_cast<uint8_t>(group_depth > 255 ? 255 : group_depth);
+  e->aux = a.aux;
+  e->aux2 = a.aux2;
+  e->aux64 = a.aux64;
+  uint32_t flags = 0;
+  if (group_depth > 0) flags |= format::kEventInGroup;
+  if (depth == params_.stack_depth && depth > 0) flags |= format::kEventStackTruncated;
+  // CUDA markers go around calls that launch work now; grouped ops launch at GroupEnd.
+  if (cuda_ && group_depth == 0 && takesStream(a.op)) {
+    call.cuda_ticket = cuda_->beforeCall(const_cast<void*>(a.stream));
+    call.timed_by_cuda = call.cuda_ticket >= 0;
+  }
+  if (call.timed_by_cuda) flags |= format::kEventCudaTimed;
+  e->flags = flags;
+  e->start_ns = call.timed_by_cuda ? 0 : now;
+  e->end_ns = 0;
+  e->result = 0;
+  e->state = static_cast<uint8_t>(EventState::kEnqueued);
+  format::publishEvent(e, index);
+  call.slot = e;
+  call.index = index;
+  call.stream = a.stream;
+  return call;
+}
+
+void Recorder::completeEvent(format::Event* slot, uint64_t index, int result, int64_t now) {
+  if (!format::slotHolds(slot, index)) return;  // overwritten by a wrap while in flight
+  const bool ok = result == 0 || result == 7;   // ncclSuccess, ncclInProgress
+  atomicField(slot->result).store(result, std::memory_order_relaxed);
+  atomicField(slot->end_ns).store(now, std::memory_order_relaxed);
+  atomicField(slot->state)
+      .store(static_cast<uint8_t>(ok ? EventState::kCompleted : EventState::kFailed),
+             std::memory_order_release);
+}
+
+void Recorder::end(CallHandle& call, int result) {
+  if (call.slot == nullptr) return;
+  format::Event* e = call.slot;
+  const bool ok = result == 0 || result == 7;
+  const auto op = static_cast<OpType>(e->op);
+  GroupState* g = tls_group;
+  if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
+    // Runs at the outermost GroupEnd: stays enqueued until then.
+    if (g->count < kMaxGroupOps) {
+      g->pending[g->count++] = {call.index, e, call.stream, -1};
+      return;
+    }
+  }
+  if (call.timed_by_cuda &&
+      cuda_->afterCall(call.cuda_ticket, const_cast<void*>(call.stream), call.index, ok)) {
+    // The watchdog completes it when the end marker does; only the return code is known now.
+    if (format::slotHolds(e, call.index))
+      atomicField(e->result).store(result, std::memory_order_relaxed);
+    return;
+  }
+  if (call.timed_by_cuda && format::slotHolds(e, call.index)) {
+    // The driver could not take the end marker: fall back to host completion.
+    atomicField(e->flags).fetch_and(~format::kEventCudaTimed, std::memory_order_relaxed);
+    if (atomicField(e->start_ns).load(std::memory_order_relaxed) == 0)
+      atomicField(e->start_ns).store(e->enqueue_ns, std::memory_order_relaxed);
+  }
+  completeEvent(e, call.index, result, realtimeNs());
+  if (!ok) requestDump(format::DumpReason::kNcclError);
+}
+
+void Recorder::groupStarted() {
+  if (tls_group == nullptr) tls_group = new (std::nothrow) GroupState();
+  if (tls_group != nullptr) ++tls_group->depth;
+}
+
+bool Recorder::groupEnding() {
+  GroupState* g = tls_group;
+  if (g == nullptr || g->depth != 1) return false;
+  if (cuda_) {
+    for (uint32_t i = 0; i < g->count; ++i)
+      g->pending[i].ticket = cuda_->beforeCall(const_cast<void*>(g->pending[i].stream));
+  }
+  return true;
+}
+
+void Recorder::groupEnded(int result, bool simulated) {
+  GroupState* g = tls_group;
+  if (g == nullptr || g->depth == 0) return;
+  if (--g->depth > 0) return;
+  const bool ok = result == 0 || result == 7;
+  const int64_t now = realtimeNs();
+  for (uint32_t i = 0; i < g->count; ++i) {
+    GroupState::Pending& p = g->pending[i];
+    if (p.ticket >= 0 &&
+        cuda_->afterCall(p.ticket, const_cast<void*>(p.stream), p.index, ok && !simulated)) {
+      if (format::slotHolds(p.slot, p.index)) {
+        atomicField(p.slot->flags).fetch_or(format::kEventCudaTimed, std::memory_order_relaxed);
+        atomicField(p.slot->start_ns).store(0, std::memory_order_relaxed);
+      }
+      continue;
+    }
+    completeEvent(p.slot, p.index, result, now);
+  }
+  g->count = 0;
+  if (!ok) requestDump(format::DumpReason::kNcclError);
+}
+
+void Recorder::setProcessRank(int rank, int nranks) {
+  format::BboxHeader* h = box_->header();
+  int32_t unknown = -1;
+  atomicField(h->global_rank).compare_exchange_strong(unknown, rank, std::memory_order_relaxed);
+  unknown = -1;
+  atomicField(h->world_size).compare_exchange_strong(unknown, nranks, std::memory_order_relaxed);
+}
+
+void Recorder::commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
+                           uint64_t parent_id, int color, int key, int result, int device,
+                           const char* name) {
+  if (handle == nullptr || !(result == 0 || result == 7)) return;
+  setProcessRank(creator.rank, creator.nranks);
+  CommInfo info;
+  info.handle = handle;
+  info.comm_id = creator.comm_id;
+  info.parent_id = parent_id;
+  info.rank = creator.rank;
+  info.nranks = creator.nranks;
+  info.device = device;
+  info.global_rank = atomicField(box_->header()->global_rank).load(std::memory_order_relaxed);
+  info.color = color;
+  info.key = key;
+  info.created_by = static_cast<uint16_t>(creator.op);
+  info.init_result = result;
+  info.created_ns = realtimeNs();
+  info.event_index = creator_event;
+  info.name = name;
+  if (comms_->add(info) == nullptr) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      NCCLREC_WARN(kLogInit, "more than NCCLREC_MAX_COMMS=%u communicators: later ones untracked",
+                   params_.max_comms);
+  }
+}
+
+void Recorder::commEnded(const void* handle, uint32_t state_bits) {
+  comms_->markEnded(comms_->find(handle), state_bits, realtimeNs());
+}
+
+uint32_t Recorder::nextSplitIndex(const void* parent) {
+  CommState* cs = comms_->find(parent);
+  return cs != nullptr ? cs->split_counter.fetch_add(1, std::memory_order_relaxed) : 0;
+}
+
+uint32_t Recorder::nextInitAllIndex() {
+  return initall_calls_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Recorder::requestDump(format::DumpReason reason) {
+  if (watchdog_) watchdog_->requestDump(reason);
+}
+
+bool Recorder::dumpNow(format::DumpReason reason, const std::string& detail) {
+  std::lock_guard<std::mutex> lock(dump_mutex_);
+  format::BboxHeader* h = box_->header();
+  writeModuleMap(h);  // objects dlopen'ed since the start
+  std::string path, error;
+  const bool ok = writeDump(*this, reason, detail, &path, &error);
+  if (ok) {
+    atomicField(h->dump_count).fetch_add(1, std::memory_order_relaxed);
+    atomicField(h->last_dump_reason).store(static_cast<uint32_t>(reason));
+    atomicField(h->last_dump_ns).store(realtimeNs());
+    NCCLREC_INFO(kLogDump, "dumped (%s) to %s", std::string(dumpReasonName(reason)).c_str(),
+                 path.c_str());
+  } else {
+    NCCLREC_WARN(kLogDump, "dump (%s) failed: %s", std::string(dumpReasonName(reason)).c_str(),
+                 error.c_str());
+  }
+  return ok;
+}
+
+void Recorder::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  format::BboxHeader* h = box_->header();
+  atomicField(h->exit_ns).store(realtimeNs(), std::memory_order_relaxed);
+  atomicField(h->exited).store(1, std::memory_order_release);
+  if (watchdog_) watchdog_->stop();
+  if (params_.dump_on_exit) dumpNow(format::DumpReason::kExit, "process exited");
+}
+
+}  // namespace ncclrec::recorder

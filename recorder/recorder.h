@@ -1,0 +1,125 @@
+// The per-process recorder: the black box, the comm table, stacks, completion tracking, the
+// watchdog and the dump triggers. interpose/ calls it around every NCCL entry point.
+//
+// Life cycle: nothing exists until the first NCCL call of the process (Recorder::get()). If
+// initialization fails, one warning goes to stderr and get() returns nullptr from then on, so
+// every call passes straight through. After fork(), the child starts a fresh recorder (its own
+// black box) at its first NCCL call; it never writes into the parent's.
+//
+// Threads: begin()/end() are the record path: any thread, no allocation, lock, syscall or log.
+// Comm creation and dumps may allocate and lock. The watchdog thread owns hang detection,
+// completion polling and asynchronous dumps.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "recorder/blackbox.h"
+#include "recorder/comm_table.h"
+#include "recorder/format/bbox_layout.h"
+#include "recorder/format/op_type.h"
+#include "recorder/params.h"
+
+namespace ncclrec::recorder {
+
+class CudaCompletion;
+class StackTable;
+class Watchdog;
+
+struct OpArgs {
+  format::OpType op = format::OpType::kUnknown;
+  const void* comm = nullptr;  // ncclComm_t, or nullptr
+  uint64_t count = 0;
+  int dtype = -1;
+  int redop = -1;
+  int peer = -1;  // root or peer
+  const void* stream = nullptr;
+  int aux = 0;
+  int aux2 = 0;
+  uint64_t aux64 = 0;
+  // For calls that create a communicator: its id and this rank's place, known before the call.
+  uint64_t comm_id = 0;
+  int rank = -1;
+  int nranks = 0;
+};
+
+// What begin() hands to end(). Lives on the caller's stack.
+struct CallHandle {
+  format::Event* slot = nullptr;  // nullptr: nothing recorded
+  uint64_t index = 0;
+  const void* stream = nullptr;  // kept here: the slot may be overwritten during a long call
+  int32_t cuda_ticket = -1;
+  bool timed_by_cuda = false;
+};
+
+class Recorder {
+ public:
+  // The process's recorder, created at the first call; nullptr when disabled or when it could not
+  // initialize (already said once on stderr).
+  static Recorder* get();
+
+  // Record path. `skip_frames` = frames of the shim between the user's code and this call.
+  CallHandle begin(const OpArgs& args, int skip_frames);
+  void end(CallHandle& call, int result);
+
+  // Groups (called by the GroupStart/GroupEnd wrappers around the real call).
+  void groupStarted();
+  // Before the real GroupEnd: returns true when this GroupEnd closes the outermost group.
+  bool groupEnding();
+  // After the real GroupEnd of the outermost group: completes the ops deferred in it.
+  void groupEnded(int result, bool simulated);
+
+  // Communicator life cycle (not the record path).
+  void commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
+                   uint64_t parent_id, int color, int key, int result, int device,
+                   const char* name);
+  void commEnded(const void* handle, uint32_t state_bits);
+  CommState* findComm(const void* handle) const { return comms_->find(handle); }
+  // Index of the next split/shrink on `parent` (for child ids).
+  uint32_t nextSplitIndex(const void* parent);
+  // Index of the next ncclCommInitAll of this process (for its comm id).
+  uint32_t nextInitAllIndex();
+
+  // Dumps. request: asynchronous (the watchdog writes it; safe from any thread, not from signal
+  // handlers). now: synchronous, in the calling thread.
+  void requestDump(format::DumpReason reason);
+  bool dumpNow(format::DumpReason reason, const std::string& detail);
+
+  format::BboxHeader* header() const { return box_->header(); }
+  const Params& params() const { return params_; }
+  const std::string& blackBoxPath() const { return box_->path(); }
+  CudaCompletion* cuda() const { return cuda_.get(); }
+
+  // Called by the exit handler: marks the black box exited, stops the watchdog, final dump.
+  void shutdown();
+  // In a forked child: drop the parent's threads and mapping without touching them.
+  void abandonForChild();
+
+ private:
+  friend class Watchdog;
+  friend Recorder* createRecorder();
+  Recorder() = default;
+  bool init(std::string* error);
+  void setProcessRank(int rank, int nranks);
+  void completeEvent(format::Event* slot, uint64_t index, int result, int64_t now);
+
+  Params params_;
+  std::unique_ptr<BlackBox> box_;
+  std::unique_ptr<CommTable> comms_;
+  std::unique_ptr<StackTable> stacks_;
+  std::unique_ptr<CudaCompletion> cuda_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::mutex dump_mutex_;
+  std::atomic<uint32_t> initall_calls_{0};
+  std::atomic<bool> shut_down_{false};
+};
+
+// Thread id of the calling thread, cached per thread (gettid is a syscall).
+uint32_t currentTid();
+
+}  // namespace ncclrec::recorder

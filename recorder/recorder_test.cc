@@ -1,0 +1,246 @@
+#include "recorder/recorder.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <set>
+#include <thread>
+
+#include "recorder/format/bbox_ring.h"
+#include "recorder/testing/recorder_fixture.h"
+
+namespace ncclrec::recorder {
+namespace {
+
+using format::EventState;
+using format::OpType;
+using testing::beginOp;
+using testing::RecorderTest;
+using testing::registerComm;
+
+TEST_F(RecorderTest, EightThreadsTimesTenThousandCallsLoseNothing) {
+  constexpr int kThreads = 8, kCalls = 10000;
+  runInChild({{"NCCLREC_BUFFER", "131072"}, {"NCCLREC_STACK_DEPTH", "8"}}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    registerComm(r, &comm, 7, 0, 2);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([r, t, &comm] {
+        for (int i = 0; i < kCalls; ++i) {
+          CallHandle c = beginOp(r, OpType::kAllReduce, &comm, uint64_t(t) * 1000000 + i);
+          r->end(c, 0);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  });
+  const format::RankData data = loadOnly(".bbox");
+  ASSERT_EQ(data.events.size(), size_t{kThreads * kCalls});
+  EXPECT_EQ(data.events_lost, 0u);
+  std::set<uint64_t> seqs, counts;
+  std::map<uint64_t, std::set<uint32_t>> tids_of_thread;
+  for (const auto& e : data.events) {
+    EXPECT_EQ(e.op, OpType::kAllReduce);
+    EXPECT_EQ(e.state, EventState::kCompleted);
+    EXPECT_EQ(e.comm_id, 7u);
+    EXPECT_GE(e.end_ns, e.enqueue_ns);
+    seqs.insert(e.op_seq);
+    counts.insert(e.count);
+    tids_of_thread[e.count / 1000000].insert(e.tid);
+  }
+  EXPECT_EQ(seqs.size(), size_t{kThreads * kCalls});  // every seq once: no lost or torn event
+  EXPECT_EQ(*seqs.begin(), 1u);
+  EXPECT_EQ(*seqs.rbegin(), uint64_t{kThreads * kCalls});
+  EXPECT_EQ(counts.size(), size_t{kThreads * kCalls});
+  for (const auto& [thread, tids] : tids_of_thread) EXPECT_EQ(tids.size(), 1u);  // not torn
+}
+
+TEST_F(RecorderTest, RingWrapKeepsTheNewest) {
+  runInChild({{"NCCLREC_BUFFER", "64"}}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    registerComm(r, &comm, 9, 1, 2);
+    for (int i = 0; i < 1000; ++i) {
+      CallHandle c = beginOp(r, OpType::kBroadcast, &comm, i);
+      r->end(c, 0);
+    }
+  });
+  const format::RankData data = loadOnly(".bbox");
+  ASSERT_EQ(data.events.size(), 64u);
+  EXPECT_EQ(data.events_total, 1000u);
+  EXPECT_EQ(data.events_lost, 936u);
+  for (size_t i = 0; i < 64; ++i) {
+    EXPECT_EQ(data.events[i].index, 936 + i);
+    EXPECT_EQ(data.events[i].count, 936 + i);
+    EXPECT_EQ(data.events[i].op_seq, 937 + i);
+  }
+}
+
+TEST_F(RecorderTest, SendRecvCountPerPeerAndGroupOpsCompleteAtOutermostGroupEnd) {
+  runInChild({}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    registerComm(r, &comm, 11, 0, 4);
+    r->groupStarted();
+    r->groupStarted();
+    CallHandle s1 = beginOp(r, OpType::kSend, &comm, 1, nullptr, 1);
+    r->end(s1, 0);
+    CallHandle s2 = beginOp(r, OpType::kSend, &comm, 1, nullptr, 2);
+    r->end(s2, 0);
+    CallHandle s3 = beginOp(r, OpType::kSend, &comm, 1, nullptr, 1);
+    r->end(s3, 0);
+    CallHandle v1 = beginOp(r, OpType::kRecv, &comm, 1, nullptr, 1);
+    r->end(v1, 0);
+    EXPECT_FALSE(r->groupEnding());  // inner GroupEnd
+    r->groupEnded(0, false);
+    format::Event e;
+    ASSERT_TRUE(format::readEvent(r->header(), s1.index, &e));
+    EXPECT_EQ(e.state, uint8_t(EventState::kEnqueued));  // still deferred
+    EXPECT_NE(e.flags & format::kEventInGroup, 0u);
+    EXPECT_EQ(e.group_depth, 2);
+    EXPECT_TRUE(r->groupEnding());
+    r->groupEnded(0, false);
+  });
+  const format::RankData data = loadOnly(".bbox");
+  ASSERT_EQ(data.events.size(), 4u);
+  const uint64_t expected_seq[] = {1, 1, 2, 1};  // send->1, send->2, send->1, recv<-1
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(data.events[i].state, EventState::kCompleted) << i;
+    EXPECT_EQ(data.events[i].op_seq, expected_seq[i]) << i;
+  }
+}
+
+TEST_F(RecorderTest, ErrorResultMarksTheEventFailedAndDumps) {
+  runInChild({{"NCCLREC_POLL_MS", "20"}}, [this] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    registerComm(r, &comm, 12, 0, 2);
+    CallHandle c = beginOp(r, OpType::kAllGather, &comm, 3);
+    r->end(c, 2);  // ncclSystemError
+    EXPECT_NE(waitForFile(".nccl_error.ncclrec.pb", 3), "");
+  });
+  const format::RankData dump = loadOnly(".nccl_error.ncclrec.pb");
+  EXPECT_EQ(dump.dump_reason, format::DumpReason::kNcclError);
+  ASSERT_EQ(dump.events.size(), 1u);
+  EXPECT_EQ(dump.events[0].state, EventState::kFailed);
+  EXPECT_EQ(dump.events[0].result, 2);
+}
+
+__attribute__((noinline)) void saveCheckpointForTest(Recorder* r, const void* comm) {
+  OpArgs a;
+  a.op = OpType::kAllReduce;
+  a.comm = comm;
+  a.count = 1;
+  CallHandle c = r->begin(a, 0);  // no shim frames: the caller of begin is this function
+  r->end(c, 0);
+  asm volatile("" ::: "memory");  // keep the call out of tail position
+}
+
+TEST_F(RecorderTest, ExitMarksTheBlackBoxAndDumpsWithSymbolizedStacks) {
+  const int status = inChild(
+      {},
+      [] {
+        Recorder* r = Recorder::get();
+        ASSERT_NE(r, nullptr);
+        int comm = 0;
+        registerComm(r, &comm, 13, 0, 1);
+        saveCheckpointForTest(r, &comm);
+      },
+      /*use_exit=*/true);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const format::RankData box = loadOnly(".bbox");
+  EXPECT_TRUE(box.exited);
+  EXPECT_GT(box.exit_ns, 0);
+  const format::RankData dump = loadOnly(".exit.ncclrec.pb");
+  EXPECT_EQ(dump.dump_reason, format::DumpReason::kExit);
+  EXPECT_TRUE(dump.exited);
+  ASSERT_EQ(dump.events.size(), 1u);
+  const auto it = dump.stacks.find(dump.events[0].stack_id);
+  ASSERT_NE(it, dump.stacks.end());
+  ASSERT_FALSE(it->second.frames.empty());
+  EXPECT_NE(it->second.frames[0].function.find("saveCheckpointForTest"), std::string::npos)
+      << "innermost frame: " << it->second.frames[0].function;
+  struct stat st {};
+  ASSERT_EQ(stat(filesEndingWith(".exit.ncclrec.pb")[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(RecorderTest, FatalSignalMarksTheBlackBoxAndStillKills) {
+  const int status = inChild({}, [] {
+    Recorder* r = Recorder::get();
+    if (r == nullptr) _exit(3);
+    int comm = 0;
+    registerComm(r, &comm, 14, 0, 1);
+    CallHandle c = beginOp(r, OpType::kAllReduce, &comm, 1);
+    (void)c;
+    raise(SIGSEGV);
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  const format::RankData box = loadOnly(".bbox");
+  EXPECT_EQ(box.fatal_signal, SIGSEGV);
+  EXPECT_FALSE(box.exited);
+  ASSERT_EQ(box.events.size(), 1u);
+  EXPECT_EQ(box.events[0].state, EventState::kEnqueued);
+}
+
+TEST_F(RecorderTest, UnwritableDirectoryMeansPassThrough) {
+  runInChild({{"NCCLREC_DIR", "/proc/ncclrec-cannot-exist/dumps"}},
+             [] { EXPECT_EQ(Recorder::get(), nullptr); });
+  runInChild({{"NCCLREC_DISABLE", "1"}}, [] { EXPECT_EQ(Recorder::get(), nullptr); });
+}
+
+TEST_F(RecorderTest, ForkedChildGetsItsOwnBlackBox) {
+  runInChild({}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    registerComm(r, &comm, 15, 0, 1);
+    for (int i = 0; i < 5; ++i) {
+      CallHandle h = beginOp(r, OpType::kReduce, &comm, 1);
+      r->end(h, 0);
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      Recorder* c = Recorder::get();
+      if (c == nullptr || c == r) _exit(2);
+      int child_comm = 0;
+      registerComm(c, &child_comm, 16, 0, 1);
+      for (int i = 0; i < 3; ++i) {
+        CallHandle h = beginOp(c, OpType::kGather, &child_comm, 1);
+        c->end(h, 0);
+      }
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+    for (int i = 0; i < 2; ++i) {
+      CallHandle h = beginOp(r, OpType::kReduce, &comm, 1);
+      r->end(h, 0);
+    }
+  });
+  const auto boxes = filesEndingWith(".bbox");
+  ASSERT_EQ(boxes.size(), 2u);
+  std::map<std::string, size_t> events_by_op;
+  for (const auto& path : boxes) {
+    auto loaded = format::loadBlackBox(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    const auto& d = loaded.value();
+    ASSERT_FALSE(d.events.empty());
+    const std::string op(format::opName(d.events[0].op));
+    for (const auto& e : d.events) EXPECT_EQ(e.op, d.events[0].op) << "mixed parent/child events";
+    events_by_op[op] = d.events.size();
+  }
+  EXPECT_EQ(events_by_op["ncclReduce"], 7u);
+  EXPECT_EQ(events_by_op["ncclGather"], 3u);
+}
+
+}  // namespace
+}  // namespace ncclrec::recorder

@@ -1,0 +1,260 @@
+#include "recorder/watchdog.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "recorder/clock.h"
+#include "recorder/cuda_completion.h"
+#include "recorder/format/bbox_ring.h"
+#include "recorder/log.h"
+#include "recorder/recorder.h"
+#include "recorder/signals.h"
+
+namespace ncclrec::recorder {
+namespace {
+
+using format::atomicField;
+using format::DumpReason;
+using format::EventState;
+
+bool incomplete(uint8_t state) {
+  return state == static_cast<uint8_t>(EventState::kEnqueued) ||
+         state == static_cast<uint8_t>(EventState::kStarted);
+}
+
+// Updates a black-box slot as CUDA markers complete.
+class SlotSink : public CudaCompletion::Sink {
+ public:
+  explicit SlotSink(format::BboxHeader* h) : h_(h) {}
+  void started(uint64_t index, int64_t now_ns) override {
+    format::Event* e = slot(index);
+    if (e == nullptr) return;
+    atomicField(e->start_ns).store(now_ns, std::memory_order_relaxed);
+    uint8_t expected = static_cast<uint8_t>(EventState::kEnqueued);
+    atomicField(e->state).compare_exchange_strong(
+        expected, static_cast<uint8_t>(EventState::kStarted), std::memory_order_release);
+  }
+  void completed(uint64_t index, int64_t now_ns) override {
+    format::Event* e = slot(index);
+    if (e == nullptr) return;
+    if (atomicField(e->start_ns).load(std::memory_order_relaxed) == 0)
+      atomicField(e->start_ns).store(now_ns, std::memory_order_relaxed);
+    atomicField(e->end_ns).store(now_ns, std::memory_order_relaxed);
+    atomicField(e->state).store(static_cast<uint8_t>(EventState::kCompleted),
+                                std::memory_order_release);
+  }
+  // The driver failed on this op's markers (a sticky CUDA error): its fate is unknown, so it is
+  // marked failed with the driver's code rather than left to look like a hang.
+  void lost(uint64_t index, int cu_result, int64_t now_ns) override {
+    format::Event* e = slot(index);
+    if (e == nullptr) return;
+    atomicField(e->end_ns).store(now_ns, std::memory_order_relaxed);
+    atomicField(e->aux).store(cu_result, std::memory_order_relaxed);
+    atomicField(e->state).store(static_cast<uint8_t>(EventState::kFailed),
+                                std::memory_order_release);
+  }
+
+ private:
+  format::Event* slot(uint64_t index) {
+    format::Event* e = &format::ringSlots(h_)[index & (h_->ring_capacity - 1)];
+    return format::slotHolds(e, index) ? e : nullptr;
+  }
+  format::BboxHeader* h_;
+};
+
+int64_t mtimeNs(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+Watchdog::Watchdog(Recorder* recorder) : recorder_(recorder) {}
+
+Watchdog::~Watchdog() {
+  stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+std::string Watchdog::triggerPath() const {
+  return recorder_->params().dir + "/" + kTriggerFileName;
+}
+
+bool Watchdog::start(std::string* error) {
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + strerror(errno);
+    return false;
+  }
+  // A trigger file left by an earlier run in a reused directory must not make us dump.
+  struct stat st {};
+  if (stat(triggerPath().c_str(), &st) == 0) {
+    trigger_mtime_ns_ = mtimeNs(st);
+    trigger_ino_ = st.st_ino;
+  }
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::exception& e) {
+    *error = std::string("cannot start the watchdog thread: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+void Watchdog::stop() {
+  if (stopping_.exchange(true)) return;
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::requestDump(DumpReason reason) {
+  requests_.fetch_or(1u << static_cast<uint32_t>(reason), std::memory_order_relaxed);
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void Watchdog::run() {
+  pthread_setname_np(pthread_self(), "ncclrec-watch");
+  // Signals meant for the application's threads are not ours to take.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  const int poll_ms = recorder_->params().poll_ms;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    pollfd pfd{wake_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, poll_ms) > 0) {
+      uint64_t drained = 0;
+      (void)!read(wake_fd_, &drained, sizeof(drained));
+    }
+    if (stopping_.load(std::memory_order_relaxed)) break;
+    pollOnce();
+  }
+}
+
+void Watchdog::pollOnce() {
+  format::BboxHeader* h = recorder_->header();
+  const int64_t now = realtimeNs();
+  atomicField(h->heartbeat_ns).store(now, std::memory_order_relaxed);
+  if (CudaCompletion* cuda = recorder_->cuda()) {
+    SlotSink sink(h);
+    cuda->poll(sink);
+  }
+  if (takeSignalDumpRequest()) requests_.fetch_or(1u << static_cast<uint32_t>(DumpReason::kSignal));
+  const uint32_t requests = requests_.exchange(0, std::memory_order_relaxed);
+  for (uint32_t r = 0; r < 32; ++r) {
+    if ((requests & (1u << r)) == 0) continue;
+    const auto reason = static_cast<DumpReason>(r);
+    const char* detail = reason == DumpReason::kSignal      ? "dump signal received"
+                         : reason == DumpReason::kNcclError ? "an NCCL call returned an error"
+                                                            : "requested";
+    recorder_->dumpNow(reason, detail);
+  }
+  checkHang(now);
+  checkTrigger();
+}
+
+void Watchdog::checkHang(int64_t now) {
+  format::BboxHeader* h = recorder_->header();
+  const uint64_t written = atomicField(h->write_index).load(std::memory_order_acquire);
+  const uint64_t capacity = h->ring_capacity;
+  if (written > capacity && cursor_ < written - capacity) cursor_ = written - capacity;
+  const int64_t timeout_ns = static_cast<int64_t>(recorder_->params().timeout_s * 1e9);
+  bool advancing = true;
+  for (uint64_t i = cursor_; i < written; ++i) {
+    format::Event ev;
+    if (!format::readEvent(h, i, &ev)) {
+      const format::Event* slot = &format::ringSlots(h)[i & (capacity - 1)];
+      const uint64_t seq =
+          atomicField(const_cast<uint64_t&>(slot->seq)).load(std::memory_order_acquire);
+      if (seq < 2 * i + 2) break;      // still being written: a brand-new op, not a hang yet
+      if (advancing) cursor_ = i + 1;  // overwritten by a newer event: lost
+      continue;
+    }
+    if (!incomplete(ev.state)) {
+      if (advancing) cursor_ = i + 1;
+      continue;
+    }
+    advancing = false;
+    if (now - ev.enqueue_ns < timeout_ns) continue;
+    if (hang_reported_index_ >= static_cast<int64_t>(i)) continue;
+    hang_reported_index_ = static_cast<int64_t>(i);
+    atomicField(h->hang_event_index).store(static_cast<int64_t>(i), std::memory_order_relaxed);
+    char detail[256];
+    snprintf(detail, sizeof(detail),
+             "%s #%" PRIu64 " on comm %016" PRIx64 " (event %" PRIu64 ") incomplete for %.1f s",
+             std::string(format::opName(static_cast<format::OpType>(ev.op))).c_str(), ev.op_seq,
+             ev.comm_id, i, static_cast<double>(now - ev.enqueue_ns) / 1e9);
+    NCCLREC_WARN(kLogWatchdog, "hang: %s (NCCLREC_TIMEOUT=%.1f s); dumping", detail,
+                 recorder_->params().timeout_s);
+    recorder_->dumpNow(DumpReason::kHang, detail);
+    writeTrigger(detail);
+    break;  // one hang per poll; older ops were already reported
+  }
+}
+
+void Watchdog::writeTrigger(const std::string& detail) {
+  const format::BboxHeader* h = recorder_->header();
+  const std::string path = triggerPath();
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  char text[512];
+  const int n =
+      snprintf(text, sizeof(text), "run_id=%s\nhost=%s\npid=%d\nrank=%d\nreason=hang\ndetail=%s\n",
+               h->run_id, h->host, h->pid, h->global_rank, detail.c_str());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    NCCLREC_WARN(kLogWatchdog, "cannot write trigger file %s: %s", tmp.c_str(), strerror(errno));
+    return;
+  }
+  const bool ok = write(fd, text, n) == n;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    NCCLREC_WARN(kLogWatchdog, "cannot publish trigger file %s", path.c_str());
+    unlink(tmp.c_str());
+    return;
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {  // our own trigger must not make us dump again
+    trigger_mtime_ns_ = mtimeNs(st);
+    trigger_ino_ = st.st_ino;
+  }
+}
+
+void Watchdog::checkTrigger() {
+  struct stat st {};
+  const std::string path = triggerPath();
+  if (stat(path.c_str(), &st) != 0) return;
+  if (mtimeNs(st) == trigger_mtime_ns_ && st.st_ino == trigger_ino_) return;
+  trigger_mtime_ns_ = mtimeNs(st);
+  trigger_ino_ = st.st_ino;
+  char text[512] = {};
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)!read(fd, text, sizeof(text) - 1);
+    close(fd);
+  }
+  // A trigger of another run sharing the directory is not ours.
+  const format::BboxHeader* h = recorder_->header();
+  if (h->run_id[0] != '\0') {
+    const char* line = strstr(text, "run_id=");
+    if (line != nullptr) {
+      line += 7;
+      const size_t len = strcspn(line, "\n");
+      if (len > 0 && (strlen(h->run_id) != len || strncmp(line, h->run_id, len) != 0)) return;
+    }
+  }
+  std::string detail = "trigger file from another process: ";
+  for (const char* p = text; *p != '\0'; ++p) detail += *p == '\n' ? ' ' : *p;
+  NCCLREC_INFO(kLogWatchdog, "%s", detail.c_str());
+  recorder_->dumpNow(DumpReason::kTrigger, detail);
+}
+
+}  // namespace ncclrec::recorder

@@ -1,0 +1,58 @@
+// The watchdog thread of one process: every NCCLREC_POLL_MS it stamps the heartbeat, polls CUDA
+// completion markers, looks for the oldest incomplete op, declares a hang when that op is older
+// than NCCLREC_TIMEOUT (dump + job-wide trigger file), dumps when another process wrote the
+// trigger file, and performs the dumps other threads and signal handlers asked for.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "recorder/format/op_type.h"
+
+namespace ncclrec::recorder {
+
+class Recorder;
+
+// Name of the job-wide trigger file inside NCCLREC_DIR.
+inline constexpr const char* kTriggerFileName = "ncclrec.trigger";
+
+class Watchdog {
+ public:
+  explicit Watchdog(Recorder* recorder);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  bool start(std::string* error);
+  void stop();  // idempotent; joins the thread
+
+  // Any thread: asks for a dump at the next wake-up (the thread is woken now).
+  void requestDump(format::DumpReason reason);
+  // The eventfd a signal handler writes to (async-signal-safe wake-up).
+  int wakeFd() const { return wake_fd_; }
+
+  // One poll, exposed for tests: heartbeat, completions, hang check, trigger check, requests.
+  void pollOnce();
+
+ private:
+  void run();
+  void checkHang(int64_t now);
+  void checkTrigger();
+  void writeTrigger(const std::string& detail);
+  std::string triggerPath() const;
+
+  Recorder* recorder_;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint32_t> requests_{0};  // bit (1 << DumpReason)
+  uint64_t cursor_ = 0;                // no incomplete event below this index
+  int64_t hang_reported_index_ = -1;
+  // Identity of the last trigger file seen (so an old file does not trigger again).
+  int64_t trigger_mtime_ns_ = 0;
+  uint64_t trigger_ino_ = 0;
+};
+
+}  // namespace ncclrec::recorder

@@ -1,0 +1,44 @@
+// Shares an ncclUniqueId between the ranks of a job through a file: rank 0 creates it and
+// publishes it atomically (temporary name + rename), the others wait for it. For samples run
+// without a launcher; under cxxrun the launcher's store does this.
+#pragma once
+
+#include <nccl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace samples {
+
+inline ncclUniqueId shareUniqueId(int rank, const std::string& path, double timeout_s = 60) {
+  ncclUniqueId id{};
+  if (rank == 0) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) throw std::runtime_error("ncclGetUniqueId failed");
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof(id.internal));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw std::runtime_error("cannot publish the unique id at " + path);
+    return id;
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(id.internal, sizeof(id.internal))) return id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("rank " + std::to_string(rank) + ": no unique id at " + path +
+                           " after " + std::to_string(timeout_s) + " s (is rank 0 running?)");
+}
+
+inline int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+}  // namespace samples

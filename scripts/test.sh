@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test command: installs what it needs, builds, and runs every test that needs no GPU.
+#   scripts/test.sh                     all tests, in build/
+#   scripts/test.sh --sanitize thread   the recorder and shim tests under ThreadSanitizer
+#   scripts/test.sh --sanitize address  ... under AddressSanitizer (with UBSan's checks off)
+# Tests labelled `gpu` run only where a GPU is visible; elsewhere ctest reports them skipped, each
+# with its reason.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sanitize=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) sanitize=${2:?--sanitize needs address, thread or undefined}; shift 2 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+  esac
+done
+
+"$root/scripts/install-deps.sh"
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ -z "$sanitize" ]; then
+  "$root/scripts/build.sh" "$root/build"
+  cd "$root/build"
+  exec ctest --output-on-failure -j "$jobs" --timeout 300
+fi
+
+# Sanitizer runs build and run only the code loaded into users' processes and its tests.
+build="$root/build-$sanitize"
+cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUILD_TYPE=Debug \
+  >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
+cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_interpose_test \
+  ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda
+cd "$build"
+exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose'
