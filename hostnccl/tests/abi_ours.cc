@@ -1,0 +1,11 @@
+// The ABI table of hostnccl/include/nccl.h.
+#include <nccl.h>
+
+#include "hostnccl/tests/abi_table.h"
+
+#ifndef NCCLREC_HOSTNCCL_HEADER
+#error "abi_ours.cc must see hostnccl's nccl.h"
+#endif
+
+#define NCCLREC_ABI_TABLE_FUNCTION ourNcclAbiTable
+#include "hostnccl/tests/abi_table.inc"
