@@ -20,12 +20,14 @@ struct Frame {
   std::string function;        // demangled; "" when unknown
   std::string file;            // source file from debug info; "" when unknown
   int line = 0;                // 0 when unknown
+  friend bool operator==(const Frame&, const Frame&) = default;
 };
 
 struct Stack {
   uint32_t id = 0;
   std::vector<Frame> frames;  // innermost (the caller of the NCCL function) first
   bool symbolized = false;    // function names resolved (dumps); bboxes hold addresses only
+  friend bool operator==(const Stack&, const Stack&) = default;
 };
 
 struct Module {
@@ -33,6 +35,7 @@ struct Module {
   uint64_t base = 0;
   uint64_t size = 0;
   std::string build_id;  // lowercase hex, "" when the object has none
+  friend bool operator==(const Module&, const Module&) = default;
 };
 
 struct Comm {
@@ -53,6 +56,7 @@ struct Comm {
   int64_t created_ns = 0;
   int64_t ended_ns = 0;
   std::string name;
+  friend bool operator==(const Comm&, const Comm&) = default;
 };
 
 struct EventRecord {
@@ -81,6 +85,7 @@ struct EventRecord {
   int64_t enqueue_ns = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  friend bool operator==(const EventRecord&, const EventRecord&) = default;
 };
 
 enum class SourceKind { kBlackBox, kDump };
@@ -118,6 +123,7 @@ struct RankData {
   std::vector<Comm> comms;
   std::map<uint32_t, Stack> stacks;
   std::vector<Module> modules;
+  friend bool operator==(const RankData&, const RankData&) = default;
 };
 
 }  // namespace ncclrec::format

@@ -47,10 +47,10 @@ struct ParamSpec {
   X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda",                                         \
     "Completion tracking: cuda = CUDA events on the stream, host = call return, auto = cuda if a " \
     "driver is found")                                                                             \
-  X(NCCLREC_CUDA_LIBRARY, kString, "libcuda.so.1", "",                                          \
-    "CUDA driver library dlopen'ed for completion tracking")                                   \
-  X(NCCLREC_DUMP_LIBRARY, kString, "", "",                                                     \
-    "Path of libncclrec_dump.so, loaded at the first dump (default: beside libncclrec.so)")     \
+  X(NCCLREC_CUDA_LIBRARY, kString, "libcuda.so.1", "",                                             \
+    "CUDA driver library dlopen'ed for completion tracking")                                       \
+  X(NCCLREC_DUMP_LIBRARY, kString, "", "",                                                         \
+    "Path of libncclrec_dump.so, loaded at the first dump (default: beside libncclrec.so)")        \
   X(NCCLREC_SYMBOLIZE, kBool, "1", "", "Resolve file:line from debug info when dumping")           \
   X(NCCLREC_DEBUG, kChoice, "WARN", "NONE|WARN|INFO|TRACE",                                        \
     "Level of ncclrec's own log on stderr")                                                        \

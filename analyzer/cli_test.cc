@@ -1,0 +1,113 @@
+#include "analyzer/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/exit_codes.h"
+#include "recorder/format/params_table.h"
+#include "recorder/format/testing/bbox_builder.h"
+#include "recorder/format/testing/temp_dir.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ncclrec-analyze");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = runCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+// One line, prefixed with the tool's name.
+void expectOneErrorLine(const Result& r) {
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_EQ(r.err.rfind("ncclrec-analyze: ", 0), 0u) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+TEST(CliTest, NoModeIsAnError) {
+  const Result r = cli({});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_EQ(r.err, "ncclrec-analyze: no mode given: use --events or --print-params\n");
+  EXPECT_EQ(r.out, "");
+  expectOneErrorLine(cli({"some/dir"}));
+}
+
+TEST(CliTest, HelpDocumentsModesAndExitCodes) {
+  const Result r = cli({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("--events"), std::string::npos);
+  EXPECT_NE(r.out.find("--print-params"), std::string::npos);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(CliTest, UsageErrorsAreOneLine) {
+  expectOneErrorLine(cli({"--frobnicate"}));
+  expectOneErrorLine(cli({"--events"}));                        // no PATH
+  expectOneErrorLine(cli({"--rank", "1", "x.bbox"}));           // --rank needs --events
+  expectOneErrorLine(cli({"--events", "--rank", "-2", "x"}));   // negative rank
+  expectOneErrorLine(cli({"--events", "--rank", "one", "x"}));  // not a number
+  expectOneErrorLine(cli({"--events", "--last", "0", "x"}));
+  expectOneErrorLine(cli({"--events", "--print-params"}));
+  expectOneErrorLine(cli({"--print-params", "x.bbox"}));
+  expectOneErrorLine(cli({"--events", "--comm", "xyz", "x"}));
+  EXPECT_EQ(cli({"--events", "--rank", "one", "x"}).err,
+            "ncclrec-analyze: --rank: 'one' is not a rank (an integer, 0 or more)\n");
+  EXPECT_EQ(cli({"--events", "--rank", "99999999999", "x"}).err,
+            "ncclrec-analyze: --rank: '99999999999' is not a rank (an integer, 0 or more)\n");
+  EXPECT_EQ(cli({"--events", "--last", "0", "x"}).err,
+            "ncclrec-analyze: --last: '0' is not a count (an integer, 1 or more)\n");
+}
+
+TEST(CliTest, PrintParamsListsTheTable) {
+  const Result text = cli({"--print-params"});
+  EXPECT_EQ(text.code, kExitOk);
+  EXPECT_EQ(text.err, "");
+  for (const format::ParamSpec& p : format::allParams()) {
+    EXPECT_NE(text.out.find(std::string(p.name)), std::string::npos) << p.name;
+    EXPECT_NE(text.out.find(std::string(p.description)), std::string::npos) << p.name;
+  }
+  EXPECT_NE(text.out.find("choice (auto|libunwind|fp)"), std::string::npos);
+
+  const Result json = cli({"--print-params", "--json"});
+  EXPECT_EQ(json.code, kExitOk);
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc.size(), format::allParams().size());
+  EXPECT_EQ(doc[0]["name"], std::string(format::allParams()[0].name));
+  EXPECT_EQ(doc[0]["type"], std::string(format::paramTypeName(format::allParams()[0].type)));
+  EXPECT_EQ(doc[0]["default"], std::string(format::allParams()[0].default_value));
+}
+
+TEST(CliTest, EventsModeRunsEndToEnd) {
+  format::testing::TempDir dir;
+  format::testing::BboxBuilder b;
+  b.header()->global_rank = 0;
+  b.addEvent(format::testing::makeCollective(format::OpType::kAllGather, 0x42, 0, 1, 1, 3, 5));
+  ASSERT_TRUE(b.writeTo(dir.file("r0.bbox")));
+  const Result r = cli({"--events", "--rank", "0", "--last", "5", "--comm", "0000", dir.path()});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("ncclAllGather"), std::string::npos) << r.out;
+
+  const Result json = cli({"--events", "--json", dir.file("r0.bbox")});
+  EXPECT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["ranks"][0]["events"][0]["op"], "ncclAllGather");
+
+  const Result bad = cli({"--events", dir.file("missing")});
+  expectOneErrorLine(bad);
+  EXPECT_EQ(bad.err, "ncclrec-analyze: " + dir.file("missing") + ": No such file or directory\n");
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,157 @@
+// loadDump, loadFile and loadPaths (reader.h); black boxes are parsed in bbox_reader.cc.
+#include "recorder/format/reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "recorder/format/bbox_layout.h"
+#include "recorder/format/dump_io.h"
+
+namespace ncclrec::format {
+namespace {
+
+namespace fs = std::filesystem;
+
+StatusOr<std::string> readWholeFile(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) return Status::error(path + ": " + ec.message());
+  if (!fs::is_regular_file(st)) return Status::error(path + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": " + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::error(path + ": read error");
+  return bytes;
+}
+
+StatusOr<std::string> readPrefix(const std::string& path, size_t n) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) return Status::error(path + ": " + ec.message());
+  if (!fs::is_regular_file(st)) return Status::error(path + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": " + std::strerror(errno));
+  std::string bytes(n, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(n));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  return bytes;
+}
+
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The black box is preferred over the newest dump only when it went on recording after it.
+RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* warnings) {
+  const RankData* bbox = nullptr;
+  const RankData* dump = nullptr;
+  for (const RankData& f : files) {
+    if (f.source == SourceKind::kBlackBox) {
+      if (bbox != nullptr) {
+        warnings->push_back(f.source_path + ": same host and pid as " + bbox->source_path +
+                            "; keeping the one with more events");
+      }
+      if (bbox == nullptr || f.events_total > bbox->events_total) bbox = &f;
+    } else if (dump == nullptr || f.dump_ns > dump->dump_ns) {
+      dump = &f;
+    }
+  }
+  if (dump == nullptr) return *bbox;
+  if (bbox == nullptr || bbox->events_total <= dump->events_total) return *dump;
+  RankData merged = *bbox;
+  for (auto& [id, stack] : merged.stacks) {
+    auto it = dump->stacks.find(id);
+    if (it != dump->stacks.end() && it->second.symbolized) stack = it->second;
+  }
+  merged.dump_reason = dump->dump_reason;
+  merged.dump_ns = dump->dump_ns;
+  merged.dump_detail = dump->dump_detail;
+  return merged;
+}
+
+}  // namespace
+
+StatusOr<RankData> loadDump(const std::string& path) {
+  NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+  return parseDump(bytes.data(), bytes.size(), path);
+}
+
+StatusOr<RankData> loadFile(const std::string& path) {
+  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, sizeof(kBboxMagic)));
+  if (prefix.size() == sizeof(kBboxMagic) &&
+      std::memcmp(prefix.data(), kBboxMagic, sizeof(kBboxMagic)) == 0) {
+    return loadBlackBox(path);
+  }
+  if (prefix.size() >= kDumpMagicPrefixBytes &&
+      std::memcmp(prefix.data(), kDumpFileMagic, kDumpMagicPrefixBytes) == 0) {
+    return loadDump(path);
+  }
+  if (prefix.empty()) return Status::error(path + ": empty file");
+  return Status::error(path + ": not an ncclrec black box or dump (bad magic)");
+}
+
+StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
+  LoadedSet set;
+  std::vector<RankData> loaded;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (ec) return Status::error(path + ": " + ec.message());
+    if (!fs::is_directory(st)) {
+      NCCLREC_ASSIGN_OR_RETURN(RankData data, loadFile(path));
+      loaded.push_back(std::move(data));
+      continue;
+    }
+    std::vector<std::string> files;
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (endsWith(name, kBboxSuffix) || endsWith(name, kDumpSuffix)) {
+        files.push_back(it->path().string());
+      }
+    }
+    if (ec) return Status::error(path + ": " + ec.message());
+    std::sort(files.begin(), files.end());
+    for (const std::string& file : files) {
+      StatusOr<RankData> data = loadFile(file);
+      if (!data.ok()) {
+        set.warnings.push_back(data.status().message());
+        continue;
+      }
+      loaded.push_back(std::move(data).value());
+    }
+    if (files.empty()) {
+      set.warnings.push_back(path + ": no black boxes or dumps (*" + std::string(kBboxSuffix) +
+                             ", *" + std::string(kDumpSuffix) + ")");
+    }
+  }
+  if (loaded.empty()) {
+    if (paths.empty()) return Status::error("no paths given");
+    std::string what = paths.size() == 1 ? paths.front() + ": no readable black box or dump"
+                                         : "none of the " + std::to_string(paths.size()) +
+                                               " paths holds a readable black box or dump";
+    if (!set.warnings.empty()) what += " (" + set.warnings.front() + ")";
+    return Status::error(what);
+  }
+
+  std::map<std::pair<std::string, int>, std::vector<RankData>> by_process;
+  for (RankData& data : loaded) {
+    auto key = std::make_pair(data.host, data.pid);
+    by_process[key].push_back(std::move(data));
+  }
+  for (auto& [key, files] : by_process) {
+    set.ranks.push_back(mergeProcess(std::move(files), &set.warnings));
+  }
+  std::sort(set.ranks.begin(), set.ranks.end(), [](const RankData& a, const RankData& b) {
+    return std::tie(a.global_rank, a.host, a.pid) < std::tie(b.global_rank, b.host, b.pid);
+  });
+  return set;
+}
+
+}  // namespace ncclrec::format

@@ -1,0 +1,51 @@
+// Loading recordings into the model (model.h): black boxes (*.bbox, live or left by a dead
+// process) and protobuf dumps (*.ncclrec.pb). For tools only: these allocate, and report bad
+// input as a Status whose message names the file ("x.bbox: truncated ..."), never by crashing.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "recorder/format/model.h"
+#include "recorder/format/status.h"
+
+namespace ncclrec::format {
+
+inline constexpr std::string_view kBboxSuffix = ".bbox";
+inline constexpr std::string_view kDumpSuffix = ".ncclrec.pb";
+
+// Parses a black box image of `size` bytes (a mapping of the file, or a copy). Every offset and
+// size of the header is checked against `size` before use. Events are read with the ring
+// protocol (bbox_ring.h) from max(0, write_index - ring_capacity) to write_index; a slot that is
+// being written or was overwritten meanwhile is skipped and counted in events_lost, so a live
+// file may be read while its process writes it. Stacks hold addresses only (symbolized = false),
+// each frame with the module that contains it and its offset there.
+StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path);
+
+// Maps `path` read-only and parses it.
+StatusOr<RankData> loadBlackBox(const std::string& path);
+
+// Reads a framed dump (ncclrec.proto describes the framing). Rejects a file that is not one
+// ("PATH: not an ncclrec dump (bad magic)") and one written by a newer major format version.
+StatusOr<RankData> loadDump(const std::string& path);
+
+// A black box or a dump, told apart by the file's magic, whatever its name.
+StatusOr<RankData> loadFile(const std::string& path);
+
+struct LoadedSet {
+  std::vector<RankData> ranks;        // one per process, by global rank, then host, then pid
+  std::vector<std::string> warnings;  // "PATH: why" for each file skipped inside a directory
+};
+
+// Loads files and directories (every *.bbox and *.ncclrec.pb directly inside; not recursive).
+// A named file that cannot be read is an error; an unreadable file found in a directory is a
+// warning. Fails when nothing at all could be read.
+//
+// One process (same host and pid) may have left several files: its black box and dumps. Its
+// newest dump (largest dump_ns) is preferred, except when the black box recorded more events
+// (the process went on after dumping): then the black box is taken, with the dump's symbolized
+// stacks for the stack ids both hold and the dump's reason, time and detail.
+StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths);
+
+}  // namespace ncclrec::format
