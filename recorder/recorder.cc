@@ -327,6 +327,10 @@ void Recorder::commCreated(const void* handle, const OpArgs& creator, uint64_t c
   info.created_ns = realtimeNs();
   info.event_index = creator_event;
   info.name = name;
+  NCCLREC_TRACE(kLogInit, "comm %016llx (parent %016llx): rank %d of %d, device %d, by %s",
+                static_cast<unsigned long long>(info.comm_id),
+                static_cast<unsigned long long>(parent_id), info.rank, info.nranks, device,
+                std::string(format::opName(creator.op)).c_str());
   if (comms_->add(info) == nullptr) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
@@ -336,7 +340,10 @@ void Recorder::commCreated(const void* handle, const OpArgs& creator, uint64_t c
 }
 
 void Recorder::commEnded(const void* handle, uint32_t state_bits) {
-  comms_->markEnded(comms_->find(handle), state_bits, realtimeNs());
+  CommState* cs = comms_->find(handle);
+  NCCLREC_TRACE(kLogInit, "comm %016llx: state bits 0x%x set",
+                static_cast<unsigned long long>(cs != nullptr ? cs->comm_id : 0), state_bits);
+  comms_->markEnded(cs, state_bits, realtimeNs());
 }
 
 uint32_t Recorder::nextSplitIndex(const void* parent) {
