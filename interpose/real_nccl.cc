@@ -13,6 +13,7 @@ namespace {
 
 RealNccl g_real;
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
+std::atomic<bool> g_resolved{false};  // fast path: one acquire load per call
 
 // Finds `name` in the NCCL library this process uses, never in ourselves. RTLD_NEXT covers a
 // program linked with libnccl (or preloading it after us); libnccl loaded by an RTLD_LOCAL dlopen
@@ -39,7 +40,10 @@ void resolve() {
 }  // namespace
 
 const RealNccl& realNccl() {
-  pthread_once(&g_once, resolve);
+  if (!g_resolved.load(std::memory_order_acquire)) {
+    pthread_once(&g_once, resolve);
+    g_resolved.store(true, std::memory_order_release);
+  }
   return g_real;
 }
 

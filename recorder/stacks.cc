@@ -45,7 +45,7 @@ struct ThreadStackBounds {
   int state;  // 0: not looked up yet, 1: known, 2: unknown (walk nothing)
 };
 // Trivially constructible and destructible: no TLS init guard or destructor registration.
-thread_local ThreadStackBounds t_stack_bounds;
+thread_local ThreadStackBounds t_stack_bounds __attribute__((tls_model("initial-exec")));
 
 // First call on a thread only: pthread_getattr_np reads /proc/self/maps for the main thread.
 __attribute__((noinline, cold)) void lookUpThreadStack(ThreadStackBounds* bounds) {
@@ -85,9 +85,24 @@ void preferPerThreadCache(void* handle) {
   }
 }
 
+// How many frames libunwind reports above captureStack's caller: fixed for a given build, so it
+// is learned at the first capture and later captures ask unw_backtrace for exactly what they
+// keep (each frame walked costs ~8 ns). -1 until known.
+std::atomic<int> g_internal_frames{-1};
+
 int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64_t* out,
                          int max_depth, int skip) {
   void* frames[kMaxCaptureFrames];
+  const int known = g_internal_frames.load(std::memory_order_relaxed);
+  if (known >= 0) {
+    const int got = backtrace(frames, std::min(kMaxCaptureFrames, known + skip + max_depth));
+    if (got > known && reinterpret_cast<uintptr_t>(frames[known]) == self_return) {
+      int n = 0;
+      for (int i = known + skip; i < got && n < max_depth; ++i)
+        out[n++] = reinterpret_cast<uintptr_t>(frames[i]);
+      return n;
+    }
+  }
   const int want = std::min(kMaxCaptureFrames, kMaxInternalFrames + skip + max_depth);
   const int got = backtrace(frames, want);
   // The caller's frame is the one whose address is captureStack's return address; everything
@@ -100,6 +115,7 @@ int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64
     }
   }
   if (first < 0) return 0;
+  g_internal_frames.store(first, std::memory_order_relaxed);
   int n = 0;
   for (int i = first + skip; i < got && n < max_depth; ++i) {
     out[n++] = reinterpret_cast<uintptr_t>(frames[i]);
