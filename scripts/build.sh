@@ -6,9 +6,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$root/build"}
 shift || true
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S "$root" -B "$build" -G Ninja "$@" >"$build.configure.log" 2>&1 || {
-  cat "$build.configure.log" >&2
-  echo "build: cmake configure failed (log above, also in $build.configure.log)" >&2
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -G Ninja "$@" >"$build/configure.log" 2>&1 || {
+  cat "$build/configure.log" >&2
+  echo "build: cmake configure failed (log above, also in $build/configure.log)" >&2
   exit 1
 }
 cmake --build "$build" -j "$jobs"

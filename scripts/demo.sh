@@ -19,8 +19,9 @@ case "$ranks" in ''|*[!0-9]*) echo "demo.sh: --ranks must be a number, not '$ran
 
 "$root/scripts/install-deps.sh"
 build="$root/build"
-cmake -S "$root" -B "$build" -G Ninja >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; echo "demo.sh: configure failed" >&2; exit 1; }
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -G Ninja >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; echo "demo.sh: configure failed" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target ncclrec_interpose ncclrec_dump hostnccl \
   sample_gated_save ncclrec-analyze
 

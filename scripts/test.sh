@@ -26,8 +26,9 @@ fi
 
 # Sanitizer runs build and run only the code loaded into users' processes and its tests.
 build="$root/build-$sanitize"
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUILD_TYPE=Debug \
-  >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
+  >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_interpose_test \
   ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda
 cd "$build"
