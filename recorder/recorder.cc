@@ -383,7 +383,11 @@ void Recorder::shutdown() {
   format::BboxHeader* h = box_->header();
   atomicField(h->exit_ns).store(realtimeNs(), std::memory_order_relaxed);
   atomicField(h->exited).store(1, std::memory_order_release);
-  if (watchdog_) watchdog_->stop();
+  if (watchdog_) {
+    watchdog_->stop();
+    if (takeSignalDumpRequest()) watchdog_->requestDump(format::DumpReason::kSignal);
+    watchdog_->performRequestedDumps();
+  }
   if (params_.dump_on_exit) dumpNow(format::DumpReason::kExit, "process exited");
 }
 

@@ -139,6 +139,25 @@ TEST_F(RecorderTest, ErrorResultMarksTheEventFailedAndDumps) {
   EXPECT_EQ(dump.events[0].result, 2);
 }
 
+// A program that fails an NCCL call and exits at once still leaves the error dump (the request is
+// drained on the exit path), besides its exit dump.
+TEST_F(RecorderTest, ErrorRightBeforeExitStillLeavesItsDump) {
+  const int status = inChild(
+      {},
+      [] {
+        Recorder* r = Recorder::get();
+        ASSERT_NE(r, nullptr);
+        int comm = 0;
+        registerComm(r, &comm, 17, 0, 2);
+        CallHandle c = beginOp(r, OpType::kAllReduce, &comm, 3);
+        r->end(c, 5);  // ncclInvalidUsage
+      },
+      /*use_exit=*/true);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(filesEndingWith(".nccl_error.ncclrec.pb").size(), 1u);
+  EXPECT_EQ(filesEndingWith(".exit.ncclrec.pb").size(), 1u);
+}
+
 __attribute__((noinline)) void saveCheckpointForTest(Recorder* r, const void* comm) {
   OpArgs a;
   a.op = OpType::kAllReduce;

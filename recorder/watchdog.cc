@@ -149,6 +149,12 @@ void Watchdog::pollOnce() {
     cuda->poll(sink);
   }
   if (takeSignalDumpRequest()) requests_.fetch_or(1u << static_cast<uint32_t>(DumpReason::kSignal));
+  performRequestedDumps();
+  checkHang(now);
+  checkTrigger();
+}
+
+void Watchdog::performRequestedDumps() {
   const uint32_t requests = requests_.exchange(0, std::memory_order_relaxed);
   for (uint32_t r = 0; r < 32; ++r) {
     if ((requests & (1u << r)) == 0) continue;
@@ -158,8 +164,6 @@ void Watchdog::pollOnce() {
                                                             : "requested";
     recorder_->dumpNow(reason, detail);
   }
-  checkHang(now);
-  checkTrigger();
 }
 
 void Watchdog::checkHang(int64_t now) {
@@ -195,8 +199,9 @@ void Watchdog::checkHang(int64_t now) {
              ev.comm_id, i, static_cast<double>(now - ev.enqueue_ns) / 1e9);
     NCCLREC_WARN(kLogWatchdog, "hang: %s (NCCLREC_TIMEOUT=%.1f s); dumping", detail,
                  recorder_->params().timeout_s);
-    recorder_->dumpNow(DumpReason::kHang, detail);
+    // Trigger first: the other ranks start dumping while this one symbolizes.
     writeTrigger(detail);
+    recorder_->dumpNow(DumpReason::kHang, detail);
     break;  // one hang per poll; older ops were already reported
   }
 }

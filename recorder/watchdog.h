@@ -35,6 +35,9 @@ class Watchdog {
 
   // One poll, exposed for tests: heartbeat, completions, hang check, trigger check, requests.
   void pollOnce();
+  // Writes the dumps asked for since the last poll, in the calling thread. The exit path calls it
+  // after stop(), so that an error right before exit still leaves its dump.
+  void performRequestedDumps();
 
  private:
   void run();

@@ -23,14 +23,14 @@
 //   group / groupend       ncclGroupStart / ncclGroupEnd
 //   groupsimend            ncclGroupSimulateEnd (closes a group), printing time=<estimate>
 //   split:<color>:<key>    ncclCommSplit; a new communicator becomes the current one
-//   shrink:<rank>          ncclCommShrink excluding <rank> (-1: nobody); the new one becomes
-//   current finalize / revoke      ncclCommFinalize / ncclCommRevoke (default flags); it stays
-//   current destroy / abort        ncclCommDestroy / ncclCommAbort; the previous one becomes
-//   current again premulsum              ncclRedOpCreatePreMulSum (float scalar 2, host immediate),
-//   printing op=<op> redopdestroy           ncclRedOpDestroy of the op the last premulsum made
+//   shrink:<rank>          ncclCommShrink excluding <rank> (-1: nobody); the new one is current
+//   finalize / revoke      ncclCommFinalize / ncclCommRevoke (default flags); it stays current
+//   destroy / abort        ncclCommDestroy / ncclCommAbort; the previous one is current again
+//   premulsum              ncclRedOpCreatePreMulSum (float 2, host immediate), printing op=<op>
+//   redopdestroy           ncclRedOpDestroy of the op the last premulsum made
 //   asyncerror             ncclCommGetAsyncError, printing async=<code>
 //   checksum               prints sum=<16 hex digits>: FNV-1a of the receive buffer's first 1024
-//                          floats (the send buffer holds a fixed pattern; the receive buffer zeros)
+//                          floats, then zeroes the buffer (the send buffer holds a fixed pattern)
 //   stubcounts             prints how often the stub NCCL was entered at ncclBcast, ncclBroadcast,
 //                          ncclCommInitRank and ncclCommInitRankConfig (stubNcclCallCount, looked
 //                          up at run time), or counts=none when the loaded NCCL is not the stub
@@ -50,6 +50,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -325,6 +326,7 @@ int Caller::run(const std::vector<Op>& ops, size_t first) {
       report(op, ncclGetUniqueId(&id));
     } else if (op.name == "checksum") {
       report(op, ncclSuccess, checksum(recv_.data(), kCount));
+      std::fill(recv_.begin(), recv_.end(), 0.0f);
     } else if (op.name == "stubcounts") {
       report(op, ncclSuccess, stubCounts());
     } else if (op.name == "threads") {
