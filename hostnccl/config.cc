@@ -1,0 +1,54 @@
+#include "hostnccl/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "hostnccl/errors.h"
+
+namespace ncclrec::hostnccl {
+
+bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  double seconds = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0 ||
+      seconds > 1e7) {
+    return false;
+  }
+  *out = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+  return true;
+}
+
+namespace {
+
+Config readConfig() {
+  Config c;
+  if (const char* v = std::getenv("HOSTNCCL_DEBUG")) {
+    if (std::strcmp(v, "INFO") == 0 || std::strcmp(v, "2") == 0) {
+      c.debugLevel = 2;
+    } else if (std::strcmp(v, "WARN") == 0 || std::strcmp(v, "1") == 0) {
+      c.debugLevel = 1;
+    }
+  }
+  if (const char* v = std::getenv("HOSTNCCL_TIMEOUT")) {
+    if (!parseTimeoutSeconds(v, &c.timeout)) {
+      // Warn unconditionally: a silently ignored timeout turns an expected error into a hang.
+      logAlways("hostnccl: ignoring HOSTNCCL_TIMEOUT='%s': expected seconds >= 0", v);
+      c.timeout = std::chrono::milliseconds(0);
+    }
+  }
+  if (const char* v = std::getenv("HOSTNCCL_SOCKET_IFNAME")) c.socketIfname = v;
+  return c;
+}
+
+}  // namespace
+
+const Config& config() {
+  static const Config kConfig = readConfig();
+  return kConfig;
+}
+
+}  // namespace ncclrec::hostnccl

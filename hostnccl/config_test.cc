@@ -1,0 +1,29 @@
+#include "hostnccl/config.h"
+
+#include <gtest/gtest.h>
+
+namespace ncclrec::hostnccl {
+namespace {
+
+TEST(ConfigTest, ParsesSecondsIncludingFractions) {
+  std::chrono::milliseconds t{0};
+  ASSERT_TRUE(parseTimeoutSeconds("5", &t));
+  EXPECT_EQ(t.count(), 5000);
+  ASSERT_TRUE(parseTimeoutSeconds("0.25", &t));
+  EXPECT_EQ(t.count(), 250);
+  ASSERT_TRUE(parseTimeoutSeconds("0", &t));
+  EXPECT_EQ(t.count(), 0);
+}
+
+TEST(ConfigTest, RejectsGarbage) {
+  std::chrono::milliseconds t{7};
+  EXPECT_FALSE(parseTimeoutSeconds("", &t));
+  EXPECT_FALSE(parseTimeoutSeconds("-1", &t));
+  EXPECT_FALSE(parseTimeoutSeconds("5s", &t));
+  EXPECT_FALSE(parseTimeoutSeconds("nan", &t));
+  EXPECT_FALSE(parseTimeoutSeconds(nullptr, &t));
+  EXPECT_EQ(t.count(), 7);
+}
+
+}  // namespace
+}  // namespace ncclrec::hostnccl

@@ -1,0 +1,230 @@
+#include "hostnccl/lifecycle.h"
+
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/transport/tcp/device.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "hostnccl/collectives.h"
+#include "hostnccl/config.h"
+#include "hostnccl/errors.h"
+#include "hostnccl/store.h"
+
+namespace ncclrec::hostnccl {
+namespace {
+
+// One Gloo TCP device (an epoll thread) per local address, shared by the communicators that
+// reach their peers from it. Leaked at exit, like the rendezvous service.
+std::shared_ptr<gloo::transport::Device> deviceFor(const SockAddr& local) {
+  static std::mutex mu;
+  using DeviceMap = std::map<std::string, std::shared_ptr<gloo::transport::Device>>;
+  static auto* devices = new DeviceMap;
+  gloo::transport::tcp::attr attr;
+  std::string key;
+  if (!config().socketIfname.empty()) {
+    attr.iface = config().socketIfname;
+    key = "if:" + attr.iface;
+  } else {
+    attr.hostname = local.host();
+    key = "host:" + attr.hostname;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  // Devices made before a fork have no event-loop thread in the child: start afresh, leaking
+  // the inherited ones (destroying them would wait for threads that do not exist here).
+  static pid_t owner = getpid();
+  if (owner != getpid()) {
+    devices = new DeviceMap;
+    owner = getpid();
+  }
+  auto& dev = (*devices)[key];
+  if (!dev) dev = gloo::transport::tcp::CreateDevice(attr);
+  return dev;
+}
+
+std::vector<char> addrBytes(const SockAddr& a) {
+  std::vector<char> v(sizeof(a.storage) + sizeof(a.len));
+  std::memcpy(v.data(), &a.storage, sizeof(a.storage));
+  std::memcpy(v.data() + sizeof(a.storage), &a.len, sizeof(a.len));
+  return v;
+}
+
+bool addrFromBytes(const std::vector<char>& v, SockAddr* a) {
+  if (v.size() != sizeof(a->storage) + sizeof(a->len)) return false;
+  std::memcpy(&a->storage, v.data(), sizeof(a->storage));
+  std::memcpy(&a->len, v.data() + sizeof(a->storage), sizeof(a->len));
+  return true;
+}
+
+ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, int cudaDev) {
+  std::string error;
+  StoreService* service = StoreService::get(&error);
+  if (service == nullptr) return fail(ncclSystemError, "hostnccl init: %s", error.c_str());
+  StoreClient store;
+  if (!store.connect(id, nranks, deadlineAfter(config().timeout), &error)) {
+    return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, error.c_str());
+  }
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->cudaDev = cudaDev;
+  comm->secret = id.secret;
+  comm->hash = fnv1a(id.secret.data(), id.secret.size());
+  comm->sendSeq.assign(nranks, 0);
+  comm->recvSeq.assign(nranks, 0);
+  try {
+    SockAddr mine = store.localAddress();
+    mine.setPort(service->port());
+    store.set("svc/" + std::to_string(rank), addrBytes(mine));
+    auto device = deviceFor(store.localAddress());
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
+    context->setTimeout(config().timeout);
+    context->connectFullMesh(store, device);
+    comm->serviceAddrs.resize(nranks);
+    for (int r = 0; r < nranks; ++r) {
+      if (!addrFromBytes(store.get("svc/" + std::to_string(r)), &comm->serviceAddrs[r])) {
+        return fail(ncclInternalError, "hostnccl init: rank %d published a bad address", r);
+      }
+    }
+    comm->context = std::move(context);
+    store.done();
+  } catch (const gloo::IoException& e) {
+    return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, e.what());
+  } catch (const std::exception& e) {
+    return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, e.what());
+  }
+  logInfo("comm %016llx rank %d/%d ready", static_cast<unsigned long long>(comm->hash), rank,
+          nranks);
+  registerComm(comm.get());
+  *out = comm.release();
+  return ncclSuccess;
+}
+
+// The id of a split/shrink child: rooted at `rootParentRank`'s rendezvous service, with a secret
+// every member derives alike. The root opens the session before joining.
+IdInfo childId(Comm& parent, int rootParentRank, const std::vector<int32_t>& inputs) {
+  IdInfo id;
+  id.root = parent.serviceAddrs[rootParentRank];
+  id.secret = deriveSecret(parent.secret, inputs.data(), inputs.size() * sizeof(int32_t));
+  id.derived = true;
+  return id;
+}
+
+}  // namespace
+
+ncclResult_t getUniqueId(ncclUniqueId* out) {
+  std::string error;
+  StoreService* service = StoreService::get(&error);
+  if (service == nullptr) return fail(ncclSystemError, "ncclGetUniqueId: %s", error.c_str());
+  std::optional<SockAddr> addr = chooseListenAddress(&error);
+  if (!addr) return fail(ncclSystemError, "ncclGetUniqueId: %s", error.c_str());
+  IdInfo id;
+  id.root = *addr;
+  id.root.setPort(service->port());
+  if (!randomSecret(&id.secret)) {
+    return fail(ncclSystemError, "ncclGetUniqueId: getrandom failed");
+  }
+  service->openSession(id.secret);
+  encodeId(id, out);
+  logInfo("unique id: root %s", id.root.str().c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& uid, int rank, int cudaDev) {
+  IdInfo id;
+  if (!decodeId(uid, &id)) {
+    return fail(ncclInvalidArgument,
+                "ncclCommInitRank: the unique id was not made by ncclGetUniqueId of hostnccl");
+  }
+  return joinComm(out, nranks, id, rank, cudaDev);
+}
+
+ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  ncclUniqueId id;
+  if (ncclResult_t rc = getUniqueId(&id); rc != ncclSuccess) return rc;
+  std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  std::vector<std::thread> threads;
+  try {
+    for (int i = 1; i < ndev; ++i) {
+      threads.emplace_back(
+          [&, i] { results[i] = initRank(&comms[i], ndev, id, i, devlist ? devlist[i] : i); });
+    }
+  } catch (const std::exception& e) {
+    for (auto& t : threads) t.join();
+    return fail(ncclSystemError, "ncclCommInitAll: cannot start threads: %s", e.what());
+  }
+  results[0] = initRank(&comms[0], ndev, id, 0, devlist ? devlist[0] : 0);
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i) {
+    if (results[i] != ncclSuccess) return results[i];
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t split(Comm& parent, int color, int key, ncclComm_t* out) {
+  *out = nullptr;
+  const int n = parent.nranks;
+  std::vector<int32_t> mine = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(n));
+  OpArgs a{OpKind::kSplit, &parent, mine.data(), all.data(), 2, ncclInt32, ncclSum, -1};
+  if (ncclResult_t rc = parent.enter("ncclCommSplit"); rc != ncclSuccess) return rc;
+  ncclResult_t rc = runCollective(a);
+  parent.leave();
+  uint32_t counter = parent.splitCount++;
+  if (rc != ncclSuccess) return rc;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  // New ranks: members of my color ordered by key, ties broken by parent rank (as NCCL).
+  std::vector<std::pair<int32_t, int>> members;
+  for (int r = 0; r < n; ++r) {
+    if (all[2 * r] == color) members.emplace_back(all[2 * r + 1], r);
+  }
+  std::sort(members.begin(), members.end());
+  int newRank = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].second == parent.rank) newRank = static_cast<int>(i);
+  }
+  IdInfo id = childId(parent, members[0].second,
+                      {0x53504c54 /* "SPLT" */, static_cast<int32_t>(counter), color});
+  if (newRank == 0) {
+    std::string error;
+    StoreService* s = StoreService::get(&error);
+    if (s == nullptr) return fail(ncclSystemError, "ncclCommSplit: %s", error.c_str());
+    s->openSession(id.secret);
+  }
+  return joinComm(out, static_cast<int>(members.size()), id, newRank, parent.cudaDev);
+}
+
+ncclResult_t shrink(Comm& parent, const int* exclude, int excludeCount, ncclComm_t* out,
+                    int flags) {
+  *out = nullptr;
+  std::vector<bool> excluded(parent.nranks, false);
+  for (int i = 0; i < excludeCount; ++i) excluded[exclude[i]] = true;
+  if (flags & NCCL_SHRINK_ABORT) parent.abortAll("ncclCommShrink(NCCL_SHRINK_ABORT)");
+  std::vector<int32_t> inputs = {0x5348524b /* "SHRK" */,
+                                 static_cast<int32_t>(parent.shrinkCount++)};
+  int newRank = -1, newSize = 0, root = -1;
+  for (int r = 0; r < parent.nranks; ++r) {
+    if (excluded[r]) {
+      inputs.push_back(r);
+      continue;
+    }
+    if (root < 0) root = r;
+    if (r == parent.rank) newRank = newSize;
+    ++newSize;
+  }
+  IdInfo id = childId(parent, root, inputs);
+  if (newRank == 0) {
+    std::string error;
+    StoreService* s = StoreService::get(&error);
+    if (s == nullptr) return fail(ncclSystemError, "ncclCommShrink: %s", error.c_str());
+    s->openSession(id.secret);
+  }
+  return joinComm(out, newSize, id, newRank, parent.cudaDev);
+}
+
+}  // namespace ncclrec::hostnccl

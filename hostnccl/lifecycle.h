@@ -1,0 +1,27 @@
+// Creating and ending communicators: unique ids, init, split, shrink.
+#ifndef HOSTNCCL_LIFECYCLE_H_
+#define HOSTNCCL_LIFECYCLE_H_
+
+#include "hostnccl/comm.h"
+#include "hostnccl/include/nccl.h"
+
+namespace ncclrec::hostnccl {
+
+// Starts this process's rendezvous service if needed and mints an id naming it.
+ncclResult_t getUniqueId(ncclUniqueId* id);
+
+// Joins the communicator `id` names; blocks until all `nranks` ranks joined (or HOSTNCCL_TIMEOUT).
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int cudaDev);
+
+ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist);
+
+// Collective over `parent`. Ranks passing NCCL_SPLIT_NOCOLOR get *out = nullptr.
+ncclResult_t split(Comm& parent, int color, int key, ncclComm_t* out);
+
+// Called by the ranks that stay; needs nothing from the excluded ranks nor from the parent's
+// connections (they may be dead), only the rendezvous addresses learned at the parent's init.
+ncclResult_t shrink(Comm& parent, const int* exclude, int excludeCount, ncclComm_t* out, int flags);
+
+}  // namespace ncclrec::hostnccl
+
+#endif  // HOSTNCCL_LIFECYCLE_H_

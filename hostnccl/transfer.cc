@@ -1,0 +1,143 @@
+#include "hostnccl/transfer.h"
+
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "hostnccl/config.h"
+#include "hostnccl/errors.h"
+
+namespace ncclrec::hostnccl {
+namespace {
+
+// "No timeout" for Gloo's waits: long enough to never fire, short enough that Gloo's
+// now() + timeout cannot overflow.
+constexpr auto kForever = std::chrono::hours(24 * 365);
+
+}  // namespace
+
+uint64_t makeSlot(bool p2p, uint32_t signature, uint32_t seq, uint8_t step) {
+  return (static_cast<uint64_t>(p2p) << 63) | (static_cast<uint64_t>(signature & 0x7fffff) << 40) |
+         (static_cast<uint64_t>(seq) << 8) | step;
+}
+
+Transfer::Transfer(Comm& comm, const char* opName, uint32_t seq)
+    : comm_(comm), opName_(opName), seq_(seq), deadline_(deadlineAfter(config().timeout)) {
+  comm_.addTransfer(this);
+}
+
+Transfer::~Transfer() { comm_.removeTransfer(this); }
+
+size_t Transfer::send(int peer, const void* data, size_t bytes, uint64_t slot) {
+  // Gloo's buffer API is not const-correct; a send only reads.
+  return post(true, peer, const_cast<void*>(data), bytes, slot);
+}
+
+size_t Transfer::recv(int peer, void* data, size_t bytes, uint64_t slot) {
+  return post(false, peer, data, bytes, slot);
+}
+
+size_t Transfer::post(bool isSend, int peer, void* data, size_t bytes, uint64_t slot) {
+  if (bytes == 0 || !postError_.empty()) return kNone;
+  std::lock_guard<std::mutex> lock(abortMu_);
+  if (aborted_) {
+    postError_ = "aborted by ncclCommAbort";
+    return kNone;
+  }
+  try {
+    auto buf = comm_.context->createUnboundBuffer(data, bytes);
+    if (isSend) {
+      buf->send(peer, slot);
+    } else {
+      buf->recv(peer, slot);
+    }
+    pending_.push_back(Pending{std::move(buf), peer, isSend});
+    return pending_.size() - 1;
+  } catch (const std::exception& e) {
+    postError_ =
+        std::string("cannot post a message to rank ") + std::to_string(peer) + ": " + e.what();
+    return kNone;
+  }
+}
+
+void Transfer::abortLocked() {
+  std::lock_guard<std::mutex> lock(abortMu_);
+  aborted_ = true;
+  for (auto& p : pending_) {
+    if (p.isSend) {
+      p.buffer->abortWaitSend();
+    } else {
+      p.buffer->abortWaitRecv();
+    }
+  }
+}
+
+ncclResult_t Transfer::failed(ncclResult_t code, const std::string& what) {
+  char text[768];
+  std::snprintf(text, sizeof(text), "hostnccl: comm %016llx rank %d/%d: %s seq %u: %s",
+                static_cast<unsigned long long>(comm_.hash), comm_.rank, comm_.nranks, opName_,
+                seq_, what.c_str());
+  comm_.setAsyncError(code, text);
+  return fail(code, "%s", text);
+}
+
+ncclResult_t Transfer::wait() {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (ncclResult_t rc = wait(i); rc != ncclSuccess) return rc;
+  }
+  return wait(kNone);
+}
+
+ncclResult_t Transfer::wait(size_t message) {
+  if (!postError_.empty()) {
+    bool aborted;
+    {
+      std::lock_guard<std::mutex> lock(abortMu_);
+      aborted = aborted_;
+    }
+    return failed(aborted ? ncclSystemError : ncclRemoteError, postError_);
+  }
+  if (message == kNone || pending_[message].done) return ncclSuccess;
+  // Only this thread appends to pending_, so the element stays put while we wait.
+  Pending* p = &pending_[message];
+  std::chrono::milliseconds budget = kForever;
+  if (deadline_) {
+    // Rounded up, so that when Gloo gives up our deadline has passed too.
+    budget =
+        std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
+    if (budget.count() < 1) budget = std::chrono::milliseconds(1);
+  }
+  const char* dir = p->isSend ? "send to" : "receive from";
+  try {
+    bool completed = p->isSend ? p->buffer->waitSend(budget) : p->buffer->waitRecv(budget);
+    if (!completed) {
+      return failed(ncclSystemError, std::string("aborted by ncclCommAbort while waiting to ") +
+                                         dir + " rank " + std::to_string(p->peer));
+    }
+  } catch (const gloo::IoException& e) {
+    // Gloo's own timeout says "Timed out"; other pairs it closes on that occasion report
+    // "Application timeout caused pair closure".
+    bool timedOut = deadline_ && (std::chrono::steady_clock::now() >= *deadline_ ||
+                                  std::strstr(e.what(), "Timed out") != nullptr ||
+                                  std::strstr(e.what(), "Application timeout") != nullptr);
+    if (timedOut) {
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%.3g", config().timeout.count() / 1000.0);
+      return failed(ncclSystemError, std::string("timed out after ") + secs +
+                                         " s (HOSTNCCL_TIMEOUT) waiting to " + dir + " rank " +
+                                         std::to_string(p->peer));
+    }
+    return failed(ncclRemoteError, std::string("connection lost while waiting to ") + dir +
+                                       " rank " + std::to_string(p->peer) + ": " + e.what());
+  } catch (const gloo::EnforceNotMet& e) {
+    return failed(ncclInternalError, std::string("transport error: ") + e.what());
+  } catch (const std::exception& e) {
+    return failed(ncclSystemError, std::string("transport error: ") + e.what());
+  }
+  p->done = true;
+  return ncclSuccess;
+}
+
+}  // namespace ncclrec::hostnccl

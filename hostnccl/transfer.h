@@ -1,0 +1,75 @@
+// One operation's point-to-point messages over a communicator's Gloo mesh: post sends and
+// receives (non-blocking), then wait for all of them. This is the only place that waits on Gloo,
+// so it is where timeouts, peer failures and ncclCommAbort turn into NCCL result codes.
+//
+// Every message travels on a 64-bit Gloo slot that encodes what the operation is (see
+// makeSlot), so messages of two different operations never pair: a mismatch hangs (or times
+// out) instead of delivering wrong data.
+#ifndef HOSTNCCL_TRANSFER_H_
+#define HOSTNCCL_TRANSFER_H_
+
+#include <gloo/transport/unbound_buffer.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hostnccl/comm.h"
+#include "hostnccl/net.h"
+
+namespace ncclrec::hostnccl {
+
+// Slot layout: bit 63 = p2p, bits 40..62 = 23-bit signature of the operation (kind, count,
+// datatype, redop, root), bits 8..39 = sequence number, bits 0..7 = step within the algorithm.
+uint64_t makeSlot(bool p2p, uint32_t signature, uint32_t seq, uint8_t step);
+
+class Transfer {
+ public:
+  // `opName` and `seq` name the operation in error messages ("AllReduce seq 17").
+  Transfer(Comm& comm, const char* opName, uint32_t seq);
+  ~Transfer();
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  // Zero-byte messages are skipped (both sides compute the same sizes) and return kNone.
+  // Posting never blocks; the result identifies the message for wait(size_t).
+  size_t send(int peer, const void* data, size_t bytes, uint64_t slot);
+  size_t recv(int peer, void* data, size_t bytes, uint64_t slot);
+  // Waits for one message (kNone: returns at once), or for everything posted so far. On failure
+  // records the communicator's async error and returns its code; the communicator is then
+  // unusable, as with NCCL.
+  ncclResult_t wait(size_t message);
+  ncclResult_t wait();
+
+  // Called by Comm::abortAll with the communicator's lock held.
+  void abortLocked();
+
+ private:
+  struct Pending {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int peer;
+    bool isSend;
+    bool done = false;
+  };
+  size_t post(bool isSend, int peer, void* data, size_t bytes, uint64_t slot);
+  ncclResult_t failed(ncclResult_t code, const std::string& what);
+
+  Comm& comm_;
+  const char* opName_;
+  uint32_t seq_;
+  Deadline deadline_;
+  // Guards pending_ and aborted_ against abortLocked(); lock order: Comm's lock, then this.
+  std::mutex abortMu_;
+  bool aborted_ = false;
+  std::vector<Pending> pending_;  // appended only by the owning thread
+  std::string postError_;         // a failure while posting, reported by wait()
+};
+
+}  // namespace ncclrec::hostnccl
+
+#endif  // HOSTNCCL_TRANSFER_H_
