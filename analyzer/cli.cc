@@ -1,14 +1,19 @@
 #include "analyzer/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analyzer/analyze_mode.h"
 #include "analyzer/events.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/params_print.h"
@@ -17,13 +22,16 @@ namespace ncclrec::analyzer {
 namespace {
 
 constexpr const char* kFooter = R"(Modes:
+  (default)       the verdict: which ranks diverged, at which op and call site, and why
   --events        one header line per rank, then one line per recorded NCCL call
   --print-params  the NCCLREC_* environment variables, their types, defaults and meaning
 PATH is a black box (*.bbox), a dump (*.ncclrec.pb), or a directory holding them.
 
 Exit codes:
-  0  success
-  1  bad input or usage: unreadable or foreign file, bad flag, no mode (one line on stderr)
+  0  no hang found (or, with --events/--print-params, success)
+  1  bad input or usage: unreadable or foreign file, bad flag, no PATH (one line on stderr)
+  3  hang diagnosed: the verdict names it
+  4  hang suspected but undecided: the output says what data is missing
 )";
 
 // A decimal integer, 0 or more, and nothing else.
@@ -51,6 +59,23 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
       app.add_flag("--print-params", print_params, "Print the NCCLREC_* parameter table");
   events_opt->excludes(params_opt);
   app.add_flag("--json", json, "Print JSON instead of text");
+  std::string run;
+  CLI::Option* run_opt =
+      app.add_option("--run", run, "Analyze only this run id (when a directory holds several)")
+          ->type_name("ID");
+  std::string trace;
+  CLI::Option* trace_opt =
+      app.add_option("--trace", trace, "Also write a Chrome/Perfetto trace (ui.perfetto.dev)")
+          ->type_name("FILE");
+  for (CLI::Option* verdict_only : {trace_opt, run_opt}) {
+    verdict_only->excludes(events_opt);
+    verdict_only->excludes(params_opt);
+  }
+  double stale_s = 2.0;
+  app.add_option("--stale-heartbeat", stale_s,
+                 "Seconds without a heartbeat after which a rank with no exit mark is dead")
+      ->type_name("SECONDS")
+      ->check(CLI::PositiveNumber);
   CLI::Option* rank_opt =
       app.add_option("--rank", rank, "Only this global rank")->type_name("N")->needs(events_opt);
   CLI::Option* comm_opt =
@@ -90,8 +115,19 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
     return kExitOk;
   }
   if (!events) {
-    err << "ncclrec-analyze: no mode given: use --events or --print-params\n";
-    return kExitBadInput;
+    if (paths.empty()) {
+      err << "ncclrec-analyze: no PATH given: name the recordings to analyze (see --help)\n";
+      return kExitBadInput;
+    }
+    AnalyzeOptions options;
+    options.json = json;
+    // Colors only on a terminal, and never when NO_COLOR is set (no-color.org).
+    options.color =
+        &out == &std::cout && isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr;
+    if (run_opt->count() > 0) options.run = run;
+    if (trace_opt->count() > 0) options.trace = trace;
+    options.diagnose.stale_heartbeat_ns = static_cast<int64_t>(stale_s * 1e9);
+    return runAnalyze(paths, options, out, err);
   }
   if (paths.empty()) {
     err << "ncclrec-analyze: --events needs at least one PATH\n";

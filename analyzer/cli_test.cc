@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -40,7 +42,7 @@ void expectOneErrorLine(const Result& r) {
 TEST(CliTest, NoModeIsAnError) {
   const Result r = cli({});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_EQ(r.err, "ncclrec-analyze: no mode given: use --events or --print-params\n");
+  EXPECT_EQ(r.err, "ncclrec-analyze: no PATH given: name the recordings to analyze (see --help)\n");
   EXPECT_EQ(r.out, "");
   expectOneErrorLine(cli({"some/dir"}));
 }
@@ -63,6 +65,8 @@ TEST(CliTest, UsageErrorsAreOneLine) {
   expectOneErrorLine(cli({"--events", "--print-params"}));
   expectOneErrorLine(cli({"--print-params", "x.bbox"}));
   expectOneErrorLine(cli({"--events", "--comm", "xyz", "x"}));
+  expectOneErrorLine(cli({"--events", "--trace", "t.json", "x"}));  // --trace is for verdicts
+  expectOneErrorLine(cli({"--stale-heartbeat", "-1", "x"}));
   EXPECT_EQ(cli({"--events", "--rank", "one", "x"}).err,
             "ncclrec-analyze: --rank: 'one' is not a rank (an integer, 0 or more)\n");
   EXPECT_EQ(cli({"--events", "--rank", "99999999999", "x"}).err,
@@ -107,6 +111,51 @@ TEST(CliTest, EventsModeRunsEndToEnd) {
   const Result bad = cli({"--events", dir.file("missing")});
   expectOneErrorLine(bad);
   EXPECT_EQ(bad.err, "ncclrec-analyze: " + dir.file("missing") + ": No such file or directory\n");
+}
+
+TEST(CliTest, VerdictModeExitCodesAndTrace) {
+  format::testing::TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    format::testing::BboxBuilder b;
+    b.header()->global_rank = r;
+    b.header()->world_size = 2;
+    b.header()->pid = 100 + r;
+    b.addEvent(format::testing::makeCollective(format::OpType::kAllReduce, 0x42, r, 2, 1, 8, 5));
+    ASSERT_TRUE(b.writeTo(dir.file("r" + std::to_string(r) + ".bbox")));
+  }
+  const Result ok = cli({dir.path()});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("no_hang: ", 0), 0u) << ok.out;
+
+  const Result traced = cli({"--json", "--trace", dir.file("t.json"), dir.path()});
+  EXPECT_EQ(traced.code, 0) << traced.err;
+  EXPECT_EQ(nlohmann::json::parse(traced.out)["verdict"]["class"], "no_hang");
+  std::ifstream trace(dir.file("t.json"));
+  EXPECT_TRUE(nlohmann::json::parse(trace).contains("traceEvents"));
+
+  const Result unwritable = cli({"--trace", dir.file("no/such/dir.json"), dir.path()});
+  expectOneErrorLine(unwritable);
+}
+
+TEST(CliTest, SeveralRunsNeedRun) {
+  format::testing::TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    format::testing::BboxBuilder b;
+    b.header()->global_rank = 0;
+    b.header()->world_size = 1;
+    b.header()->pid = 100 + r;
+    std::snprintf(b.header()->run_id, sizeof(b.header()->run_id), "run-%d", r);
+    b.addEvent(format::testing::makeCollective(format::OpType::kAllReduce, 0x42, 0, 1, 1, 8, 5));
+    ASSERT_TRUE(b.writeTo(dir.file("r" + std::to_string(r) + ".bbox")));
+  }
+  const Result mixed = cli({dir.path()});
+  expectOneErrorLine(mixed);
+  EXPECT_NE(mixed.err.find("several runs (run-0, run-1): pick one with --run ID"),
+            std::string::npos)
+      << mixed.err;
+  EXPECT_EQ(cli({"--run", "run-1", dir.path()}).code, kExitOk);
+  expectOneErrorLine(cli({"--run", "run-7", dir.path()}));
+  expectOneErrorLine(cli({"--events", "--run", "run-1", dir.path()}));
 }
 
 }  // namespace

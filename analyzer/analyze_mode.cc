@@ -1,0 +1,72 @@
+#include "analyzer/analyze_mode.h"
+
+#include <fstream>
+#include <set>
+
+#include "analyzer/exit_codes.h"
+#include "analyzer/trace.h"
+
+namespace ncclrec::analyzer {
+
+format::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run) {
+  std::set<std::string> runs;
+  for (const format::RankData& r : set.ranks) runs.insert(r.run_id);
+  const auto list = [&] {
+    std::string s;
+    for (const std::string& id : runs) s += (s.empty() ? "" : ", ") + (id.empty() ? "''" : id);
+    return s;
+  };
+  if (run) {
+    if (!runs.contains(*run)) {
+      return format::Status::error("--run " + *run + ": no recording of that run (runs: " + list() +
+                                   ")");
+    }
+    std::erase_if(set.ranks, [&](const format::RankData& r) { return r.run_id != *run; });
+    return format::okStatus();
+  }
+  if (runs.size() > 1) {
+    return format::Status::error("the recordings hold several runs (" + list() +
+                                 "): pick one with --run ID");
+  }
+  return format::okStatus();
+}
+
+int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
+               std::ostream& out, std::ostream& err) {
+  constexpr std::string_view kTool = "ncclrec-analyze: ";
+  format::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
+  if (!set.ok()) {
+    err << kTool << set.status().message() << '\n';
+    return kExitBadInput;
+  }
+  for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
+  if (const format::Status st = selectRun(*set, options.run); !st.ok()) {
+    err << kTool << st.message() << '\n';
+    return kExitBadInput;
+  }
+  std::set<int> seen;
+  for (const format::RankData& r : set->ranks) {
+    if (r.global_rank >= 0 && !seen.insert(r.global_rank).second) {
+      err << kTool << "rank " << r.global_rank << " is recorded by two processes (" << r.source_path
+          << " and another): mixed runs? pick one with --run ID\n";
+      return kExitBadInput;
+    }
+  }
+  const Verdict v = diagnose(*set, options.diagnose);
+  if (options.trace) {
+    std::ofstream file(*options.trace, std::ios::trunc);
+    if (file) writeTrace(*set, v, file);
+    if (!file) {
+      err << kTool << "--trace " << *options.trace << ": cannot write the file\n";
+      return kExitBadInput;
+    }
+  }
+  if (options.json) {
+    printVerdictJson(v, set->warnings, out);
+  } else {
+    printVerdictText(v, ReportOptions{options.color}, out);
+  }
+  return exitCodeFor(v.cls);
+}
+
+}  // namespace ncclrec::analyzer

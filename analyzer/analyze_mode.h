@@ -1,0 +1,32 @@
+// The default mode of ncclrec-analyze: load the recordings, diagnose, print the verdict.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/report.h"
+#include "recorder/format/reader.h"
+#include "recorder/format/status.h"
+
+namespace ncclrec::analyzer {
+
+struct AnalyzeOptions {
+  bool json = false;
+  bool color = false;
+  std::optional<std::string> run;    // keep only this run id
+  std::optional<std::string> trace;  // also write a Chrome/Perfetto trace there
+  DiagnoseOptions diagnose;
+};
+
+// Keeps the ranks of one run: `run` when given, else the only run present. Fails, naming the run
+// ids found, when the set mixes runs and none was chosen, or when `run` is not among them.
+format::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run);
+
+// Returns the exit code (exit_codes.h): the verdict's, or kExitBadInput with one line on `err`.
+int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
+               std::ostream& out, std::ostream& err);
+
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,131 @@
+#include "analyzer/callsite.h"
+
+#include <cstdio>
+
+#include "recorder/format/bbox_layout.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+std::string baseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void eraseAll(std::string& s, std::string_view what) {
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) {
+    s.erase(at, what.size());
+  }
+}
+
+bool stripSuffix(std::string& s, std::string_view suffix) {
+  if (!s.ends_with(suffix)) return false;
+  s.erase(s.size() - suffix.size());
+  return true;
+}
+
+}  // namespace
+
+CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event) {
+  CallSite site;
+  if (event.stack_id == format::kNoStack) return site;
+  const auto it = rank.stacks.find(event.stack_id);
+  if (it == rank.stacks.end() || it->second.frames.empty()) return site;
+  site.frames = it->second.frames;
+  const format::Frame& inner = site.frames.front();
+  site.function = inner.function;
+  site.file = inner.file;
+  site.line = inner.line;
+  site.module = baseName(inner.module);
+  site.module_offset = inner.module_offset;
+  return site;
+}
+
+std::string callSiteKey(const CallSite& site) {
+  if (!site.known()) return "";
+  // module+offset is known in black boxes and dumps alike, so a rank read from its black box
+  // compares equal to one read from a symbolized dump.
+  if (!site.module.empty()) return site.module + "+" + std::to_string(site.module_offset);
+  return site.function + "|" + site.file + ":" + std::to_string(site.line);
+}
+
+void borrowSymbols(CallSite& site, const SymbolTable& symbols) {
+  for (format::Frame& f : site.frames) {
+    if (!f.function.empty() || f.module.empty()) continue;
+    const auto it = symbols.find(baseName(f.module) + "+" + std::to_string(f.module_offset));
+    if (it == symbols.end()) continue;
+    f.function = it->second.function;
+    f.file = it->second.file;
+    f.line = it->second.line;
+  }
+  if (!site.frames.empty() && site.function.empty()) {
+    site.function = site.frames.front().function;
+    site.file = site.frames.front().file;
+    site.line = site.frames.front().line;
+  }
+}
+
+CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event,
+                    const SymbolTable& symbols) {
+  CallSite site = callSiteOf(rank, event);
+  if (site.known() && site.function.empty()) borrowSymbols(site, symbols);
+  return site;
+}
+
+SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
+  SymbolTable symbols;
+  for (const format::RankData& r : ranks) {
+    for (const auto& [id, stack] : r.stacks) {
+      for (const format::Frame& f : stack.frames) {
+        if (f.function.empty() || f.module.empty()) continue;
+        symbols.emplace(baseName(f.module) + "+" + std::to_string(f.module_offset), f);
+      }
+    }
+  }
+  return symbols;
+}
+
+std::string shortFunctionName(const std::string& function) {
+  std::string s = function;
+  // Clone suffixes may stack: "f(int) [clone .isra.0] [clone .cold]".
+  for (size_t at = s.find(" [clone "); at != std::string::npos; at = s.find(" [clone ")) {
+    const size_t close = s.find(']', at);
+    s.erase(at, close == std::string::npos ? std::string::npos : close - at + 1);
+  }
+  eraseAll(s, "(anonymous namespace)::");
+  bool stripped = true;
+  while (stripped) {
+    stripped = false;
+    for (std::string_view q : {" const", " volatile", " &&", " &", " noexcept"}) {
+      stripped = stripped || stripSuffix(s, q);
+    }
+  }
+  if (!s.ends_with(')')) return s;
+  // The parameter list is the balanced (...) at the end; "operator()(int)" keeps "operator()".
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == ')') ++depth;
+    if (s[i] == '(' && --depth == 0) {
+      if (i == 0) return s;
+      return s.substr(0, i);
+    }
+  }
+  return s;
+}
+
+std::string describeCallSite(const CallSite& site) {
+  if (!site.known()) return "unknown call site";
+  if (!site.function.empty()) {
+    std::string s = shortFunctionName(site.function) + "()";
+    if (!site.file.empty()) {
+      s += " " + baseName(site.file);
+      if (site.line > 0) s += ":" + std::to_string(site.line);
+    }
+    return s;
+  }
+  char off[32];
+  std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(site.module_offset));
+  return (site.module.empty() ? std::string("?") : site.module) + off;
+}
+
+}  // namespace ncclrec::analyzer

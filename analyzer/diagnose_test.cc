@@ -1,0 +1,479 @@
+#include "analyzer/diagnose.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "recorder/format/bbox_layout.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+
+constexpr uint64_t kComm = 0xc0ffee0000000001ull;
+constexpr uint64_t kOtherComm = 0xbeef000000000002ull;
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSec;
+constexpr int kFloat = 7;  // ncclFloat32
+constexpr int kInt32 = 2;
+constexpr int kSum = 0;
+constexpr int kMax = 2;
+
+// Call sites by name: each gets a symbolized one-frame stack in every rank that uses it.
+struct Site {
+  std::string function;
+  int line;
+};
+const Site kTrain{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 27};
+const Site kSave{"(anonymous namespace)::saveCheckpoint(ncclComm*, int)", 33};
+const Site kLoss{"logLoss(ncclComm*)", 40};
+
+struct Op {
+  Site site;
+  uint64_t count = 4096;
+  OpType op = OpType::kAllReduce;
+  int dtype = kFloat;
+  int redop = kSum;
+  int root = -1;
+  uint64_t comm = kComm;
+};
+
+class Job {
+ public:
+  explicit Job(int world) : ranks_(world) {
+    for (int r = 0; r < world; ++r) {
+      ranks_[r].global_rank = r;
+      ranks_[r].world_size = world;
+      ranks_[r].pid = 100 + r;
+      ranks_[r].run_id = "run";
+      ranks_[r].heartbeat_ns = kT0 + 100 * kSec;
+    }
+  }
+  // Appends completed ops to `rank`'s stream, then optionally one still pending.
+  Job& ops(int rank, const std::vector<Op>& ops, bool last_pending = false) {
+    RankData& r = ranks_[rank];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& o = ops[i];
+      EventRecord e;
+      e.index = r.events.size();
+      e.op = o.op;
+      e.comm_id = o.comm;
+      e.op_seq = ++seq_[rank][o.comm];
+      e.count = o.count;
+      e.dtype = o.dtype;
+      e.redop = o.redop;
+      e.peer = o.root;
+      e.rank = rank;
+      e.nranks = static_cast<int>(ranks_.size());
+      e.stack_id = stackFor(r, o.site);
+      e.enqueue_ns = kT0 + static_cast<int64_t>(e.index) * kSec;
+      const bool pending = last_pending && i + 1 == ops.size();
+      e.state = pending ? EventState::kEnqueued : EventState::kCompleted;
+      e.end_ns = pending ? 0 : e.enqueue_ns + 1000;
+      r.events.push_back(e);
+      r.events_total = r.events.size();
+    }
+    return *this;
+  }
+  RankData& rank(int r) { return ranks_[r]; }
+  format::LoadedSet set() const { return format::LoadedSet{ranks_, {}}; }
+  Verdict diagnose() const { return analyzer::diagnose(set()); }
+
+ private:
+  static uint32_t stackFor(RankData& r, const Site& s) {
+    for (const auto& [id, st] : r.stacks) {
+      if (st.frames[0].function == s.function && st.frames[0].line == s.line) return id;
+    }
+    format::Stack st;
+    st.id = static_cast<uint32_t>(r.stacks.size());
+    // The same binary at a different load address in each process.
+    st.frames.push_back(
+        {0x5550000 + 0x1000 * static_cast<uint64_t>(r.global_rank) + static_cast<uint64_t>(s.line),
+         "/opt/train", static_cast<uint64_t>(s.line), s.function, "train.cc", s.line});
+    st.symbolized = true;
+    r.stacks[st.id] = st;
+    return st.id;
+  }
+  std::vector<RankData> ranks_;
+  std::map<int, std::map<uint64_t, uint64_t>> seq_;
+};
+
+std::vector<Op> repeat(const Op& op, int n) { return std::vector<Op>(n, op); }
+std::vector<Op> concat(std::vector<Op> a, const std::vector<Op>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(DiagnoseTest, GatedCollectiveOnRankZeroIsNamedNotTheHealthyRanks) {
+  // samples/gated_save: rank 0's checkpoint all-reduce meets the others' 7th gradient
+  // all-reduce. A seq-only matcher sees the size mismatch at #7 and blames ranks 1-3 or
+  // calls it a size mismatch; the diff names rank 0's insertion.
+  Job job(4);
+  job.ops(0, concat(repeat({kTrain}, 6), {{kSave, 1}}), true);
+  for (int r = 1; r < 4; ++r) job.ops(r, repeat({kTrain}, 7), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 7u);
+  EXPECT_EQ(v.op, OpType::kAllReduce);
+  EXPECT_EQ(shortFunctionName(v.site.function), "saveCheckpoint");
+  EXPECT_EQ(v.headline,
+            "rank 0 alone (rank == 0) issued ncclAllReduce #7 on comm c0ffee00 from "
+            "saveCheckpoint() train.cc:33; ranks 1-3 issued ncclAllReduce from trainStep() "
+            "train.cc:27 as their #7");
+  ASSERT_EQ(v.stacks.size(), 2u);
+  EXPECT_EQ(v.stacks[0].function, kSave.function);  // full name kept for the stacks
+  // Evidence: ranks 1-3 collapse into one row.
+  ASSERT_EQ(v.evidence.size(), 2u);
+  EXPECT_EQ(v.evidence[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(v.evidence[1].ranks, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(v.evidence[0].ops.back().count, 1u);
+  EXPECT_EQ(v.evidence[0].ops.front().seq, 5u);
+  EXPECT_EQ(exitCodeFor(v.cls), 3);
+}
+
+TEST(DiagnoseTest, GatedCollectiveFoundByTheDiffWhenMismatchedOpsCompleted) {
+  // On a GPU the mismatched pair may complete: rank 0 runs on, one op ahead, and the hang shows
+  // at the end, where ranks 1-3 wait for a 10th all-reduce that rank 0 never issues.
+  Job job(4);
+  job.ops(0, concat(concat(repeat({kTrain}, 3), {{kSave, 1}}), repeat({kTrain}, 6)));
+  job.rank(0).exited = true;
+  for (int r = 1; r < 4; ++r) job.ops(r, repeat({kTrain}, 11), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 4u);
+}
+
+TEST(DiagnoseTest, GatedOnAllButOneRankNamesTheSubset) {
+  Job job(4);
+  for (int r = 0; r < 3; ++r) job.ops(r, concat(repeat({kTrain}, 4), {{kSave, 1}}), true);
+  job.ops(3, repeat({kTrain}, 5), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_NE(v.headline.find("(rank != 3)"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, SkippedCollectiveNamesTheRankThatSkippedIt) {
+  // Each step: gradients (trainStep), then the loss (logLoss). Rank 2 skips the loss of step 3.
+  const std::vector<Op> step = {{kTrain}, {kLoss, 1}};
+  std::vector<Op> healthy, skipper;
+  for (int s = 0; s < 4; ++s) {
+    healthy = concat(healthy, step);
+    skipper = concat(skipper, s == 3 ? std::vector<Op>{{kTrain}, {kTrain}} : step);
+  }
+  Job job(3);
+  job.ops(0, healthy, true).ops(1, healthy, true).ops(2, skipper, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.seq, 8u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "logLoss");
+}
+
+TEST(DiagnoseTest, SubstitutionsAreClassifiedByTheArgumentThatDiffers) {
+  struct Case {
+    Op bad;
+    VerdictClass cls;
+    std::string says;
+  };
+  const Op good{kTrain};
+  const std::vector<Case> cases = {
+      {{kTrain, 1024}, VerdictClass::kSizeMismatch, "rank 1 passes count 1024, ranks 0,2"},
+      {{kTrain, 4096, OpType::kAllReduce, kInt32}, VerdictClass::kDtypeMismatch, "int32"},
+      {{kTrain, 4096, OpType::kAllReduce, kFloat, kMax}, VerdictClass::kRedopMismatch, "max"},
+      {{kTrain, 4096, OpType::kAllGather}, VerdictClass::kOpMismatch, "issued ncclAllGather"},
+  };
+  for (const Case& c : cases) {
+    Job job(3);
+    job.ops(0, concat(repeat(good, 3), {good}), true);
+    job.ops(1, concat(repeat(good, 3), {c.bad}), true);
+    job.ops(2, concat(repeat(good, 3), {good}), true);
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, c.cls) << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{1}) << v.headline;
+    EXPECT_EQ(v.seq, 4u);
+    EXPECT_NE(v.headline.find(c.says), std::string::npos) << v.headline;
+  }
+}
+
+TEST(DiagnoseTest, RootMismatch) {
+  const Op bcast{kTrain, 16, OpType::kBroadcast, kFloat, -1, 0};
+  Op other = bcast;
+  other.root = 1;
+  Job job(2);
+  job.ops(0, {bcast, bcast}, true).ops(1, {bcast, other}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRootMismatch) << v.headline;
+  EXPECT_EQ(v.seq, 2u);
+}
+
+TEST(DiagnoseTest, OnlyTheCallSiteDifferingIsNotADivergence) {
+  // if (rank == 0) allreduce(x) else allreduce(x): two sites, one pairing, no hang.
+  const Op other_site{{"branch(ncclComm*)", 50}};
+  Job job(2);
+  job.ops(0, {{kTrain}, other_site, {kTrain}}).ops(1, {{kTrain}, {kTrain}, {kTrain}});
+  EXPECT_EQ(job.diagnose().cls, VerdictClass::kNoHang);
+}
+
+TEST(DiagnoseTest, GatedOpOfTheSameShapeIsFoundWhenTheOthersRunOut) {
+  // rank 0's extra op pairs with the others' next one; they finish one op early and leave rank 0
+  // waiting. The stop at the end is explained by the insertion at #3.
+  const Op extra{kSave};
+  Job job(3);
+  job.ops(0, {{kTrain}, {kTrain}, extra, {kTrain}, {kTrain}}, true);
+  for (int r = 1; r < 3; ++r) {
+    job.ops(r, repeat({kTrain}, 4));
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 3u);
+}
+
+TEST(DiagnoseTest, ExitedRankWithCounts) {
+  Job job(4);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 100), true);
+  job.ops(3, repeat({kTrain}, 99));
+  job.rank(3).exited = true;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.seq, 100u);
+  EXPECT_EQ(v.headline,
+            "rank 3 exited after 99 all-reduces from trainStep(); ranks 0-2 are in their 100th");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence.back().note, "exited");
+}
+
+TEST(DiagnoseTest, CrashedRankFromTheSignalMarkOrAStaleHeartbeat) {
+  for (const bool by_signal : {true, false}) {
+    Job job(3);
+    job.ops(0, repeat({kTrain}, 5), true)
+        .ops(1, repeat({kTrain}, 4))
+        .ops(2, repeat({kTrain}, 5), true);
+    if (by_signal) {
+      job.rank(1).fatal_signal = 11;
+    } else {
+      job.rank(1).heartbeat_ns = kT0 + 90 * kSec;  // 10 s before the others'
+    }
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{1});
+    EXPECT_NE(v.headline.find(by_signal ? "SIGSEGV" : "heartbeat stopped 10.0s"), std::string::npos)
+        << v.headline;
+  }
+}
+
+TEST(DiagnoseTest, RankWhosePeersLostTheConnectionCrashed) {
+  // SIGKILL leaves no mark; hostnccl's peers see the socket close and fail with a remote error.
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 2)).ops(2, repeat({kTrain}, 3));
+  for (int r : {0, 2}) {
+    job.rank(r).events.back().state = EventState::kFailed;
+    job.rank(r).events.back().result = 6;  // ncclRemoteError
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("ranks 0,2 failed in their 3rd (NCCL error 6)"), std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, BlackBoxRankBorrowsSymbolsAndAlignsWithDumps) {
+  Job job(2);
+  job.ops(0, repeat({kTrain}, 3), true).ops(1, repeat({kTrain}, 2));
+  for (auto& [id, st] : job.rank(1).stacks) {
+    st.frames[0].function.clear();
+    st.frames[0].file.clear();
+    st.frames[0].line = 0;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_NE(v.headline.find("from trainStep() train.cc:27"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, AliveRankWhoseLastOpEndedLongAgoIsStuckInHost) {
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 5), true)
+      .ops(1, repeat({kTrain}, 4))
+      .ops(2, repeat({kTrain}, 5), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("completed"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
+  Op side{kLoss, 1};
+  side.comm = kOtherComm;
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, repeat({kTrain}, 2)).ops(1, {side}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("comm beef0000"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, CrossCommunicatorDeadlockIsACycle) {
+  // Both ran A#1 and B#1; then rank 0 issues A#2 while rank 1 issues B#2: each waits for the
+  // other, in a different communicator.
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(2);
+  job.ops(0, {{kTrain}, on_b, {kTrain}}, true).ops(1, {{kTrain}, on_b, on_b}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(v.headline,
+            "ranks 0-1 deadlock across communicators: rank 0 waits in ncclAllReduce #2 on comm "
+            "c0ffee00 from trainStep() train.cc:27 for rank 1, which waits in ncclAllReduce #2 on "
+            "comm beef0000 from logLoss() train.cc:40 for rank 0");
+}
+
+TEST(DiagnoseTest, P2pSendWithoutAMatchingRecv) {
+  const auto p2p = [](OpType op, int peer, uint64_t count) {
+    Op o{{"exchange(ncclComm*)", 60}, count, op};
+    o.root = peer;
+    return o;
+  };
+  // Rank 0 sends twice to rank 1; rank 1 posts one recv, then moves on to its next all-reduce.
+  Job job(3);
+  job.ops(0, {p2p(OpType::kSend, 1, 8), p2p(OpType::kSend, 1, 8)}, true);
+  job.ops(1, {p2p(OpType::kRecv, 0, 8), {kTrain}}, true);
+  job.ops(2, {{kTrain}}, true);
+  // The per-peer seq: both of rank 0's sends are to rank 1, #1 and #2.
+  for (EventRecord& e : job.rank(0).events) e.peer = 1;
+  job.rank(0).events[1].op_seq = 2;
+  job.rank(1).events[0].peer = 0;
+  job.rank(1).events[1].op_seq = 1;
+  job.rank(1).events[1].peer = -1;
+  job.rank(2).events[0].peer = -1;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_NE(v.headline.find("has no matching ncclRecv: rank 1 posted 1 ncclRecvs from rank 0"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 10));
+  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 5'000'000;  // 5 ms late every time
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(exitCodeFor(v.cls), 0);
+  EXPECT_NE(v.headline.find("last to issue 10 of 10 collectives (100%)"), std::string::npos)
+      << v.headline;
+  // Who is last varies: no verdict beyond no_hang.
+  Job even(3);
+  for (int r = 0; r < 3; ++r) even.ops(r, repeat({kTrain}, 9));
+  for (int i = 0; i < 9; ++i) even.rank(i % 3).events[i].enqueue_ns += 5'000'000;
+  EXPECT_EQ(even.diagnose().cls, VerdictClass::kNoHang);
+}
+
+TEST(DiagnoseTest, NoHangWhenEverythingCompleted) {
+  Job job(2);
+  job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 3));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kNoHang);
+  EXPECT_EQ(exitCodeFor(v.cls), 0);
+  ASSERT_EQ(v.status.size(), 2u);
+}
+
+TEST(DiagnoseTest, UndecidedSaysWhichRankHasNoData) {
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3), true).ops(1, repeat({kTrain}, 3), true);
+  format::LoadedSet set = job.set();
+  set.ranks.pop_back();  // rank 2 left nothing
+  const Verdict v = diagnose(set);
+  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
+  EXPECT_EQ(exitCodeFor(v.cls), 4);
+  ASSERT_EQ(v.missing.size(), 1u);
+  EXPECT_NE(v.missing[0].find("no data for rank 2"), std::string::npos) << v.missing[0];
+  EXPECT_EQ(v.status[2].state, "no data");
+}
+
+TEST(DiagnoseTest, FailedOpsAreIgnored) {
+  Job job(2);
+  job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 3));
+  EventRecord failed = job.rank(0).events.back();
+  failed.index = 3;
+  failed.state = EventState::kFailed;
+  failed.result = 4;  // ncclInvalidArgument: refused, never issued, pairs with nothing
+  failed.count = 7;
+  job.rank(0).events.push_back(failed);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kNcclError) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+}
+
+TEST(DiagnoseTest, EmptySetDoesNotCrash) {
+  EXPECT_EQ(diagnose(format::LoadedSet{}).cls, VerdictClass::kNoHang);
+}
+
+TEST(DiagnoseTest, RandomRecordingsNeverCrash) {
+  // Arbitrary, inconsistent recordings (duplicate and missing seqs, unknown stacks, ops of every
+  // kind and state): diagnose() must return some verdict. Seeded: reproducible.
+  std::mt19937 rng(12345);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  for (int round = 0; round < 3000; ++round) {
+    const int world = 1 + pick(5);
+    format::LoadedSet set;
+    for (int r = 0; r < world; ++r) {
+      RankData d;
+      d.global_rank = pick(8) == 0 ? -1 : r;
+      d.world_size = world + pick(2);
+      d.exited = pick(4) == 0;
+      d.fatal_signal = pick(8) == 0 ? 9 : 0;
+      d.heartbeat_ns = pick(3) * kSec;
+      d.source = pick(2) ? format::SourceKind::kDump : format::SourceKind::kBlackBox;
+      d.stacks[0] = {0, {{1, "/m", static_cast<uint64_t>(pick(3)), "", "", 0}}, false};
+      const int n = pick(12);
+      for (int i = 0; i < n; ++i) {
+        EventRecord e;
+        e.index = static_cast<uint64_t>(i);
+        e.op = static_cast<OpType>(1 + pick(13));
+        e.comm_id = pick(6) == 0 ? 0 : (pick(2) ? kComm : kOtherComm);
+        e.op_seq = static_cast<uint64_t>(pick(6));
+        e.rank = pick(world + 1) - 1;
+        e.peer = pick(world + 1) - 1;
+        e.count = static_cast<uint64_t>(pick(3));
+        e.dtype = pick(3) - 1;
+        e.state = static_cast<EventState>(pick(5));
+        e.result = pick(7);
+        e.stack_id = pick(3) == 0 ? 0 : format::kNoStack;
+        e.enqueue_ns = pick(5) * kSec;
+        e.end_ns = pick(2) ? e.enqueue_ns + 1 : 0;
+        d.events.push_back(e);
+      }
+      set.ranks.push_back(std::move(d));
+    }
+    const Verdict v = diagnose(set);
+    EXPECT_FALSE(v.headline.empty()) << round;
+  }
+}
+
+TEST(FormatRanksTest, CollapsesRuns) {
+  EXPECT_EQ(formatRanks({}), "");
+  EXPECT_EQ(formatRanks({0}), "0");
+  EXPECT_EQ(formatRanks({1, 2, 3}), "1-3");
+  EXPECT_EQ(formatRanks({0, 2, 5, 6, 7}), "0,2,5-7");
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,209 @@
+// Classifying the first slot where ranks issued different ops: insertion, deletion, substitution.
+#include <algorithm>
+#include <tuple>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::engine {
+
+std::optional<uint32_t> Engine::predictNext(const Stream& s, size_t p) const {
+  if (p == 0) return std::nullopt;
+  const uint32_t last = s.ops[p - 1].key;
+  std::unordered_map<uint32_t, size_t> next;
+  for (size_t i = 0; i + 1 < p; ++i) {
+    if (s.ops[i].key == last) ++next[s.ops[i + 1].key];
+  }
+  std::optional<uint32_t> best;
+  size_t best_n = 0;
+  for (const auto& [key, n] : next) {
+    if (n > best_n || (n == best_n && best && key < *best)) {
+      best = key;
+      best_n = n;
+    }
+  }
+  return best;
+}
+
+// Whether the collective (op, call site) `site` is one the job issues anyway: seen before p on any
+// rank, or at or after p in the other streams.
+bool Engine::knownSite(const CommStreams& c, size_t p, uint32_t site,
+                       const std::vector<size_t>& other_streams) const {
+  const Stream& any = c.streams.front();
+  for (size_t i = 0; i < p && i < any.ops.size(); ++i) {
+    if (any.ops[i].site == site) return true;
+  }
+  for (size_t s : other_streams) {
+    const auto& ops = c.streams[s].ops;
+    for (size_t i = p; i < ops.size(); ++i) {
+      if (ops[i].site == site) return true;
+    }
+  }
+  return false;
+}
+
+bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
+                                   Verdict& v) {
+  // Which group behaves as the history predicts (the normal one) and which deviates.
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::optional<uint32_t> predicted = predictNext(c.streams[groups[0].streams[0]], p);
+  std::vector<bool> known(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<size_t> others;
+    for (size_t h = 0; h < groups.size(); ++h) {
+      if (h != g) others.insert(others.end(), groups[h].streams.begin(), groups[h].streams.end());
+    }
+    const Op& op = c.streams[groups[g].streams[0]].ops[p];
+    known[g] = knownSite(c, p, op.site, others);
+  }
+  const auto normality = [&](size_t g) {
+    return std::make_tuple(predicted && groups[g].key == *predicted, known[g] ? 1 : 0,
+                           groups[g].streams.size(), -groups[g].ranks.front());
+  };
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return normality(a) > normality(b); });
+  const Group& normal = groups[order[0]];
+  // The deviating group: the smallest, then the one with the lowest rank.
+  size_t dev_index = order[1];
+  for (size_t i = 2; i < order.size(); ++i) {
+    const Group& g = groups[order[i]];
+    const Group& d = groups[dev_index];
+    if (g.ranks.size() < d.ranks.size() ||
+        (g.ranks.size() == d.ranks.size() && g.ranks.front() < d.ranks.front())) {
+      dev_index = order[i];
+    }
+  }
+  const Group& dev = groups[dev_index];
+  const Stream& ns = c.streams[normal.streams[0]];
+  const Stream& ds = c.streams[dev.streams[0]];
+  const Op& n = ns.ops[p];
+  const Op& d = ds.ops[p];
+
+  // The diff: which single edit makes the following ops line up again.
+  enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
+  const auto lineUp = [&](size_t d_from, size_t n_from) {
+    size_t overlap = 0;
+    while (overlap < kDiffWindow && d_from + overlap < ds.ops.size() &&
+           n_from + overlap < ns.ops.size()) {
+      if (ds.ops[d_from + overlap].key != ns.ops[n_from + overlap].key) return size_t{0};
+      ++overlap;
+    }
+    return overlap;
+  };
+  const size_t ins = lineUp(p + 1, p);
+  const size_t del = lineUp(p, p + 1);
+  const size_t sub = lineUp(p + 1, p + 1);
+  Edit edit = Edit::kNone;
+  if ((ins > 0) + (del > 0) + (sub > 0) == 1) {
+    edit = ins > 0 ? Edit::kInsertion : del > 0 ? Edit::kDeletion : Edit::kSubstitution;
+  }
+  const bool same_site = n.loc == d.loc;
+  const bool d_known = known[dev_index];
+  if (edit == Edit::kNone) {
+    // The streams stop too soon to line up again (a hang stops them): judge by the history.
+    if (same_site) {
+      edit = Edit::kSubstitution;
+    } else if (!d_known) {
+      edit = Edit::kInsertion;
+    } else if (predictNext(ns, p + 1) == d.key ||
+               (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {
+      edit = Edit::kDeletion;
+    } else {
+      // d's op would follow n's op in the history: d skipped n's.
+      std::optional<uint32_t> after_n;
+      std::unordered_map<uint32_t, size_t> next;
+      for (size_t i = 0; i + 1 < p; ++i) {
+        if (ns.ops[i].key == n.key) ++next[ns.ops[i + 1].key];
+      }
+      size_t best = 0;
+      for (const auto& [key, count] : next) {
+        if (count > best) {
+          best = count;
+          after_n = key;
+        }
+      }
+      edit = after_n == d.key ? Edit::kDeletion : Edit::kSubstitution;
+    }
+  }
+
+  const CallSite n_site = siteAt(set_.ranks[ns.rank], *n.e);
+  const CallSite d_site = siteAt(set_.ranks[ds.rank], *d.e);
+  std::vector<int> all;
+  for (const Stream& s : c.streams) all.push_back(globalRank(s.rank));
+  std::sort(all.begin(), all.end());
+  std::vector<int> normal_ranks;
+  for (const Group& g : groups) {
+    if (&g != &dev) normal_ranks.insert(normal_ranks.end(), g.ranks.begin(), g.ranks.end());
+  }
+  std::sort(normal_ranks.begin(), normal_ranks.end());
+  v.comm_id = c.comm_id;
+  v.ranks = dev.ranks;
+  const std::string comm = " on comm " + hex8(c.comm_id);
+
+  if (edit == Edit::kInsertion) {
+    v.cls = VerdictClass::kRankGatedCollective;
+    v.seq = d.e->op_seq;
+    v.op = d.e->op;
+    v.site = d_site;
+    v.headline = ranksWord(dev.ranks) + " alone (" + subsetCondition(dev.ranks, all) + ") issued " +
+                 std::string(format::opName(d.e->op)) + " #" + std::to_string(v.seq) + comm +
+                 " from " + describeCallSite(d_site) + "; " + ranksWord(normal_ranks) + " issued " +
+                 std::string(format::opName(n.e->op)) + " from " + describeCallSite(n_site) +
+                 " as their #" + std::to_string(n.e->op_seq);
+    v.stacks = {d_site, n_site};
+    return true;
+  }
+  if (edit == Edit::kDeletion) {
+    v.cls = VerdictClass::kSkippedCollective;
+    v.seq = n.e->op_seq;
+    v.op = n.e->op;
+    v.site = n_site;
+    v.headline = ranksWord(dev.ranks) + " skipped " + std::string(format::opName(n.e->op)) + " #" +
+                 std::to_string(v.seq) + comm + " from " + describeCallSite(n_site) + " that " +
+                 ranksWord(normal_ranks) + " issued; " + (dev.ranks.size() == 1 ? "it" : "they") +
+                 " issued " + std::string(format::opName(d.e->op)) + " from " +
+                 describeCallSite(d_site) + " instead";
+    v.stacks = {n_site, d_site};
+    return true;
+  }
+  // Substitution: the same slot with different arguments.
+  const EventRecord& a = *d.e;
+  const EventRecord& b = *n.e;
+  const std::string dev_who =
+      ranksWord(dev.ranks) + (dev.ranks.size() == 1 ? " passes " : " pass ");
+  const std::string norm_who = ranksWord(normal_ranks) + " ";
+  std::string diff;
+  if (a.op != b.op) {
+    v.cls = VerdictClass::kOpMismatch;
+    diff = ranksWord(dev.ranks) + " issued " + std::string(format::opName(a.op)) + ", " + norm_who +
+           "issued " + std::string(format::opName(b.op));
+  } else if (a.count != b.count) {
+    v.cls = VerdictClass::kSizeMismatch;
+    diff = dev_who + "count " + std::to_string(a.count) + ", " + norm_who + "pass " +
+           std::to_string(b.count) + " (" + std::string(format::dataTypeName(b.dtype)) + ")";
+  } else if (a.dtype != b.dtype) {
+    v.cls = VerdictClass::kDtypeMismatch;
+    diff = dev_who + std::string(format::dataTypeName(a.dtype)) + ", " + norm_who + "pass " +
+           std::string(format::dataTypeName(b.dtype));
+  } else if (a.redop != b.redop) {
+    v.cls = VerdictClass::kRedopMismatch;
+    diff = dev_who + "redop " + std::string(format::redOpName(a.redop)) + ", " + norm_who +
+           "pass " + std::string(format::redOpName(b.redop));
+  } else if (hasRoot(a.op) && a.peer != b.peer) {
+    v.cls = VerdictClass::kRootMismatch;
+    diff = dev_who + "root " + std::to_string(a.peer) + ", " + norm_who + "pass root " +
+           std::to_string(b.peer);
+  } else {
+    return false;  // only the call sites differ, and NCCL pairs such ops cleanly
+  }
+  v.seq = a.op_seq;
+  v.op = a.op;
+  v.site = d_site;
+  v.headline = std::string(format::opName(b.op)) + " #" + std::to_string(v.seq) + comm + ": " +
+               diff + " (" + describeCallSite(d_site) +
+               (same_site ? "" : " vs " + describeCallSite(n_site)) + ")";
+  v.stacks = same_site ? std::vector<CallSite>{d_site} : std::vector<CallSite>{d_site, n_site};
+  return true;
+}
+
+}  // namespace ncclrec::analyzer::engine

@@ -1,0 +1,121 @@
+// The evidence table around the divergence and each rank's status.
+#include <algorithm>
+
+#include "analyzer/engine.h"
+#include "analyzer/events.h"
+
+namespace ncclrec::analyzer::engine {
+
+EvidenceOp Engine::evidenceOp(size_t rank, const EventRecord& e) const {
+  EvidenceOp o;
+  o.seq = e.op_seq;
+  o.op = e.op;
+  o.count = e.count;
+  o.dtype = e.dtype;
+  o.redop = e.redop;
+  o.root = hasRoot(e.op) ? e.peer : -1;
+  o.state = e.state;
+  o.site = siteAt(set_.ranks[rank], e);
+  return o;
+}
+
+void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
+  const size_t from = p >= kContextBefore ? p - kContextBefore : 0;
+  struct Row {
+    std::vector<std::pair<uint32_t, EventState>> sig;  // what makes two ranks' rows identical
+    EvidenceRow row;
+  };
+  std::vector<Row> rows;
+  for (const Stream& s : c.streams) {
+    Row r;
+    for (size_t i = from; i < s.ops.size() && i <= p + kContextAfter; ++i) {
+      r.sig.emplace_back(s.ops[i].key, s.ops[i].e->state);
+      r.row.ops.push_back(evidenceOp(s.rank, *s.ops[i].e));
+    }
+    const RankData& rd = set_.ranks[s.rank];
+    if (rd.exited) {
+      r.row.note = "exited";
+    } else if (rd.fatal_signal != 0) {
+      r.row.note = "crashed (" + signalName(rd.fatal_signal) + ")";
+    } else if (dead(s.rank)) {
+      r.row.note = "dead";
+    }
+    const auto same = std::find_if(rows.begin(), rows.end(), [&](const Row& x) {
+      return x.sig == r.sig && x.row.note == r.row.note;
+    });
+    if (same != rows.end()) {
+      same->row.ranks.push_back(globalRank(s.rank));
+    } else {
+      r.row.ranks.push_back(globalRank(s.rank));
+      rows.push_back(std::move(r));
+    }
+  }
+  if (!c.streams.empty() && from < c.streams.front().ops.size() + kContextAfter) {
+    for (const Stream& s : c.streams) {
+      if (from < s.ops.size()) {
+        v.first_seq = s.ops[from].e->op_seq;
+        break;
+      }
+    }
+  }
+  for (Row& r : rows) {
+    std::sort(r.row.ranks.begin(), r.row.ranks.end());
+    v.evidence.push_back(std::move(r.row));
+  }
+}
+
+void Engine::addStatus(Verdict& v) const {
+  int world = 0;
+  std::map<int, size_t> by_rank;
+  for (size_t r = 0; r < set_.ranks.size(); ++r) {
+    world = std::max(world, set_.ranks[r].world_size);
+    by_rank.emplace(set_.ranks[r].global_rank, r);
+  }
+  for (int g = 0; g < world; ++g) {
+    if (!by_rank.contains(g)) v.status.push_back({g, "no data", "no black box or dump"});
+  }
+  for (const auto& [g, r] : by_rank) {
+    const RankData& rd = set_.ranks[r];
+    RankStatus st{g, "", ""};
+    const EventRecord* pending = nullptr;
+    const EventRecord* last_done = nullptr;
+    for (const EventRecord& e : rd.events) {
+      if (isIncomplete(e) && (format::isCollective(e.op) || format::isP2p(e.op))) pending = &e;
+      if (!isIncomplete(e)) last_done = &e;
+    }
+    const auto describe = [&](const EventRecord& e) {
+      std::string s = std::string(format::opName(e.op));
+      if (e.op_seq != 0) s += " #" + std::to_string(e.op_seq);
+      if (e.comm_id != 0) s += " on comm " + hex8(e.comm_id);
+      return s + " from " + describeCallSite(siteAt(rd, e));
+    };
+    if (rd.exited) {
+      st.state = "exited";
+    } else if (rd.fatal_signal != 0) {
+      st.state = "crashed";
+      st.detail = signalName(rd.fatal_signal);
+    } else if (dead(r)) {
+      st.state = "dead";
+      st.detail = "no exit mark; last sign of life " + seconds(now_ - lastSignOfLife(r)) +
+                  " before the newest recording";
+      if (inferred_dead_.contains(r))
+        st.detail = "no exit mark; its peers lost the connection to it";
+    } else if (pending != nullptr) {
+      st.state = "waiting";
+      st.detail = describe(*pending);
+      if (pending->enqueue_ns > 0) st.detail += " for " + seconds(now_ - pending->enqueue_ns);
+    } else {
+      st.state = "in host code";
+    }
+    if (st.detail.empty() && last_done != nullptr) {
+      st.detail = "last op " + describe(*last_done);
+      if (last_done->end_ns > 0)
+        st.detail += ", ended " + seconds(now_ - last_done->end_ns) + " ago";
+    }
+    v.status.push_back(std::move(st));
+  }
+  std::sort(v.status.begin(), v.status.end(),
+            [](const RankStatus& a, const RankStatus& b) { return a.rank < b.rank; });
+}
+
+}  // namespace ncclrec::analyzer::engine

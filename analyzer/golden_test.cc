@@ -1,0 +1,102 @@
+// Golden scenarios: tests/data/<scenario>/ holds the dumps and black boxes of a real run
+// (recorded under libncclrec.so on hostnccl by tests/scenarios/record.sh) and expected.json, the
+// verdict checked by hand when the data was recorded. The analyzer's verdict must equal it.
+// A black box is mostly its empty tables: it is checked in gzip'ed (rank3.bbox.gz) and inflated
+// here.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli.h"
+#include "recorder/format/testing/temp_dir.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult analyze(std::vector<std::string> args) {
+  args.insert(args.begin(), "ncclrec-analyze");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = runCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+// Copies the scenario's recordings into `to`, inflating *.gz.
+bool stage(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".gz")) {
+      std::error_code ec;
+      fs::copy_file(e.path(), to + "/" + name, ec);
+      if (ec) return false;
+      continue;
+    }
+    gzFile in = gzopen(e.path().c_str(), "rb");
+    if (in == nullptr) return false;
+    std::ofstream out(to + "/" + name.substr(0, name.size() - 3), std::ios::binary);
+    char buf[65536];
+    int n = 0;
+    while ((n = gzread(in, buf, sizeof(buf))) > 0) out.write(buf, n);
+    gzclose(in);
+    if (n < 0 || !out) return false;
+  }
+  return true;
+}
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, VerdictMatchesTheExpectedOne) {
+  const std::string data = std::string(NCCLREC_TEST_DATA) + "/" + GetParam();
+  std::ifstream in(data + "/expected.json");
+  ASSERT_TRUE(in) << "missing " << data << "/expected.json";
+  format::testing::TempDir staged;
+  ASSERT_TRUE(stage(data, staged.path()));
+  std::filesystem::remove(staged.file("expected.json"));
+  const std::string& dir = staged.path();
+  const nlohmann::json expected = nlohmann::json::parse(in);
+
+  const CliResult json = analyze({"--json", dir});
+  EXPECT_EQ(json.code, expected["exit_code"].get<int>()) << json.err;
+  const nlohmann::json got = nlohmann::json::parse(json.out);
+  EXPECT_EQ(got["verdict"], expected["verdict"]) << got["verdict"].dump(2);
+  if (expected.contains("ranks")) {
+    for (size_t i = 0; i < expected["ranks"].size(); ++i) {
+      EXPECT_EQ(got["ranks"][i]["status"], expected["ranks"][i]["status"]) << i;
+    }
+  }
+
+  // The text report: the verdict line first, then the evidence and the stacks.
+  const CliResult text = analyze({dir});
+  EXPECT_EQ(text.code, json.code);
+  const std::string first_line = text.out.substr(0, text.out.find('\n'));
+  EXPECT_EQ(first_line, expected["verdict"]["class"].get<std::string>() + ": " +
+                            expected["verdict"]["headline"].get<std::string>());
+  if (expected["exit_code"] == 3) {
+    // Waits across communicators have no single slot to tabulate; every other class does.
+    if (expected["verdict"]["class"] != "cross_comm_deadlock") {
+      EXPECT_NE(text.out.find("\nevidence on comm "), std::string::npos) << text.out;
+    }
+    EXPECT_NE(text.out.find("\nstacks:\n"), std::string::npos) << text.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
+                         ::testing::Values("rank_gated_collective", "skipped_collective",
+                                           "rank_exited", "rank_crashed", "size_mismatch",
+                                           "rank_stuck_in_host", "cross_comm_deadlock", "no_hang"));
+
+}  // namespace
+}  // namespace ncclrec::analyzer

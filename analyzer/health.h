@@ -1,0 +1,23 @@
+// A check outside the per-slot alignment: when nothing hangs, a rank that is consistently the
+// last to reach each collective (slow_rank).
+//
+// device_collision (two ranks of one host on one GPU) is not diagnosed: events carry the device
+// ordinal, which is relative to each process's CUDA_VISIBLE_DEVICES (every rank may see its own
+// GPU as device 0); the recorder would need the device's UUID or PCI bus id.
+#pragma once
+
+#include <optional>
+
+#include "analyzer/callsite.h"
+#include "analyzer/verdict.h"
+#include "recorder/format/reader.h"
+
+namespace ncclrec::analyzer {
+
+// Over the completed collectives issued by every rank of a communicator (at least kSlowMinOps),
+// one rank enqueued last in at least kSlowShare of them.
+inline constexpr size_t kSlowMinOps = 8;
+inline constexpr double kSlowShare = 0.75;
+std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols);
+
+}  // namespace ncclrec::analyzer

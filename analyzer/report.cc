@@ -1,0 +1,204 @@
+#include "analyzer/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace ncclrec::analyzer {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string baseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string stateWord(format::EventState s) {
+  switch (s) {
+    case format::EventState::kCompleted:
+      return "ok";
+    case format::EventState::kFailed:
+      return "FAILED";
+    case format::EventState::kEnqueued:
+    case format::EventState::kStarted:
+      return "PENDING";
+    default:
+      return "?";
+  }
+}
+
+// "trainStep:27", "libx.so+0x12", "?".
+std::string shortSite(const CallSite& s) {
+  if (!s.known()) return "?";
+  if (s.function.empty()) return describeCallSite(s);
+  return shortFunctionName(s.function) + (s.line > 0 ? ":" + std::to_string(s.line) : "");
+}
+
+std::string cell(const EvidenceOp& o) {
+  std::string c = std::string(format::opName(o.op)) + " " + std::to_string(o.count);
+  if (o.dtype >= 0) c += " " + std::string(format::dataTypeName(o.dtype));
+  if (o.root >= 0) c += " root " + std::to_string(o.root);
+  return c + " " + shortSite(o.site) + " " + stateWord(o.state);
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+Json siteJson(const CallSite& s) {
+  Json j;
+  j["function"] = s.function.empty() ? Json(nullptr) : Json(shortFunctionName(s.function));
+  j["file"] = s.file.empty() ? Json(nullptr) : Json(s.file);
+  j["line"] = s.line > 0 ? Json(s.line) : Json(nullptr);
+  j["full_function"] = s.function.empty() ? Json(nullptr) : Json(s.function);
+  j["module"] = s.module.empty() ? Json(nullptr) : Json(s.module);
+  j["module_offset"] = s.module_offset;
+  return j;
+}
+
+}  // namespace
+
+void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& out) {
+  const char* bold = o.color ? "\033[1m" : "";
+  const char* red = o.color ? "\033[1;31m" : "";
+  const char* green = o.color ? "\033[1;32m" : "";
+  const char* reset = o.color ? "\033[0m" : "";
+  const bool bad = exitCodeFor(v.cls) != 0;
+  out << (bad ? red : green) << verdictClassName(v.cls) << reset << ": " << bold << v.headline
+      << reset << '\n';
+  for (const std::string& m : v.missing) out << "missing: " << m << '\n';
+
+  if (!v.evidence.empty()) {
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const EvidenceRow& r : v.evidence) {
+      for (const EvidenceOp& op : r.ops) {
+        first = std::min(first, op.seq);
+        last = std::max(last, op.seq);
+      }
+    }
+    out << "\nevidence on comm " << hex16(v.comm_id).substr(0, 8) << ":\n";
+    std::vector<std::string> head;
+    for (const EvidenceRow& r : v.evidence) {
+      head.push_back((r.ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(r.ranks) +
+                     (r.note.empty() ? "" : " (" + r.note + ")"));
+    }
+    std::vector<size_t> width(v.evidence.size());
+    for (size_t i = 0; i < v.evidence.size(); ++i) {
+      width[i] = head[i].size();
+      for (const EvidenceOp& op : v.evidence[i].ops) width[i] = std::max(width[i], cell(op).size());
+    }
+    std::string line = "    seq  ";
+    for (size_t i = 0; i < head.size(); ++i) line += pad(head[i], width[i] + 3);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+    if (first != UINT64_MAX) {
+      for (uint64_t seq = first; seq <= last; ++seq) {
+        char num[32];
+        std::snprintf(num, sizeof(num), "%s %5llu  ", seq == v.seq ? ">" : " ",
+                      static_cast<unsigned long long>(seq));
+        line = std::string("  ") + num;
+        for (size_t i = 0; i < v.evidence.size(); ++i) {
+          const auto& ops = v.evidence[i].ops;
+          const auto it = std::find_if(ops.begin(), ops.end(),
+                                       [&](const EvidenceOp& x) { return x.seq == seq; });
+          line += pad(it == ops.end() ? "-" : cell(*it), width[i] + 3);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+      }
+    }
+  }
+
+  if (!v.stacks.empty()) {
+    out << "\nstacks:\n";
+    for (const CallSite& s : v.stacks) {
+      out << "  " << describeCallSite(s) << '\n';
+      for (size_t i = 0; i < s.frames.size(); ++i) {
+        const format::Frame& f = s.frames[i];
+        char addr[64];
+        std::snprintf(addr, sizeof(addr), "%s+0x%llx",
+                      f.module.empty() ? "?" : baseName(f.module).c_str(),
+                      static_cast<unsigned long long>(f.module_offset));
+        out << "    #" << i << "  " << (f.function.empty() ? "??" : f.function);
+        if (!f.file.empty())
+          out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
+        out << "  [" << addr << "]\n";
+      }
+    }
+  }
+
+  if (!v.status.empty()) {
+    out << "\nranks:\n";
+    for (const RankStatus& s : v.status) {
+      char head[48];
+      std::snprintf(head, sizeof(head), "  %5d  %-13s", s.rank, s.state.c_str());
+      std::string line = std::string(head) + " " + s.detail;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out << line << '\n';
+    }
+  }
+}
+
+void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
+                      std::ostream& out) {
+  Json doc;
+  Json& j = doc["verdict"];
+  j["class"] = verdictClassName(v.cls);
+  j["ranks"] = v.ranks;
+  j["comm"] = v.comm_id != 0 ? Json(hex16(v.comm_id)) : Json(nullptr);
+  j["seq"] = v.seq != 0 ? Json(v.seq) : Json(nullptr);
+  j["op"] = v.op != format::OpType::kUnknown ? Json(format::opName(v.op)) : Json(nullptr);
+  j["callsite"] = v.site.known() ? siteJson(v.site) : Json(nullptr);
+  j["headline"] = v.headline;
+  j["exit_code"] = exitCodeFor(v.cls);
+  doc["evidence"] = Json::array();
+  for (const EvidenceRow& r : v.evidence) {
+    Json row;
+    row["ranks"] = r.ranks;
+    row["note"] = r.note.empty() ? Json(nullptr) : Json(r.note);
+    row["ops"] = Json::array();
+    for (const EvidenceOp& op : r.ops) {
+      Json e;
+      e["seq"] = op.seq;
+      e["op"] = format::opName(op.op);
+      e["count"] = op.count;
+      e["dtype"] = op.dtype >= 0 ? Json(format::dataTypeName(op.dtype)) : Json(nullptr);
+      e["redop"] = op.redop >= 0 ? Json(format::redOpName(op.redop)) : Json(nullptr);
+      e["root"] = op.root >= 0 ? Json(op.root) : Json(nullptr);
+      e["state"] = format::stateName(op.state);
+      e["callsite"] = op.site.known() ? siteJson(op.site) : Json(nullptr);
+      row["ops"].push_back(std::move(e));
+    }
+    doc["evidence"].push_back(std::move(row));
+  }
+  doc["stacks"] = Json::array();
+  for (const CallSite& s : v.stacks) {
+    Json st;
+    st["callsite"] = siteJson(s);
+    st["frames"] = Json::array();
+    for (const format::Frame& f : s.frames) {
+      st["frames"].push_back({{"function", f.function},
+                              {"file", f.file},
+                              {"line", f.line},
+                              {"module", f.module},
+                              {"module_offset", f.module_offset}});
+    }
+    doc["stacks"].push_back(std::move(st));
+  }
+  doc["ranks"] = Json::array();
+  for (const RankStatus& s : v.status) {
+    doc["ranks"].push_back({{"rank", s.rank}, {"status", s.state}, {"detail", s.detail}});
+  }
+  doc["missing"] = v.missing;
+  doc["warnings"] = warnings;
+  out << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,22 @@
+// Prints a Verdict: the text report (the verdict line first, then the evidence table, the stacks
+// of the differing call sites and each rank's status) or the JSON document of docs/analyzer.md.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/verdict.h"
+
+namespace ncclrec::analyzer {
+
+struct ReportOptions {
+  bool color = false;  // ANSI colors: only when writing to a terminal
+};
+
+void printVerdictText(const Verdict& v, const ReportOptions& options, std::ostream& out);
+// `warnings`: the loader's "PATH: why" lines for skipped files.
+void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
+                      std::ostream& out);
+
+}  // namespace ncclrec::analyzer

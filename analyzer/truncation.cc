@@ -1,0 +1,115 @@
+// Classifying a stream that stopped while others wait: exited, crashed, blocked elsewhere, or
+// stuck in host code.
+#include <algorithm>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::engine {
+
+void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                                const std::vector<size_t>& going, Verdict& v) {
+  // The others failed at the op this rank never issued: the transport lost it, so it is gone.
+  const Op& next = c.streams[going.front()].ops[p];
+  const bool peers_lost_it =
+      next.e->state == EventState::kFailed &&
+      (next.e->result == kNcclRemoteError || next.e->result == kNcclSystemError);
+  const auto kind = [&](size_t s) -> int {
+    const RankData& r = set_.ranks[c.streams[s].rank];
+    if (r.exited) return 0;
+    if (r.fatal_signal != 0 || dead(c.streams[s].rank) || peers_lost_it) return 1;
+    return 2;
+  };
+  // The first stopped rank stands for them all; ranks that stopped the same way are named
+  // together.
+  std::vector<size_t> order = ended;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return kind(a) < kind(b); });
+  const int k = kind(order.front());
+  std::vector<size_t> culprits;
+  for (size_t s : order) {
+    if (kind(s) == k) culprits.push_back(s);
+  }
+  const Stream& stopped = c.streams[culprits.front()];
+  const bool stale = dead(stopped.rank);
+  if (k == 1) {
+    for (size_t s : culprits) inferred_dead_.insert(c.streams[s].rank);
+  }
+  const RankData& rd = set_.ranks[stopped.rank];
+  const Op& waited = c.streams[going.front()].ops[p];
+  v.ranks = ranksOf(c, culprits);
+  v.comm_id = c.comm_id;
+  v.seq = waited.e->op_seq;
+  v.op = waited.e->op;
+  const std::vector<int> others = ranksOf(c, going);
+  const std::string who = ranksWord(v.ranks);
+
+  // "after 99 all-reduces from train_step()": the collectives like the one the others wait in.
+  uint64_t same = 0;
+  for (const Op& o : stopped.ops) same += o.site == waited.site ? 1 : 0;
+  const CallSite waited_site = siteAt(set_.ranks[c.streams[going.front()].rank], *waited.e);
+  const std::string what =
+      opNoun(waited.e->op) + "s from " +
+      shortFunctionName(waited_site.function.empty() ? describeCallSite(waited_site)
+                                                     : waited_site.function) +
+      (waited_site.function.empty() ? "" : "()");
+  std::string others_at =
+      ranksWord(others) + (others.size() == 1 ? " is" : " are") + " in their " + ordinal(same + 1);
+  if (waited.e->state == EventState::kFailed) {
+    others_at = ranksWord(others) + " failed in their " + ordinal(same + 1) + " (NCCL error " +
+                std::to_string(waited.e->result) + ")";
+  }
+  if (!stopped.ops.empty()) v.site = siteAt(rd, *stopped.ops.back().e);
+
+  if (k == 0) {
+    v.cls = VerdictClass::kRankExited;
+    v.headline = who + " exited after " + std::to_string(same) + " " + what + "; " + others_at;
+    return;
+  }
+  if (k == 1) {
+    v.cls = VerdictClass::kRankCrashed;
+    const std::string how =
+        rd.fatal_signal != 0 ? "crashed (" + signalName(rd.fatal_signal) + ")"
+        : !stale             ? std::string(
+                                   "died without an exit mark (the connection to it broke: killed, e.g. "
+                                               "SIGKILL or out of memory)")
+                 : "died without an exit mark (heartbeat stopped " +
+                       seconds(now_ - lastSignOfLife(stopped.rank)) +
+                       " before the newest recording: "
+                       "killed, e.g. SIGKILL or out of memory)";
+    v.headline = who + " " + how + " after " + std::to_string(same) + " " + what + "; " + others_at;
+    return;
+  }
+  // Alive: either waiting in an op of another communicator, or in host code.
+  const EventRecord* pending = nullptr;
+  const EventRecord* last = nullptr;
+  for (const EventRecord& e : rd.events) {
+    if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
+    last = &e;
+    if (isIncomplete(e)) pending = &e;
+  }
+  if (pending != nullptr && pending->comm_id != c.comm_id) {
+    v.cls = VerdictClass::kRankBlockedElsewhere;
+    v.site = siteAt(rd, *pending);
+    v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
+                 std::to_string(pending->op_seq) + " on comm " + hex8(pending->comm_id) + " from " +
+                 describeCallSite(v.site) + " while " + ranksWord(others) + " wait for it in " +
+                 std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
+                 " on comm " + hex8(c.comm_id);
+    return;
+  }
+  v.cls = VerdictClass::kRankStuckInHost;
+  std::string since;
+  if (last != nullptr) {
+    v.site = siteAt(rd, *last);
+    if (last->end_ns > 0) since = " completed " + seconds(now_ - last->end_ns) + " ago";
+  }
+  v.headline = who + " is alive but stuck in host code: its last NCCL op" +
+               (last != nullptr ? " (" + std::string(format::opName(last->op)) + " #" +
+                                      std::to_string(last->op_seq) + " from " +
+                                      describeCallSite(v.site) + ")" + since
+                                : " never came") +
+               "; " + ranksWord(others) + " wait in " + std::string(format::opName(v.op)) + " #" +
+               std::to_string(v.seq);
+}
+
+}  // namespace ncclrec::analyzer::engine

@@ -1,0 +1,88 @@
+#include "analyzer/verdict.h"
+
+#include <cstdio>
+
+#include "analyzer/exit_codes.h"
+
+namespace ncclrec::analyzer {
+
+std::string_view verdictClassName(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kNoHang:
+      return "no_hang";
+    case VerdictClass::kUndecided:
+      return "undecided";
+    case VerdictClass::kRankGatedCollective:
+      return "rank_gated_collective";
+    case VerdictClass::kSkippedCollective:
+      return "skipped_collective";
+    case VerdictClass::kOpMismatch:
+      return "op_mismatch";
+    case VerdictClass::kSizeMismatch:
+      return "size_mismatch";
+    case VerdictClass::kDtypeMismatch:
+      return "dtype_mismatch";
+    case VerdictClass::kRedopMismatch:
+      return "redop_mismatch";
+    case VerdictClass::kRootMismatch:
+      return "root_mismatch";
+    case VerdictClass::kRankExited:
+      return "rank_exited";
+    case VerdictClass::kRankCrashed:
+      return "rank_crashed";
+    case VerdictClass::kRankStuckInHost:
+      return "rank_stuck_in_host";
+    case VerdictClass::kRankBlockedElsewhere:
+      return "rank_blocked_elsewhere";
+    case VerdictClass::kCrossCommDeadlock:
+      return "cross_comm_deadlock";
+    case VerdictClass::kNcclError:
+      return "nccl_error";
+    case VerdictClass::kP2pMismatch:
+      return "p2p_mismatch";
+    case VerdictClass::kSlowRank:
+      return "slow_rank";
+  }
+  return "unknown";
+}
+
+int exitCodeFor(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kNoHang:
+    case VerdictClass::kSlowRank:
+      return kExitOk;
+    case VerdictClass::kUndecided:
+      return kExitUndecided;
+    default:
+      return kExitHang;
+  }
+}
+
+std::string formatRanks(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ranks[i]);
+    if (j > i) s += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+}  // namespace ncclrec::analyzer
+
+namespace ncclrec::analyzer {
+
+std::string ranksWord(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks);
+}
+
+std::string shortCommId(uint64_t comm_id) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(comm_id));
+  return std::string(buf, 8);
+}
+
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,226 @@
+#include "analyzer/waits.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+
+bool pending(const EventRecord& e) {
+  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
+}
+
+// A call refused before it was issued (ncclInvalidArgument, ncclInvalidUsage) pairs with nothing.
+bool refused(const EventRecord& e) {
+  return e.state == EventState::kFailed && (e.result == 4 || e.result == 5);
+}
+
+std::string opAt(const EventRecord& e, const CallSite& site) {
+  return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " on comm " +
+         shortCommId(e.comm_id) + " from " + describeCallSite(site);
+}
+
+struct Located {
+  const RankData* rank = nullptr;
+  const EventRecord* event = nullptr;
+};
+
+}  // namespace
+
+std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const SymbolTable& symbols) {
+  // (comm, op, my comm rank, peer comm rank) -> by per-peer seq.
+  std::map<std::tuple<uint64_t, OpType, int, int>, std::map<uint64_t, Located>> posted;
+  std::map<std::pair<uint64_t, int>, int> global_of;  // (comm, comm rank) -> global rank
+  std::vector<Located> waiting;
+  for (const RankData& r : set.ranks) {
+    uint64_t last_comm = 0;
+    for (const EventRecord& e : r.events) {
+      if (e.comm_id == 0 || e.rank < 0) continue;
+      if (e.comm_id != last_comm) {
+        global_of[{e.comm_id, e.rank}] = r.global_rank;
+        last_comm = e.comm_id;
+      }
+      if (!format::isP2p(e.op) || refused(e) || e.state == EventState::kEmpty) continue;
+      posted[{e.comm_id, e.op, e.rank, e.peer}][e.op_seq] = Located{&r, &e};
+      if (pending(e)) waiting.push_back(Located{&r, &e});
+    }
+    for (const format::Comm& c : r.comms) {
+      if (c.comm_id != 0 && c.rank >= 0) global_of[{c.comm_id, c.rank}] = r.global_rank;
+    }
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const Located& a, const Located& b) {
+    return a.event->enqueue_ns < b.event->enqueue_ns;
+  });
+  for (const Located& w : waiting) {
+    const EventRecord& e = *w.event;
+    const auto peer = global_of.find({e.comm_id, e.peer});
+    if (peer == global_of.end()) continue;  // no data for the peer: nothing to judge by
+    const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+    const auto list = posted.find({e.comm_id, other, e.peer, e.rank});
+    const CallSite site = callSiteOf(*w.rank, e, symbols);
+    Verdict v;
+    v.cls = VerdictClass::kP2pMismatch;
+    v.ranks = {w.rank->global_rank};
+    v.comm_id = e.comm_id;
+    v.seq = e.op_seq;
+    v.op = e.op;
+    v.site = site;
+    v.stacks = {site};
+    const std::string me = "rank " + std::to_string(w.rank->global_rank) + "'s " +
+                           std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) +
+                           (e.op == OpType::kSend ? " to" : " from") + " rank " +
+                           std::to_string(peer->second) + " on comm " + shortCommId(e.comm_id) +
+                           " from " + describeCallSite(site);
+    const std::string counterpart = std::string(format::opName(other)) +
+                                    (other == OpType::kSend ? "s to" : "s from") + " rank " +
+                                    std::to_string(w.rank->global_rank);
+    if (list == posted.end() || !list->second.contains(e.op_seq)) {
+      const size_t n = list == posted.end() ? 0 : list->second.size();
+      v.headline = me + " has no matching " + std::string(format::opName(other)) + ": rank " +
+                   std::to_string(peer->second) + " posted " + std::to_string(n) + " " +
+                   counterpart;
+      if (n > 0) {
+        const Located& last = list->second.rbegin()->second;
+        v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
+                      describeCallSite(callSiteOf(*last.rank, *last.event, symbols)) + ")";
+      }
+      return v;
+    }
+    const Located& match = list->second.at(e.op_seq);
+    if (match.event->count != e.count || match.event->dtype != e.dtype) {
+      const CallSite other_site = callSiteOf(*match.rank, *match.event, symbols);
+      v.headline = me + " moves " + std::to_string(e.count) + " " +
+                   std::string(format::dataTypeName(e.dtype)) + "; rank " +
+                   std::to_string(peer->second) + "'s matching " +
+                   std::string(format::opName(other)) + " from " + describeCallSite(other_site) +
+                   " moves " + std::to_string(match.event->count) + " " +
+                   std::string(format::dataTypeName(match.event->dtype));
+      v.stacks.push_back(other_site);
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolTable& symbols) {
+  // Per process: the collective it is blocked in (its oldest pending one), and how far each
+  // communicator got (the highest seq it issued).
+  std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> set index
+  std::map<std::pair<size_t, uint64_t>, uint64_t> reached;
+  std::map<uint64_t, std::set<int>> members;  // comm -> comm ranks
+  std::vector<const EventRecord*> blocked(set.ranks.size(), nullptr);
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    for (const format::Comm& c : set.ranks[i].comms) {
+      if (c.comm_id == 0 || c.rank < 0) continue;
+      process_of[{c.comm_id, c.rank}] = i;
+      members[c.comm_id].insert(c.rank);
+    }
+    uint64_t last_comm = 0;
+    uint64_t* last_reached = nullptr;
+    for (const EventRecord& e : set.ranks[i].events) {
+      if (e.comm_id == 0 || e.rank < 0) continue;
+      if (e.comm_id != last_comm) {  // most consecutive events share one communicator
+        process_of[{e.comm_id, e.rank}] = i;
+        members[e.comm_id].insert(e.rank);
+        last_comm = e.comm_id;
+        last_reached = &reached[{i, e.comm_id}];
+      }
+      if (!format::isCollective(e.op) || refused(e)) continue;
+      *last_reached = std::max(*last_reached, e.op_seq);
+      if (pending(e) && (blocked[i] == nullptr || e.enqueue_ns < blocked[i]->enqueue_ns)) {
+        blocked[i] = &e;
+      }
+    }
+  }
+  // i waits for j: j belongs to the communicator i is blocked in and has not issued that seq.
+  std::vector<std::vector<size_t>> waits_for(set.ranks.size());
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    if (blocked[i] == nullptr) continue;
+    for (int member : members[blocked[i]->comm_id]) {
+      const auto j = process_of.find({blocked[i]->comm_id, member});
+      if (j == process_of.end() || j->second == i) continue;
+      if (reached[{j->second, blocked[i]->comm_id}] < blocked[i]->op_seq) {
+        waits_for[i].push_back(j->second);
+      }
+    }
+  }
+  // Depth-first search for a cycle; only blocked processes have edges.
+  std::vector<int> color(set.ranks.size(), 0);  // 0 new, 1 on the path, 2 done
+  std::vector<size_t> path;
+  std::vector<size_t> cycle;
+  const auto dfs = [&](auto&& self, size_t u) -> bool {
+    color[u] = 1;
+    path.push_back(u);
+    for (size_t w : waits_for[u]) {
+      if (color[w] == 1) {
+        cycle.assign(std::find(path.begin(), path.end(), w), path.end());
+        return true;
+      }
+      if (color[w] == 0 && self(self, w)) return true;
+    }
+    path.pop_back();
+    color[u] = 2;
+    return false;
+  };
+  for (size_t i = 0; i < set.ranks.size() && cycle.empty(); ++i) {
+    if (color[i] == 0) dfs(dfs, i);
+  }
+  if (cycle.empty()) return std::nullopt;
+  // Every rank in the cycle's strongly connected part is in the deadlock, not only the cycle.
+  const auto reach = [&](bool forward) {
+    std::vector<std::vector<size_t>> edges(set.ranks.size());
+    for (size_t u = 0; u < edges.size(); ++u) {
+      for (size_t w : waits_for[u]) (forward ? edges[u] : edges[w]).push_back(forward ? w : u);
+    }
+    std::vector<bool> seen(set.ranks.size(), false);
+    std::vector<size_t> todo = {cycle.front()};
+    seen[cycle.front()] = true;
+    while (!todo.empty()) {
+      const size_t u = todo.back();
+      todo.pop_back();
+      for (size_t w : edges[u]) {
+        if (!seen[w]) {
+          seen[w] = true;
+          todo.push_back(w);
+        }
+      }
+    }
+    return seen;
+  };
+  const std::vector<bool> from = reach(true);
+  const std::vector<bool> to = reach(false);
+  Verdict v;
+  v.cls = VerdictClass::kCrossCommDeadlock;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    if (from[i] && to[i]) v.ranks.push_back(set.ranks[i].global_rank);
+  }
+  std::sort(v.ranks.begin(), v.ranks.end());
+  const RankData& first = set.ranks[cycle.front()];
+  const EventRecord& e = *blocked[cycle.front()];
+  v.comm_id = e.comm_id;
+  v.seq = e.op_seq;
+  v.op = e.op;
+  v.site = callSiteOf(first, e, symbols);
+  v.headline = ranksWord(v.ranks) + " deadlock across communicators: ";
+  for (size_t k = 0; k < cycle.size(); ++k) {
+    const RankData& r = set.ranks[cycle[k]];
+    const RankData& next = set.ranks[cycle[(k + 1) % cycle.size()]];
+    const CallSite site = callSiteOf(r, *blocked[cycle[k]], symbols);
+    v.stacks.push_back(site);
+    v.headline += k == 0 ? "rank " + std::to_string(r.global_rank) + " waits in "
+                         : std::string(", which waits in ");
+    v.headline += opAt(*blocked[cycle[k]], site) + " for rank " + std::to_string(next.global_rank);
+  }
+  return v;
+}
+
+}  // namespace ncclrec::analyzer
