@@ -1,0 +1,233 @@
+#include "launcher/hang_report.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/events.h"
+#include "analyzer/report.h"
+#include "recorder/format/reader.h"
+
+namespace ncclrec::launcher {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct DumpName {
+  int pid = 0;
+  std::string reason;
+};
+
+// HOST.PID.N.REASON.ncclrec.pb; HOST may itself hold dots, so the fields are taken from the end.
+bool parseDumpName(const std::string& name, DumpName* out) {
+  static const std::string kSuffix = ".ncclrec.pb";
+  if (name.size() <= kSuffix.size() ||
+      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+    return false;
+  std::string stem = name.substr(0, name.size() - kSuffix.size());
+  std::vector<std::string> parts;
+  for (int i = 0; i < 3; ++i) {
+    const size_t dot = stem.rfind('.');
+    if (dot == std::string::npos) return false;
+    parts.push_back(stem.substr(dot + 1));
+    stem.resize(dot);
+  }
+  // parts: REASON, N, PID
+  char* end = nullptr;
+  const long pid = std::strtol(parts[2].c_str(), &end, 10);
+  if (parts[2].empty() || *end != '\0' || pid <= 0) return false;
+  out->pid = static_cast<int>(pid);
+  out->reason = parts[0];
+  return true;
+}
+
+std::string fmtSeconds(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+bool hasDumpOf(const std::string& dir, int pid, int64_t since_ns, const std::string& reason) {
+  bool found = false;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      DumpName n;
+      if (!parseDumpName(e->d_name, &n) || n.pid != pid) continue;
+      if (!reason.empty() && n.reason != reason) continue;
+      struct stat st {};
+      if (stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
+      const int64_t mtime =
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (mtime >= since_ns) found = true;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+bool hasBlackBoxOf(const std::string& dir, int pid) {
+  const std::string tail = "." + std::to_string(pid) + ".bbox";
+  bool found = false;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > tail.size() &&
+          name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
+        found = true;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
+  Json doc;
+  doc["run_id"] = in.run_id;
+  doc["attempt"] = in.attempt;
+  doc["reason"] = in.reason;
+  doc["trigger"] = in.trigger_text;
+  doc["dump_dir"] = in.dump_dir;
+  doc["waited_s"] = in.waited_s;
+  doc["verdict"] = nullptr;
+  doc["analysis"] = nullptr;
+  doc["ranks"] = Json::array();
+  doc["warnings"] = Json::array();
+
+  std::vector<format::RankData> ranks;
+  std::string verdict_text;
+  auto loaded = format::loadPaths({in.dump_dir});
+  if (loaded.ok()) {
+    // The analyzer's verdict first: the one line that says why the job is stuck.
+    const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
+    std::ostringstream text, json;
+    analyzer::printVerdictText(verdict, {}, text);
+    analyzer::printVerdictJson(verdict, loaded->warnings, json);
+    verdict_text = text.str();
+    Json analysis = Json::parse(json.str(), nullptr, false);
+    if (!analysis.is_discarded()) {
+      if (analysis.contains("verdict")) doc["verdict"] = analysis["verdict"];
+      doc["analysis"] = std::move(analysis);
+    }
+    ranks = std::move(loaded->ranks);
+    for (const auto& w : loaded->warnings) doc["warnings"].push_back(w);
+  } else {
+    doc["warnings"].push_back(loaded.status().message());
+  }
+  std::map<int, const format::RankData*> by_pid;
+  for (const auto& r : ranks) by_pid[r.pid] = &r;
+
+  out << "cxxrun: " << (in.reason == "hang" ? "hang reported" : "job interrupted") << " (run "
+      << in.run_id << ", attempt " << in.attempt << ")";
+  if (!in.trigger_text.empty()) {
+    std::string detail;
+    const size_t at = in.trigger_text.find("detail=");
+    if (at != std::string::npos)
+      detail = in.trigger_text.substr(at + 7, in.trigger_text.find('\n', at) - at - 7);
+    const size_t rk = in.trigger_text.find("rank=");
+    if (rk != std::string::npos && in.reason == "hang")
+      out << " by rank " << in.trigger_text.substr(rk + 5, in.trigger_text.find('\n', rk) - rk - 5);
+    if (!detail.empty()) out << ": " << detail;
+  }
+  out << "\n" << verdict_text;
+  if (!verdict_text.empty() && verdict_text.back() != '\n') out << "\n";
+  // With a verdict, the analyzer's own per-rank list says where each rank is; the launcher only
+  // adds the workers that left no recording.
+  const bool table = verdict_text.empty();
+  if (table) {
+    out << pad("rank", 6) << pad("pid", 9) << pad("recording", 16) << pad("last op", 30)
+        << pad("seq", 6) << pad("count", 10) << pad("age", 10) << "call site\n";
+  }
+
+  for (const WorkerInfo& w : in.workers) {
+    Json j;
+    j["rank"] = w.rank;
+    j["local_rank"] = w.local_rank;
+    j["pid"] = w.pid;
+    j["running"] = w.running;
+    if (!w.running) j["ended"] = w.ended;
+    const auto it = by_pid.find(w.pid);
+    if (it == by_pid.end()) {
+      j["recording"] = nullptr;
+      out << (table
+                  ? pad(std::to_string(w.rank), 6) + pad(std::to_string(w.pid), 9) + pad("none", 16)
+                  : "cxxrun: rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) +
+                        ") left no recording ")
+          << (w.running ? "(no NCCL call recorded)" : "(" + w.ended + ")") << "\n";
+      doc["ranks"].push_back(std::move(j));
+      continue;
+    }
+    const format::RankData& r = *it->second;
+    std::string recording = r.source == format::SourceKind::kDump
+                                ? "dump:" + std::string(format::dumpReasonName(r.dump_reason))
+                                : std::string("black box");
+    if (r.exited) recording += ",exited";
+    if (r.fatal_signal != 0) recording += ",sig" + std::to_string(r.fatal_signal);
+    j["recording"] = {{"source", r.source_path},
+                      {"kind", r.source == format::SourceKind::kDump ? "dump" : "bbox"},
+                      {"dump_reason", std::string(format::dumpReasonName(r.dump_reason))},
+                      {"dump_detail", r.dump_detail},
+                      {"host", r.host},
+                      {"global_rank", r.global_rank},
+                      {"exited", r.exited},
+                      {"fatal_signal", r.fatal_signal},
+                      {"events_total", r.events_total}};
+    std::string last = "-", seq = "-", count = "-", age = "-", site = "-";
+    if (!r.events.empty()) {
+      const format::EventRecord& e = r.events.back();
+      last =
+          std::string(format::opName(e.op)) + " (" + std::string(format::stateName(e.state)) + ")";
+      seq = std::to_string(e.op_seq);
+      count = std::to_string(e.count);
+      site = analyzer::callSite(r, e);
+      const bool incomplete =
+          e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
+      const int64_t now = analyzer::snapshotTime(r);
+      Json ej = {{"op", std::string(format::opName(e.op))},
+                 {"state", std::string(format::stateName(e.state))},
+                 {"op_seq", e.op_seq},
+                 {"count", e.count},
+                 {"comm_id", e.comm_id},
+                 {"call_site", site}};
+      if (incomplete && e.enqueue_ns > 0 && now > e.enqueue_ns) {
+        age = fmtSeconds(now - e.enqueue_ns);
+        ej["age_ns"] = now - e.enqueue_ns;
+      }
+      j["last_op"] = std::move(ej);
+    }
+    if (table) {
+      out << pad(std::to_string(w.rank), 6) << pad(std::to_string(w.pid), 9) << pad(recording, 16)
+          << pad(last, 30) << pad(seq, 6) << pad(count, 10) << pad(age, 10) << site << "\n";
+    }
+    doc["ranks"].push_back(std::move(j));
+  }
+  for (const auto& w : doc["warnings"]) out << "cxxrun: warning: " << w.get<std::string>() << "\n";
+
+  const std::string path = in.dump_dir + "/" + in.file_name;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    // Trigger text and dump details come from files: never let bad UTF-8 throw.
+    f << doc.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+    if (!f) return format::Status::error("cxxrun: cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return format::Status::error("cxxrun: cannot write " + path);
+  out << "cxxrun: dumps in " << in.dump_dir << " (ncclrec-analyze --events " << in.dump_dir
+      << "); report: " << path << "\n";
+  return path;
+}
+
+}  // namespace ncclrec::launcher

@@ -1,0 +1,47 @@
+// What cxxrun shows and writes when a job hangs or is interrupted: the dumps of every rank, a
+// per-rank table of where each one stopped, and report.json beside the dumps.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "recorder/format/status.h"
+
+namespace ncclrec::launcher {
+
+// A worker as the launcher knows it, whether or not it left a recording.
+struct WorkerInfo {
+  int rank = -1;
+  int local_rank = -1;
+  int pid = 0;
+  bool running = true;
+  std::string ended;  // "exit code 1", "signal 9 (SIGKILL)" when not running
+};
+
+struct HangReportInput {
+  std::string run_id;
+  int attempt = 0;
+  std::string reason;        // "hang" (a rank wrote the trigger file) or "interrupt"
+  std::string trigger_text;  // the trigger file's content, "" when none
+  std::string dump_dir;
+  std::vector<WorkerInfo> workers;
+  double waited_s = 0;  // how long cxxrun waited for the dumps
+  // report.json; other nodes of a multi-node job write report.nodeN.json, so that a dump
+  // directory on a shared filesystem keeps every node's report.
+  std::string file_name = "report.json";
+};
+
+// True when `dir` holds a dump (HOST.PID.N.REASON.ncclrec.pb) of process `pid` written at or
+// after `since_ns` (CLOCK_REALTIME); with `reason` not empty, of that reason only.
+bool hasDumpOf(const std::string& dir, int pid, int64_t since_ns, const std::string& reason = "");
+// True when `dir` holds the black box (HOST.PID.bbox) of process `pid`: it is recording.
+bool hasBlackBoxOf(const std::string& dir, int pid);
+
+// Loads the recordings in input.dump_dir, prints the verdict (or, without one, a per-rank table) to
+// `out`, writes input.dump_dir/input.file_name and returns its path. Fails (one line) only when
+// report.json cannot be written; a directory without recordings still gets a report that says so.
+format::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
+
+}  // namespace ncclrec::launcher
