@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo: installs what it needs, builds, then runs samples/gated_save with 4 ranks on the CPU
-# (hostnccl) under libncclrec.so. Rank 0 issues an extra all-reduce in save_checkpoint(); the job
-# hangs; each rank's watchdog dumps; the per-rank summary shows where every rank stopped.
+# (hostnccl) under libncclrec.so and cxxrun. Rank 0 issues an extra all-reduce in saveCheckpoint();
+# the job hangs; every rank dumps; cxxrun prints the analyzer's verdict and exits 3.
 #   scripts/demo.sh [--ranks N] [--timeout SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,43 +23,25 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; echo "demo.sh: configure failed" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target ncclrec_interpose ncclrec_dump hostnccl \
-  sample_gated_save ncclrec-analyze
+  sample_gated_save ncclrec-analyze cxxrun
 
 run="$root/ncclrec-demo"
 rm -rf "$run"
 mkdir -p "$run"
-export NCCLREC_DIR="$run/dumps" NCCLREC_TIMEOUT="$timeout" NCCLREC_RUN_ID="demo-$(date +%s)"
-export NCCLREC_SAMPLE_ID_FILE="$run/unique.id" WORLD_SIZE="$ranks" HOSTNCCL_TIMEOUT=600
+cd "$run"
 echo
-echo "== $ranks ranks of samples/gated_save under libncclrec.so (NCCLREC_TIMEOUT=${timeout}s)"
-pids=()
-for ((r = 0; r < ranks; r++)); do
-  RANK=$r LD_PRELOAD="$build/lib/libncclrec.so" LD_LIBRARY_PATH="$build/hostnccl" \
-    "$build/bin/sample_gated_save" 10 5 >"$run/rank$r.log" 2>&1 &
-  pids+=($!)
-done
-trap 'kill -9 "${pids[@]}" 2>/dev/null || true' EXIT
-
-# Every rank dumps once its own op is stuck for NCCLREC_TIMEOUT, or when another rank's trigger
-# file says the job is stuck; wait for all of them (or for the job to end, which it should not).
-deadline=$((SECONDS + timeout + 30))
-while [ $SECONDS -lt $deadline ]; do
-  dumps=$(find "$NCCLREC_DIR" -maxdepth 1 \( -name '*.hang.ncclrec.pb' -o -name '*.trigger.ncclrec.pb' \) 2>/dev/null | wc -l)
-  alive=0
-  for p in "${pids[@]}"; do if kill -0 "$p" 2>/dev/null; then alive=$((alive + 1)); fi; done
-  if [ "$dumps" -ge "$ranks" ] || [ "$alive" -eq 0 ]; then break; fi
-  sleep 0.5
-done
-kill -9 "${pids[@]}" 2>/dev/null || true
-wait 2>/dev/null || true
-trap - EXIT
-
-for ((r = 0; r < ranks; r++)); do
-  echo "-- rank $r: $(tail -n 1 "$run/rank$r.log")"
-done
+echo "== LD_PRELOAD=libncclrec.so cxxrun --nproc-per-node $ranks --nccl=host sample_gated_save"
+echo "   (NCCLREC_TIMEOUT=${timeout}s: a rank stuck that long in one NCCL op declares a hang)"
 echo
-echo "== dumps and black boxes in $NCCLREC_DIR:"
-ls -1 "$NCCLREC_DIR" | sed 's/^/   /'
+status=0
+NCCLREC_TIMEOUT="$timeout" LD_PRELOAD="$build/lib/libncclrec.so" \
+  "$build/bin/cxxrun" --nproc-per-node "$ranks" --nccl=host \
+  "$build/bin/sample_gated_save" 10 5 || status=$?
 echo
-echo "== the last 4 NCCL calls of every rank (ncclrec-analyze --events --last 4):"
-"$build/bin/ncclrec-analyze" --events --last 4 "$NCCLREC_DIR"
+if [ "$status" -ne 3 ]; then
+  echo "demo.sh: expected cxxrun to diagnose a hang (exit 3), got exit $status" >&2
+  exit 1
+fi
+dumps=$(find "$run/ncclrec-dumps" -name report.json -printf '%h\n' | head -n 1)
+echo "== every rank's last NCCL calls: $build/bin/ncclrec-analyze --events --last 3 $dumps"
+"$build/bin/ncclrec-analyze" --events --last 3 "$dumps"

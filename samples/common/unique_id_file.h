@@ -1,6 +1,7 @@
-// Shares an ncclUniqueId between the ranks of a job through a file: rank 0 creates it and
-// publishes it atomically (temporary name + rename), the others wait for it. For samples run
-// without a launcher; under cxxrun the launcher's store does this.
+// Shares an ncclUniqueId between the ranks of a job. Under cxxrun (CXXRUN_STORE set) through the
+// launcher's store, keyed by `path`, so nothing stale from an earlier run can be read; without a
+// launcher through the file at `path`: rank 0 publishes it atomically (temporary name + rename),
+// the others wait for it (give each run a fresh path).
 #pragma once
 
 #include <nccl.h>
@@ -8,15 +9,26 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "launcher/store_client.h"
+
 namespace samples {
 
 inline ncclUniqueId shareUniqueId(int rank, const std::string& path, double timeout_s = 60) {
   ncclUniqueId id{};
+  if (std::getenv("CXXRUN_STORE") != nullptr) {
+    if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+      throw std::runtime_error("ncclGetUniqueId failed");
+    const auto status =
+        ncclrec::launcher::storeBroadcast("nccl_id:" + path, rank == 0, &id, sizeof(id), timeout_s);
+    if (!status.ok()) throw std::runtime_error(status.message());
+    return id;
+  }
   if (rank == 0) {
     if (ncclGetUniqueId(&id) != ncclSuccess) throw std::runtime_error("ncclGetUniqueId failed");
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
