@@ -12,6 +12,7 @@
 #include <new>
 
 #include "nccl.h"
+#include "recorder/format/op_type.h"
 #include "tests/support/stub_state.h"
 
 namespace stub = ncclrec::support::stub;
@@ -110,26 +111,7 @@ ncclResult_t checkConfig(const ncclConfig_t* config, const char* func) {
 }
 
 size_t typeSize(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
+  return static_cast<size_t>(ncclrec::format::dataTypeSize(static_cast<int>(type)));
 }
 
 ncclResult_t checkType(ncclDataType_t type, const char* func) {
