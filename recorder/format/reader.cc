@@ -2,14 +2,19 @@
 #include "recorder/format/reader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/dump_io.h"
@@ -48,11 +53,12 @@ bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// The black box is preferred over the newest dump only when it went on recording after it.
+// The black box is preferred over the newest dump only when it went on recording after it. The
+// chosen file's model is moved out, never copied (a rank can hold hundreds of thousands of events).
 RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* warnings) {
-  const RankData* bbox = nullptr;
-  const RankData* dump = nullptr;
-  for (const RankData& f : files) {
+  RankData* bbox = nullptr;
+  RankData* dump = nullptr;
+  for (RankData& f : files) {
     if (f.source == SourceKind::kBlackBox) {
       if (bbox != nullptr) {
         warnings->push_back(f.source_path + ": same host and pid as " + bbox->source_path +
@@ -63,17 +69,45 @@ RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* war
       dump = &f;
     }
   }
-  if (dump == nullptr) return *bbox;
-  if (bbox == nullptr || bbox->events_total <= dump->events_total) return *dump;
-  RankData merged = *bbox;
+  if (dump == nullptr) return std::move(*bbox);
+  if (bbox == nullptr || bbox->events_total <= dump->events_total) return std::move(*dump);
+  RankData merged = std::move(*bbox);
   for (auto& [id, stack] : merged.stacks) {
     auto it = dump->stacks.find(id);
-    if (it != dump->stacks.end() && it->second.symbolized) stack = it->second;
+    if (it != dump->stacks.end() && it->second.symbolized) stack = std::move(it->second);
   }
   merged.dump_reason = dump->dump_reason;
   merged.dump_ns = dump->dump_ns;
-  merged.dump_detail = dump->dump_detail;
+  merged.dump_detail = std::move(dump->dump_detail);
   return merged;
+}
+
+// Loads `files` on up to one thread per core (each file is parsed independently); results keep
+// the order of `files`.
+std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::string>& files) {
+  std::vector<std::optional<StatusOr<RankData>>> results(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < files.size(); i = next.fetch_add(1)) {
+      results[i].emplace(loadFile(files[i]));
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the calling thread does the rest
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<StatusOr<RankData>> out;
+  out.reserve(files.size());
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
 }
 
 }  // namespace
@@ -118,8 +152,7 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
     }
     if (ec) return Status::error(path + ": " + ec.message());
     std::sort(files.begin(), files.end());
-    for (const std::string& file : files) {
-      StatusOr<RankData> data = loadFile(file);
+    for (StatusOr<RankData>& data : loadFilesInParallel(files)) {
       if (!data.ok()) {
         set.warnings.push_back(data.status().message());
         continue;
