@@ -7,18 +7,43 @@
 
 namespace ncclrec::interpose {
 
-#define NCCLREC_WRAPPED_FUNCTIONS(X)                                                               \
-  X(ncclAllReduce)                                                                                 \
-  X(ncclBroadcast)                                                                                 \
-  X(ncclBcast) X(ncclReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclAlltoAll) X(ncclGather)   \
-      X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)                     \
-          X(ncclGroupSimulateEnd) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitRankConfig) \
-              X(ncclCommInitAll) X(ncclCommInitRankScalable) X(ncclCommSplit) X(ncclCommShrink)    \
-                  X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommRevoke)        \
-                      X(ncclCommGetAsyncError) X(ncclRedOpCreatePreMulSum) X(ncclRedOpDestroy)
+// clang-format off
+#define NCCLREC_WRAPPED_FUNCTIONS(X) \
+  X(ncclAllReduce)                   \
+  X(ncclBroadcast)                   \
+  X(ncclBcast)                       \
+  X(ncclReduce)                      \
+  X(ncclAllGather)                   \
+  X(ncclReduceScatter)               \
+  X(ncclAlltoAll)                    \
+  X(ncclGather)                      \
+  X(ncclScatter)                     \
+  X(ncclSend)                        \
+  X(ncclRecv)                        \
+  X(ncclGroupStart)                  \
+  X(ncclGroupEnd)                    \
+  X(ncclGroupSimulateEnd)            \
+  X(ncclGetUniqueId)                 \
+  X(ncclCommInitRank)                \
+  X(ncclCommInitRankConfig)          \
+  X(ncclCommInitAll)                 \
+  X(ncclCommInitRankScalable)        \
+  X(ncclCommSplit)                   \
+  X(ncclCommShrink)                  \
+  X(ncclCommFinalize)                \
+  X(ncclCommDestroy)                 \
+  X(ncclCommAbort)                   \
+  X(ncclCommRevoke)                  \
+  X(ncclCommGetAsyncError)           \
+  X(ncclRedOpCreatePreMulSum)        \
+  X(ncclRedOpDestroy)
 
 // Queried by the shim, never wrapped.
-#define NCCLREC_QUERY_FUNCTIONS(X) X(ncclCommCuDevice) X(ncclCommUserRank) X(ncclCommCount)
+#define NCCLREC_QUERY_FUNCTIONS(X) \
+  X(ncclCommCuDevice)              \
+  X(ncclCommUserRank)              \
+  X(ncclCommCount)
+// clang-format on
 
 struct RealNccl {
 #define NCCLREC_REAL_FIELD(name) decltype(&::name) name = nullptr;
