@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/exit_codes.h"
+#include "analyzer/testing/run_cli.h"
 #include "recorder/format/params_table.h"
 #include "recorder/format/testing/bbox_builder.h"
 #include "recorder/format/testing/temp_dir.h"
@@ -17,19 +19,9 @@
 namespace ncclrec::analyzer {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = testing::CliResult;
 
-Result cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "ncclrec-analyze");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = runCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+Result cli(std::vector<std::string> args) { return testing::runAnalyzeCli(std::move(args)); }
 
 // One line, prefixed with the tool's name.
 void expectOneErrorLine(const Result& r) {

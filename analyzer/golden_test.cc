@@ -11,27 +11,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/cli.h"
+#include "analyzer/testing/run_cli.h"
 #include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
+using testing::CliResult;
 
-CliResult analyze(std::vector<std::string> args) {
-  args.insert(args.begin(), "ncclrec-analyze");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = runCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+CliResult analyze(std::vector<std::string> args) { return testing::runAnalyzeCli(std::move(args)); }
 
 // Copies the scenario's recordings into `to`, inflating *.gz.
 bool stage(const std::string& from, const std::string& to) {
