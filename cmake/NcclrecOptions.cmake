@@ -1,4 +1,10 @@
 # Warnings and the sanitizer switch, applied to every target of the project.
+# ccache, when installed, caches compiles across build directories (base_dir in its config).
+find_program(NCCLREC_CCACHE ccache)
+if(NCCLREC_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_C_COMPILER_LAUNCHER ${NCCLREC_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${NCCLREC_CCACHE})
+endif()
 add_compile_options(-Wall -Wextra -Wno-unused-parameter)
 
 if(NCCLREC_SANITIZE STREQUAL "address")

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libunwind8 libdw-dev
   libgloo-dev
+  libtorch-dev
+  libncurses-dev tmux
 )
 
 missing=()
