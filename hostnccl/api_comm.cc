@@ -51,7 +51,7 @@ ncclResult_t initChecked(ncclComm_t* comm, int nranks, const ncclUniqueId& id, i
     return fail(ncclInvalidArgument, "%s: rank %d / nranks %d out of range", name, rank, nranks);
   }
   if (ncclResult_t rc = checkConfig(config, name); rc != ncclSuccess) return rc;
-  return initRank(comm, nranks, id, rank, 0);
+  return initRank(comm, nranks, id, rank, currentPlacement());
 }
 
 #define RETURN_IF_ERROR(expr)                                      \
@@ -228,6 +228,17 @@ HOSTNCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device)
     RETURN_IF_ERROR(checkComm(comm, "ncclCommCuDevice"));
     RETURN_IF_ERROR(checkNotNull(device, "device", "ncclCommCuDevice"));
     *device = comm->cudaDev;
+    return ncclSuccess;
+  });
+}
+
+// hostnccl's own (not NVIDIA's): the process's emulated current device, the one the next
+// ncclCommInitRank will use (device.h). Tools look it up with dlsym; its presence also says that
+// the NCCL in the process is hostnccl, whose devices are emulated.
+extern "C" __attribute__((visibility("default"))) ncclResult_t hostncclGetDevice(int* device) {
+  return guarded("hostncclGetDevice", [&] {
+    RETURN_IF_ERROR(checkNotNull(device, "device", "hostncclGetDevice"));
+    *device = currentPlacement().device;
     return ncclSuccess;
   });
 }

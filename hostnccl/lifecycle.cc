@@ -13,6 +13,7 @@
 
 #include "hostnccl/collectives.h"
 #include "hostnccl/config.h"
+#include "hostnccl/device.h"
 #include "hostnccl/errors.h"
 #include "hostnccl/store.h"
 
@@ -61,7 +62,38 @@ bool addrFromBytes(const std::vector<char>& v, SockAddr* a) {
   return true;
 }
 
-ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, int cudaDev) {
+// How long a rank refused at init keeps the rendezvous it serves for the others.
+constexpr std::chrono::seconds kFailedInitLinger{5};
+
+// Publishes this rank's placement and reads everyone's; a rank sharing its host and device with
+// another fails as NCCL's init does (each colliding rank reports its own collision; the others go
+// on and are left waiting for them, as with NCCL).
+ncclResult_t checkDevices(StoreClient& store, StoreService& service, const Secret& secret,
+                          int nranks, int rank, const Placement& mine) {
+  store.set("dev/" + std::to_string(rank), encodePlacement(mine));
+  std::vector<Placement> all(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    if (!decodePlacement(store.get("dev/" + std::to_string(r)), &all[r])) {
+      return fail(ncclInternalError, "hostnccl init: rank %d published a bad device", r);
+    }
+  }
+  if (const int other = duplicateOf(all, rank); other >= 0) {
+    // Everyone read everything it needs: say so, and keep a server hosted here alive until the
+    // others did too (bounded: a rank that does not collide goes on and never says done).
+    store.done();
+    service.awaitSessionEnd(secret, std::chrono::steady_clock::now() + kFailedInitLinger);
+    return fail(ncclInvalidUsage,
+                "Duplicate GPU detected : rank %d and rank %d both on CUDA device %d (hostnccl: "
+                "emulated device on host %s; set it from LOCAL_RANK or HOSTNCCL_DEVICE)",
+                rank, other, mine.device, mine.host.c_str());
+  }
+  return ncclSuccess;
+}
+
+// `placement`: checked against the other ranks' (init); nullptr for split and shrink, whose ranks
+// keep their parent's devices.
+ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, int cudaDev,
+                      const Placement* placement = nullptr) {
   std::string error;
   StoreService* service = StoreService::get(&error);
   if (service == nullptr) return fail(ncclSystemError, "hostnccl init: %s", error.c_str());
@@ -78,6 +110,12 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   try {
+    if (placement != nullptr) {
+      if (ncclResult_t rc = checkDevices(store, *service, id.secret, nranks, rank, *placement);
+          rc != ncclSuccess) {
+        return rc;
+      }
+    }
     SockAddr mine = store.localAddress();
     mine.setPort(service->port());
     store.set("svc/" + std::to_string(rank), addrBytes(mine));
@@ -135,30 +173,35 @@ ncclResult_t getUniqueId(ncclUniqueId* out) {
   return ncclSuccess;
 }
 
-ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& uid, int rank, int cudaDev) {
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& uid, int rank,
+                      const Placement& placement) {
   IdInfo id;
   if (!decodeId(uid, &id)) {
     return fail(ncclInvalidArgument,
                 "ncclCommInitRank: the unique id was not made by ncclGetUniqueId of hostnccl");
   }
-  return joinComm(out, nranks, id, rank, cudaDev);
+  return joinComm(out, nranks, id, rank, placement.device, &placement);
 }
 
 ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist) {
   ncclUniqueId id;
   if (ncclResult_t rc = getUniqueId(&id); rc != ncclSuccess) return rc;
   std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  std::vector<Placement> placements(ndev);
+  for (int i = 0; i < ndev; ++i) {
+    placements[i] = Placement{hostIdentity(), devlist ? devlist[i] : i, /*known=*/true};
+  }
   std::vector<std::thread> threads;
   try {
     for (int i = 1; i < ndev; ++i) {
       threads.emplace_back(
-          [&, i] { results[i] = initRank(&comms[i], ndev, id, i, devlist ? devlist[i] : i); });
+          [&, i] { results[i] = initRank(&comms[i], ndev, id, i, placements[i]); });
     }
   } catch (const std::exception& e) {
     for (auto& t : threads) t.join();
     return fail(ncclSystemError, "ncclCommInitAll: cannot start threads: %s", e.what());
   }
-  results[0] = initRank(&comms[0], ndev, id, 0, devlist ? devlist[0] : 0);
+  results[0] = initRank(&comms[0], ndev, id, 0, placements[0]);
   for (auto& t : threads) t.join();
   for (int i = 0; i < ndev; ++i) {
     if (results[i] != ncclSuccess) return results[i];

@@ -3,6 +3,7 @@
 #define HOSTNCCL_LIFECYCLE_H_
 
 #include "hostnccl/comm.h"
+#include "hostnccl/device.h"
 #include "hostnccl/include/nccl.h"
 
 namespace ncclrec::hostnccl {
@@ -11,7 +12,9 @@ namespace ncclrec::hostnccl {
 ncclResult_t getUniqueId(ncclUniqueId* id);
 
 // Joins the communicator `id` names; blocks until all `nranks` ranks joined (or HOSTNCCL_TIMEOUT).
-ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int cudaDev);
+// Fails with ncclInvalidUsage when another rank of the same host is on the same device.
+ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                      const Placement& placement);
 
 ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist);
 

@@ -197,6 +197,18 @@ StoreService* StoreService::get(std::string* error) {
   return service;
 }
 
+void StoreService::awaitSessionEnd(const Secret& secret,
+                                   std::chrono::steady_clock::time_point until) {
+  Registry& r = registry();
+  while (std::chrono::steady_clock::now() < until) {
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (r.sessions.count(secret) == 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 void StoreService::openSession(const Secret& secret) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);

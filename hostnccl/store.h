@@ -10,6 +10,7 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ class StoreService {
 
   // Accepts connections presenting `secret` from now on. Idempotent.
   void openSession(const Secret& secret);
+
+  // Waits until every rank of the session `secret` said done (the session ended) or `until`
+  // passed; returns at once in a process that does not serve it. For a rank that fails its init
+  // after the ranks exchanged data: its process may exit at once, and the others must not lose
+  // the server while they still read from it.
+  void awaitSessionEnd(const Secret& secret, std::chrono::steady_clock::time_point until);
 
  private:
   StoreService() = default;

@@ -367,6 +367,41 @@ TEST(ShimRecordTest, ResultOfANestedCallIsTheOuterEventsResult) {
   }
 }
 
+// Each init records the rank's device: the new comm's (ncclCommCuDevice) when it succeeds; when it
+// fails there is no comm, yet the attempt is recorded (an init-failed comm record), with what can
+// be known: here nothing (the stub is not hostnccl, and no CUDA driver is loaded).
+TEST(ShimRecordTest, InitsRecordTheDeviceAndAFailedInitItsAttempt) {
+  ShimHarness ok;
+  ProcessResult r = ok.runCaller({"init:8:3", "exit:0"});
+  ASSERT_TRUE(r.exitedWith(0)) << r.describe();
+  RankData box = ok.blackBox();
+  ASSERT_EQ(box.comms.size(), 1u);
+  EXPECT_EQ(box.comms[0].device, 3);  // the stub puts rank r on device r % 8
+  EXPECT_EQ(box.comms[0].device_source, format::kDeviceFromComm);
+  EXPECT_EQ(box.comms[0].bus_id, "");
+  ASSERT_EQ(eventsOf(box, OpType::kCommInitRank).size(), 1u);
+  EXPECT_EQ(eventsOf(box, OpType::kCommInitRank)[0].device, 3);
+
+  ShimHarness failed;
+  r = failed.runCaller({"init:8:3", "exit:0"}, {{"STUB_NCCL_RESULT", "ncclCommInitRank:5"}});
+  EXPECT_NE(r.out.find("init:8:3 rc=5\n"), std::string::npos) << r.describe();
+  box = failed.blackBox();
+  ASSERT_EQ(box.comms.size(), 1u);
+  const format::Comm& c = box.comms[0];
+  EXPECT_EQ(c.state, format::kCommInitFailed);
+  EXPECT_EQ(c.handle, 0u);
+  EXPECT_EQ(c.init_result, 5);
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.nranks, 8);
+  EXPECT_EQ(c.device, -1);
+  EXPECT_EQ(c.device_source, format::kDeviceUnknown);
+  const std::vector<EventRecord> inits = eventsOf(box, OpType::kCommInitRank);
+  ASSERT_EQ(inits.size(), 1u);
+  EXPECT_EQ(inits[0].state, EventState::kFailed);
+  EXPECT_EQ(inits[0].comm_id, c.comm_id);
+  EXPECT_EQ(box.global_rank, 3);
+}
+
 TEST(ShimRecordTest, ForcedErrorComesBackUnchangedAndIsDumped) {
   // The sleep lets the watchdog write the error dump before the process exits.
   const std::vector<std::string> ops = {"init:2:0", "allreduce:2", "bcast:1", "sleep:500"};

@@ -35,6 +35,7 @@ void resolve() {
   NCCLREC_WRAPPED_FUNCTIONS(NCCLREC_RESOLVE)
   NCCLREC_QUERY_FUNCTIONS(NCCLREC_RESOLVE)
 #undef NCCLREC_RESOLVE
+  g_real.hostncclGetDevice = reinterpret_cast<int (*)(int*)>(findReal("hostncclGetDevice"));
 }
 
 }  // namespace

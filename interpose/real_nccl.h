@@ -50,6 +50,9 @@ struct RealNccl {
   NCCLREC_WRAPPED_FUNCTIONS(NCCLREC_REAL_FIELD)
   NCCLREC_QUERY_FUNCTIONS(NCCLREC_REAL_FIELD)
 #undef NCCLREC_REAL_FIELD
+  // hostnccl's emulated current device (docs/hostnccl.md). Present only in hostnccl, so it also
+  // says the devices are emulated; nullptr with NVIDIA's NCCL, which is fine.
+  int (*hostncclGetDevice)(int* device) = nullptr;
 };
 
 const RealNccl& realNccl();

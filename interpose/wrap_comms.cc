@@ -54,6 +54,16 @@ void setAux64(CallHandle& call, uint64_t value) {
     ncclrec::format::atomicField(call.slot->aux64).store(value, std::memory_order_relaxed);
 }
 
+// The device of the creating call's rank, known once the call returned (Event::device is live for
+// the calls that create communicators).
+ncclrec::recorder::DeviceIdentity deviceOf(Recorder* r, CallHandle& call, ncclComm_t comm) {
+  const ncclrec::recorder::DeviceIdentity id =
+      r->identifyDevice(queryDevice(comm), realNccl().hostncclGetDevice);
+  if (call.slot != nullptr && ncclrec::format::slotHolds(call.slot, call.index))
+    ncclrec::format::atomicField(call.slot->device).store(id.device, std::memory_order_relaxed);
+  return id;
+}
+
 OpArgs creator(OpType op, uint64_t comm_id, int rank, int nranks) {
   OpArgs a;
   a.op = op;
@@ -72,8 +82,14 @@ __attribute__((always_inline)) inline ncclResult_t initRank(OpType op, ncclComm_
   const uint64_t id = ncclrec::recorder::commIdFromUniqueIds(ids, id_bytes);
   const OpArgs a = creator(op, id, rank, nranks);
   return recordCall(a, forward, [&](Recorder* r, CallHandle& call, ncclResult_t result) {
-    if (!succeeded(result) || comm == nullptr) return;
-    r->commCreated(*comm, a, call.index, 0, -1, -1, result, queryDevice(*comm), configName(config));
+    if (!succeeded(result) || comm == nullptr || *comm == nullptr) {
+      // Refused (e.g. two ranks of one host on one GPU): which device this rank was on is the
+      // evidence, so it is recorded although no communicator exists.
+      r->commInitFailed(a, call.index, result, deviceOf(r, call, nullptr));
+      return;
+    }
+    r->commCreated(*comm, a, call.index, 0, -1, -1, result, deviceOf(r, call, *comm),
+                   configName(config));
   });
 }
 
@@ -138,7 +154,8 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const i
         if (!succeeded(result) || comms == nullptr) return;
         for (int i = 0; i < ndev; ++i) {
           OpArgs member = creator(OpType::kCommInitAll, id, i, ndev);
-          rec->commCreated(comms[i], member, call.index, 0, -1, -1, result, queryDevice(comms[i]),
+          rec->commCreated(comms[i], member, call.index, 0, -1, -1, result,
+                           rec->identifyDevice(queryDevice(comms[i]), realNccl().hostncclGetDevice),
                            nullptr);
         }
       });
@@ -164,7 +181,8 @@ NCCLREC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
         OpArgs child =
             creator(OpType::kCommSplit, child_id, queryRank(*newcomm), queryCount(*newcomm));
         rec->commCreated(*newcomm, child, call.index, parent_id, color, key, result,
-                         queryDevice(*newcomm), configName(config));
+                         rec->identifyDevice(queryDevice(*newcomm), realNccl().hostncclGetDevice),
+                         configName(config));
       });
 }
 
@@ -193,7 +211,8 @@ NCCLREC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
         OpArgs child =
             creator(OpType::kCommShrink, child_id, queryRank(*newcomm), queryCount(*newcomm));
         rec->commCreated(*newcomm, child, call.index, parent_id, -1, -1, result,
-                         queryDevice(*newcomm), configName(config));
+                         rec->identifyDevice(queryDevice(*newcomm), realNccl().hostncclGetDevice),
+                         configName(config));
       });
 }
 

@@ -79,8 +79,9 @@ CommState* CommTable::add(const CommInfo& info) {
   state->comm_id = info.comm_id;
   state->rank = info.rank;
   state->nranks = info.nranks;
-  state->device = info.device;
-  if (info.nranks > 0) {
+  state->device = info.device.device;
+  // A failed init's nranks is whatever the caller passed (maybe absurd): allocate nothing for it.
+  if (info.handle != nullptr && info.nranks > 0) {
     state->send_seq = std::make_unique<std::atomic<uint64_t>[]>(info.nranks);
     state->recv_seq = std::make_unique<std::atomic<uint64_t>[]>(info.nranks);
   }
@@ -91,7 +92,11 @@ CommState* CommTable::add(const CommInfo& info) {
   rec->handle = reinterpret_cast<uintptr_t>(info.handle);
   rec->rank = info.rank;
   rec->nranks = info.nranks;
-  rec->device = info.device;
+  rec->device = info.device.device;
+  memcpy(rec->bus_id, info.device.bus_id, sizeof(rec->bus_id));
+  rec->bus_id[sizeof(rec->bus_id) - 1] = '\0';
+  memcpy(rec->uuid, info.device.uuid, sizeof(rec->uuid));
+  rec->device_source = info.device.source;
   rec->global_rank = info.global_rank;
   rec->color = info.color;
   rec->key = info.key;
@@ -99,7 +104,7 @@ CommState* CommTable::add(const CommInfo& info) {
   rec->init_result = info.init_result;
   rec->created_ns = info.created_ns;
   rec->event_index_lo = static_cast<uint32_t>(info.event_index);
-  rec->state = format::kCommInitialized;
+  rec->state = info.state;
   if (info.name != nullptr) {
     strncpy(rec->name, info.name, sizeof(rec->name) - 1);
   }
@@ -110,6 +115,7 @@ CommState* CommTable::add(const CommInfo& info) {
   CommState* raw = state.get();
   states_[index] = std::move(state);
   const auto key = reinterpret_cast<uintptr_t>(info.handle);
+  if (key == 0) return raw;  // 0 marks an empty slot of the map
   for (uint32_t i = hashHandle(key) & mask_;; i = (i + 1) & mask_) {
     const uintptr_t k = slots_[i].key.load(std::memory_order_acquire);
     if (k == key || k == 0) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::recorder {
@@ -34,17 +35,18 @@ struct CommState {
 };
 
 struct CommInfo {
-  const void* handle = nullptr;
+  const void* handle = nullptr;  // nullptr for a failed init: recorded, never found by find()
   uint64_t comm_id = 0;
   uint64_t parent_id = 0;
   int rank = -1;
   int nranks = 0;
-  int device = -1;
+  DeviceIdentity device;
   int global_rank = -1;
   int color = -1;
   int key = -1;
   uint16_t created_by = 0;  // format::OpType
   int init_result = 0;
+  uint32_t state = format::kCommInitialized;  // kCommInitFailed for a failed init
   int64_t created_ns = 0;
   uint64_t event_index = 0;
   const char* name = nullptr;
@@ -58,8 +60,9 @@ class CommTable {
   CommTable& operator=(const CommTable&) = delete;
 
   // At communicator creation (not the record path: allocates, takes a mutex). A handle seen
-  // before (an address reused after destroy) now maps to the new state. nullptr when the table
-  // is full (the caller warns once).
+  // before (an address reused after destroy) now maps to the new state. A null handle (a failed
+  // init) gets a record and no per-peer counters, and is not findable. nullptr when the table is
+  // full (the caller warns once).
   CommState* add(const CommInfo& info);
 
   // Record path: lock-free, no allocation. nullptr for handles never added.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,43 @@ TEST(CommIds, EqualInputsGiveEqualIds) {
   const int x1[] = {3, 1}, x2[] = {1, 3}, x3[] = {1, 2};
   EXPECT_EQ(commIdForShrink(parent, 0, x1, 2), commIdForShrink(parent, 0, x2, 2));
   EXPECT_NE(commIdForShrink(parent, 0, x1, 2), commIdForShrink(parent, 0, x3, 2));
+}
+
+TEST(CommTable, FailedInitGetsARecordButNoEntryInTheMap) {
+  Box box(8);
+  CommTable table(box.header, 8);
+  CommInfo failed;
+  failed.comm_id = 7;
+  failed.rank = 2;
+  failed.nranks = 1 << 30;  // whatever the caller passed: no counters are made for it
+  failed.state = format::kCommInitFailed;
+  failed.init_result = 5;
+  failed.device.device = 1;
+  failed.device.source = format::kDeviceFromCudaContext;
+  std::snprintf(failed.device.bus_id, sizeof(failed.device.bus_id), "0000:1b:00.0");
+  failed.device.uuid[15] = 0xee;
+  CommState* s = table.add(failed);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->send_seq, nullptr);
+  EXPECT_EQ(table.find(nullptr), nullptr);
+  const format::CommRecord& rec = format::commRecords(box.header)[0];
+  EXPECT_EQ(rec.valid, format::kValidMark);
+  EXPECT_EQ(rec.handle, 0u);
+  EXPECT_EQ(rec.state, format::kCommInitFailed);
+  EXPECT_EQ(rec.init_result, 5);
+  EXPECT_EQ(rec.device, 1);
+  EXPECT_STREQ(rec.bus_id, "0000:1b:00.0");
+  EXPECT_EQ(rec.uuid[15], 0xee);
+  EXPECT_EQ(rec.device_source, format::kDeviceFromCudaContext);
+  // The map is untouched: a real comm added next is found.
+  int h = 0;
+  CommInfo ok;
+  ok.handle = &h;
+  ok.comm_id = 8;
+  ok.nranks = 2;
+  CommState* s2 = table.add(ok);
+  EXPECT_EQ(table.find(&h), s2);
+  EXPECT_EQ(format::commRecords(box.header)[1].state, format::kCommInitialized);
 }
 
 TEST(CommTable, AddFindAndPublishRecord) {

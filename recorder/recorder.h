@@ -21,6 +21,7 @@
 
 #include "recorder/blackbox.h"
 #include "recorder/comm_table.h"
+#include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/op_type.h"
 #include "recorder/params.h"
@@ -76,8 +77,15 @@ class Recorder {
 
   // Communicator life cycle (not the record path).
   void commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
-                   uint64_t parent_id, int color, int key, int result, int device,
+                   uint64_t parent_id, int color, int key, int result, const DeviceIdentity& device,
                    const char* name);
+  // A creating call that failed: the comm never existed, but the attempt is recorded (a comm
+  // record with kCommInitFailed and no handle) with the device the rank was on, because a refused
+  // init (two ranks on one GPU) is explained by that device.
+  void commInitFailed(const OpArgs& creator, uint64_t creator_event, int result,
+                      const DeviceIdentity& device);
+  // The device of the calling thread's rank (device_identity.h), with NCCLREC_CUDA_LIBRARY.
+  DeviceIdentity identifyDevice(int comm_device, HostncclGetDeviceFn hostnccl) const;
   void commEnded(const void* handle, uint32_t state_bits);
   CommState* findComm(const void* handle) const { return comms_->find(handle); }
   // Index of the next split/shrink on `parent` (for child ids).
@@ -107,6 +115,7 @@ class Recorder {
   bool init(std::string* error);
   void setProcessRank(int rank, int nranks);
   void completeEvent(format::Event* slot, uint64_t index, int result, int64_t now);
+  void addComm(const CommInfo& info);
 
   Params params_;
   std::unique_ptr<BlackBox> box_;

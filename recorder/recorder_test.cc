@@ -139,6 +139,70 @@ TEST_F(RecorderTest, ErrorResultMarksTheEventFailedAndDumps) {
   EXPECT_EQ(dump.events[0].result, 2);
 }
 
+// A refused init leaves no comm, but a record of the attempt with the rank's device, in the
+// black box and in the dump: the evidence for two ranks on one GPU.
+TEST_F(RecorderTest, FailedInitIsRecordedWithItsDevice) {
+  runInChild({{"NCCLREC_POLL_MS", "20"}}, [this] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    OpArgs a;
+    a.op = OpType::kCommInitRank;
+    a.comm_id = 0x5eed;
+    a.aux64 = 0x5eed;
+    a.rank = 2;
+    a.nranks = 4;
+    CallHandle c = r->begin(a, 0);
+    DeviceIdentity device;
+    device.device = 0;
+    device.source = format::kDeviceFromCudaContext;
+    snprintf(device.bus_id, sizeof(device.bus_id), "0000:3b:00.0");
+    for (uint8_t i = 0; i < 16; ++i) device.uuid[i] = i;
+    r->commInitFailed(a, c.index, 5, device);  // ncclInvalidUsage
+    r->end(c, 5);
+    EXPECT_EQ(r->findComm(nullptr), nullptr);  // nothing to find by handle
+    EXPECT_EQ(r->header()->global_rank, 2);
+    EXPECT_NE(waitForFile(".nccl_error.ncclrec.pb", 3), "");
+  });
+  for (const char* suffix : {".bbox", ".nccl_error.ncclrec.pb"}) {
+    const format::RankData d = loadOnly(suffix);
+    ASSERT_EQ(d.comms.size(), 1u) << suffix;
+    const format::Comm& c = d.comms[0];
+    EXPECT_EQ(c.comm_id, 0x5eedu);
+    EXPECT_EQ(c.handle, 0u);
+    EXPECT_EQ(c.state, format::kCommInitFailed);
+    EXPECT_EQ(c.init_result, 5);
+    EXPECT_EQ(c.rank, 2);
+    EXPECT_EQ(c.nranks, 4);
+    EXPECT_EQ(c.device, 0);
+    EXPECT_EQ(c.bus_id, "0000:3b:00.0");
+    EXPECT_EQ(c.uuid, "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+    EXPECT_EQ(c.device_source, format::kDeviceFromCudaContext);
+    EXPECT_EQ(c.created_by, OpType::kCommInitRank);
+    ASSERT_EQ(d.events.size(), 1u);
+    EXPECT_EQ(d.events[0].state, EventState::kFailed);
+  }
+}
+
+// An absurd nranks in a failed init costs nothing: no per-peer counters are made for it.
+TEST_F(RecorderTest, FailedInitWithHugeNranksAllocatesNothing) {
+  runInChild({}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    OpArgs a;
+    a.op = OpType::kCommInitRank;
+    a.comm_id = 0x77;
+    a.rank = 5;
+    a.nranks = 2000000000;
+    r->commInitFailed(a, 0, 4, DeviceIdentity{});
+    EXPECT_EQ(r->header()->global_rank, 5);
+    EXPECT_EQ(r->header()->comm_count, 1u);
+    a.rank = -1;  // a bad rank is not adopted as the process's
+    a.nranks = 4;
+    r->commInitFailed(a, 0, 4, DeviceIdentity{});
+    EXPECT_EQ(r->header()->comm_count, 2u);
+  });
+}
+
 // A program that fails an NCCL call and exits at once still leaves the error dump (the request is
 // drained on the exit path), besides its exit dump.
 TEST_F(RecorderTest, ErrorRightBeforeExitStillLeavesItsDump) {

@@ -118,6 +118,18 @@ class SplitRanks : public ::testing::TestWithParam<int> {};
 TEST_P(SplitRanks, SplitByParityWithNoColor) { runRanks("split", GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Conformance, SplitRanks, ::testing::Values(2, 3, 4));
 
+// The LOCAL_RANK bug: every rank on device 0. NCCL refuses it at init; so does hostnccl.
+class DuplicateDeviceRanks : public ::testing::TestWithParam<int> {};
+TEST_P(DuplicateDeviceRanks, EveryRankOnOneDeviceIsRefusedAtInit) {
+  runRanks("duplicate_device", GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Conformance, DuplicateDeviceRanks, ::testing::Values(2, 4));
+
+TEST(Conformance, EmulatedDeviceFollowsHostncclDeviceThenLocalRank) {
+  if (realNccl()) GTEST_SKIP() << "hostnccl's emulated devices";
+  runRanks("placement", 3);
+}
+
 TEST(Conformance, ShrinkWithoutTheParentsRoot) {
   if (realNccl()) GTEST_SKIP() << "hostnccl-only: rank 0 leaves before the shrink";
   runRanks("shrink", 4);

@@ -436,7 +436,9 @@ int main(int argc, char** argv) {
                                                            {"kill", killedPeer},
                                                            {"errors", badInput},
                                                            {"initall", initAll},
-                                                           {"fork", forkedRanks}};
+                                                           {"fork", forkedRanks},
+                                                           {"duplicate_device", duplicateDevice},
+                                                           {"placement", placement}};
   auto it = scenarios.find(scenario);
   if (it == scenarios.end()) {
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #ifdef HOSTNCCL_CONFORMANCE_CUDA
 #include <cuda_runtime_api.h>
@@ -39,7 +40,10 @@ inline void toHost(void* dst, const void* src, size_t n) {
   cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
 }
 #else
-inline bool selectDevice(int) { return true; }
+// As cudaSetDevice above: hostnccl's emulated device (docs/hostnccl.md).
+inline bool selectDevice(int device) {
+  return setenv("HOSTNCCL_DEVICE", std::to_string(device).c_str(), 1) == 0;
+}
 inline cudaStream_t makeStream() { return nullptr; }
 inline void syncStream(cudaStream_t) {}
 inline void* devAlloc(size_t bytes) { return std::calloc(1, bytes == 0 ? 1 : bytes); }

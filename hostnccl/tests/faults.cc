@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostnccl/tests/device_memory.h"
 #include "hostnccl/tests/worker.h"
 
 namespace ncclrec::hostnccl::testing {
@@ -206,6 +207,7 @@ int forkedRanks() {
     if (pid == 0) {
       gRank = r;
       gN = n;
+      selectDevice(r);  // else both would be on the launcher's device
       ncclComm_t comm, sub;
       NCCL_OK(ncclCommInitRank(&comm, n, id, r));
       NCCL_OK(ncclCommSplit(comm, 0, r, &sub, nullptr));

@@ -49,6 +49,11 @@ int badInput();
 int initAll();
 int forkedRanks();
 
+// Device placement (devices.cc): every rank on device 0 is refused as NCCL refuses it (both
+// builds); how hostnccl picks its emulated device (hostnccl only).
+int duplicateDevice();
+int placement();
+
 }  // namespace ncclrec::hostnccl::testing
 
 #endif  // HOSTNCCL_TESTS_WORKER_H_

@@ -13,8 +13,9 @@
 // - Event slots: a writer claims index i with fetch_add on BboxHeader::write_index, stores
 //   Event::seq = 2*i+1 (odd: being written), fills the slot, then stores seq = 2*i+2 with release.
 //   A reader loads seq (acquire), copies the slot, loads seq again; equal and even means a whole
-//   event of index seq/2-1. Fields updated after publication (state, start_ns, end_ns, result)
-//   are single aligned words written with atomic stores; readers load them atomically.
+//   event of index seq/2-1. Fields updated after publication (state, start_ns, end_ns, result;
+//   aux64 and device of the calls that create communicators) are single aligned words written
+//   with atomic stores; readers load them atomically.
 // - Comm, stack and module records: `valid` is stored last with release; a reader ignores records
 //   whose `valid` is not kValidMark. Their other fields never change after that, except the
 //   counters documented as live.
@@ -50,6 +51,12 @@ inline constexpr uint32_t kCommRevoked = 1u << 4;
 inline constexpr uint32_t kCommInitFailed = 1u << 5;
 inline constexpr uint32_t kCommAsyncErrorSeen = 1u << 6;  // GetAsyncError reported an error
 
+// CommRecord::device_source: who said which device the rank was on.
+inline constexpr uint32_t kDeviceUnknown = 0;
+inline constexpr uint32_t kDeviceFromComm = 1;         // ncclCommCuDevice of the new comm
+inline constexpr uint32_t kDeviceFromHostnccl = 2;     // hostncclGetDevice (hostnccl only)
+inline constexpr uint32_t kDeviceFromCudaContext = 3;  // cuCtxGetDevice on the calling thread
+
 // One NCCL call. 128 bytes, two cache lines.
 struct alignas(64) Event {
   uint64_t seq;         // publication word, see the protocol above
@@ -64,8 +71,8 @@ struct alignas(64) Event {
   uint32_t comm_index;  // index into the comm table, or kNoComm
   int32_t rank;         // rank in the communicator, -1 when none
   int32_t nranks;
-  int32_t peer;  // root for rooted collectives, peer for send/recv, -1 otherwise
-  int32_t device;
+  int32_t peer;         // root for rooted collectives, peer for send/recv, -1 otherwise
+  int32_t device;       // live for comm-creating calls: set when they return (-1 while unknown)
   int32_t redop;        // ncclRedOp_t value, -1 when the op has none
   uint32_t tid;         // kernel thread id of the caller
   uint16_t op;          // OpType
@@ -83,7 +90,8 @@ static_assert(sizeof(Event) == 128, "Event must stay two cache lines");
 static_assert(std::is_trivially_copyable_v<Event>);
 static_assert(offsetof(Event, start_ns) % 8 == 0 && offsetof(Event, end_ns) % 8 == 0);
 
-// One communicator as this process saw it. 256 bytes.
+// One communicator as this process saw it, or one init call that failed (state kCommInitFailed,
+// handle 0: the comm never existed, but which device the rank was on is the evidence). 256 bytes.
 struct CommRecord {
   uint32_t valid;  // kValidMark once published
   uint32_t state;  // live: kComm* bits
@@ -104,9 +112,16 @@ struct CommRecord {
   uint32_t event_index_lo;  // low 32 bits of the index of the creating event
   uint32_t reserved0;
   char name[64];  // ncclConfig_t::commName, NUL-terminated, may be empty
-  uint8_t reserved1[96];
+  // The device's identity on its host, read from the CUDA driver when the process has it loaded
+  // and initialized; it tells GPUs apart where the ordinal `device` cannot (each process may see
+  // another GPU as device 0 through CUDA_VISIBLE_DEVICES).
+  char bus_id[32];         // PCI bus id "0000:3b:00.0", NUL-terminated; empty when unknown
+  uint8_t uuid[16];        // cuDeviceGetUuid; all zero when unknown
+  uint32_t device_source;  // kDevice*: where `device` came from
+  uint8_t reserved1[44];
 };
 static_assert(sizeof(CommRecord) == 256);
+static_assert(offsetof(CommRecord, bus_id) == 160 && offsetof(CommRecord, device_source) == 208);
 static_assert(std::is_trivially_copyable_v<CommRecord>);
 
 // An interned call stack: return addresses only, symbolized later. Size depends on the depth

@@ -40,6 +40,15 @@ std::string hexString(const uint8_t* bytes, size_t n) {
   return out;
 }
 
+// "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits, as nvidia-smi -L prints them; "" when all
+// zero (unknown).
+std::string formatDeviceUuid(const uint8_t (&uuid)[16]) {
+  if (std::all_of(std::begin(uuid), std::end(uuid), [](uint8_t b) { return b == 0; })) return "";
+  const std::string hex = hexString(uuid, sizeof(uuid));
+  return "GPU-" + hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
 Status fail(const std::string& path, const std::string& why) {
   return Status::error(path + ": " + why);
 }
@@ -154,6 +163,9 @@ void readComms(const BboxHeader* h, uint32_t count, RankData* out) {
     m.created_ns = c.created_ns;
     m.ended_ns = loadLive(c.ended_ns);
     m.name = boundedString(c.name, sizeof(c.name));
+    m.bus_id = boundedString(c.bus_id, sizeof(c.bus_id));
+    m.uuid = formatDeviceUuid(c.uuid);
+    m.device_source = c.device_source;
     out->comms.push_back(std::move(m));
   }
 }

@@ -55,6 +55,9 @@ BboxBuilder makeProcess() {
   c.state = kCommInitialized;
   c.created_ns = 2'000;
   std::strcpy(c.name, "world");
+  std::strcpy(c.bus_id, "0000:3b:00.0");
+  for (uint8_t i = 0; i < 16; ++i) c.uuid[i] = static_cast<uint8_t>(0xa0 + i);
+  c.device_source = kDeviceFromComm;
   b.addComm(c);
 
   b.addModule("/opt/app/libtrain.so", kLibBase, 0x100000, {0xde, 0xad, 0xbe, 0xef, 0x01});
@@ -153,6 +156,9 @@ TEST(BboxReaderTest, ParsesSyntheticBlackBox) {
   EXPECT_EQ(c.coll_seq, 2u);
   EXPECT_EQ(c.state, kCommInitialized);
   EXPECT_EQ(c.name, "world");
+  EXPECT_EQ(c.bus_id, "0000:3b:00.0");
+  EXPECT_EQ(c.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+  EXPECT_EQ(c.device_source, kDeviceFromComm);
 
   ASSERT_EQ(d.modules.size(), 1u);
   EXPECT_EQ(d.modules[0].path, "/opt/app/libtrain.so");
@@ -172,6 +178,34 @@ TEST(BboxReaderTest, ParsesSyntheticBlackBox) {
   EXPECT_EQ(s.frames[2].module, "");  // outside every module
   EXPECT_EQ(s.frames[2].module_offset, 0u);
   EXPECT_TRUE(s.frames[0].function.empty());
+}
+
+TEST(BboxReaderTest, FailedInitRecordKeepsTheDevice) {
+  BboxBuilder b = makeProcess();
+  // The comm never existed (no handle), but the rank's device is recorded.
+  CommRecord failed{};
+  failed.comm_id = kComm + 1;
+  failed.rank = 3;
+  failed.nranks = 8;
+  failed.device = 0;
+  failed.created_by = static_cast<uint32_t>(OpType::kCommInitRank);
+  failed.init_result = 5;
+  failed.state = kCommInitFailed;
+  std::strcpy(failed.bus_id, "0000:1a:00.0");
+  failed.device_source = kDeviceFromCudaContext;
+  b.addComm(failed);
+  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "failed.bbox");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->comms.size(), 2u);
+  const Comm& f = r->comms[1];
+  EXPECT_EQ(f.comm_id, kComm + 1);
+  EXPECT_EQ(f.handle, 0u);
+  EXPECT_EQ(f.state, kCommInitFailed);
+  EXPECT_EQ(f.init_result, 5);
+  EXPECT_EQ(f.device, 0);
+  EXPECT_EQ(f.bus_id, "0000:1a:00.0");
+  EXPECT_EQ(f.uuid, "");  // all-zero bytes: unknown
+  EXPECT_EQ(f.device_source, kDeviceFromCudaContext);
 }
 
 TEST(BboxReaderTest, InvalidRecordsAreIgnored) {

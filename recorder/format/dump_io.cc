@@ -96,6 +96,9 @@ void toProto(const Comm& c, pb::Comm* p) {
   p->set_created_ns(c.created_ns);
   p->set_ended_ns(c.ended_ns);
   p->set_name(c.name);
+  p->set_bus_id(c.bus_id);
+  p->set_uuid(c.uuid);
+  p->set_device_source(c.device_source);
 }
 
 Comm fromProto(const pb::Comm& p) {
@@ -117,6 +120,9 @@ Comm fromProto(const pb::Comm& p) {
   c.created_ns = p.created_ns();
   c.ended_ns = p.ended_ns();
   c.name = p.name();
+  c.bus_id = p.bus_id();
+  c.uuid = p.uuid();
+  c.device_source = p.device_source();
   return c;
 }
 

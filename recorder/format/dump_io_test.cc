@@ -8,6 +8,7 @@
 #include <iterator>
 #include <string>
 
+#include "recorder/format/bbox_layout.h"
 #include "recorder/format/reader.h"
 #include "recorder/format/testing/temp_dir.h"
 
@@ -88,6 +89,9 @@ RankData fullRankData() {
   c.created_ns = 13;
   c.ended_ns = 14;
   c.name = "tp";
+  c.bus_id = "0000:3b:00.0";
+  c.uuid = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf";
+  c.device_source = kDeviceFromHostnccl;
   d.comms.push_back(c);
   Stack s;
   s.id = 4;
@@ -182,7 +186,11 @@ TEST(DumpIoTest, RejectsNewerVersions) {
   p.set_format_major(kDumpFormatMajor + 1);
   writeAll(path, std::string(kDumpFileMagic, 8) + p.SerializeAsString());
   const std::string msg = loadDump(path).status().message();
-  EXPECT_EQ(msg.rfind(path + ": dump format version 2.0 is newer", 0), 0u) << msg;
+  EXPECT_EQ(
+      msg.rfind(path + ": dump format version 2." + std::to_string(kDumpFormatMinor) + " is newer",
+                0),
+      0u)
+      << msg;
 
   // A newer minor version reads fine: its unknown fields are skipped.
   p.set_format_major(kDumpFormatMajor);

@@ -56,6 +56,9 @@ struct Comm {
   int64_t created_ns = 0;
   int64_t ended_ns = 0;
   std::string name;
+  std::string bus_id;          // PCI bus id "0000:3b:00.0"; "" when unknown
+  std::string uuid;            // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (as nvidia-smi -L); ""
+  uint32_t device_source = 0;  // kDevice* of bbox_layout.h
   friend bool operator==(const Comm&, const Comm&) = default;
 };
 

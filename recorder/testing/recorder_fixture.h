@@ -98,7 +98,10 @@ inline void registerComm(Recorder* r, const void* handle, uint64_t id, int rank,
   a.comm_id = id;
   a.rank = rank;
   a.nranks = nranks;
-  r->commCreated(handle, a, 0, 0, -1, -1, 0, rank, nullptr);
+  DeviceIdentity device;
+  device.device = rank;
+  device.source = format::kDeviceFromComm;
+  r->commCreated(handle, a, 0, 0, -1, -1, 0, device, nullptr);
 }
 
 inline CallHandle beginOp(Recorder* r, format::OpType op, const void* comm, uint64_t count,

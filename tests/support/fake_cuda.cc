@@ -11,8 +11,12 @@
 // - cuEventRecord rejects an event of another context than the stream's (as the driver does),
 //   cuEventCreate creates in the calling thread's current context.
 // - FAKE_CUDA_FAIL_INIT=1 in the environment makes cuInit fail with CUDA_ERROR_NO_DEVICE.
+// - Devices: 4 by default (fakeCudaSetDeviceCount). A context is on device 0 unless
+//   fakeCudaSetContextDevice says otherwise. Device d's PCI bus id is "0000:%02X:00.0" with
+//   0x1A + d (upper case, as some drivers print it), its UUID bytes are (d << 4) | i.
 // Everything is serialized by one mutex: this is a test double, not a performance model.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -27,6 +31,7 @@ constexpr CUresult kSuccess = 0;
 constexpr CUresult kErrorInvalidValue = 1;
 constexpr CUresult kErrorNotInitialized = 3;
 constexpr CUresult kErrorNoDevice = 100;
+constexpr CUresult kErrorInvalidDevice = 101;
 constexpr CUresult kErrorInvalidContext = 201;
 constexpr CUresult kErrorInvalidHandle = 400;
 constexpr CUresult kErrorNotReady = 600;
@@ -63,6 +68,8 @@ struct State {
   uint64_t destroyed = 0;
   uint64_t records = 0;
   uint64_t timing_events = 0;  // created without CU_EVENT_DISABLE_TIMING
+  int device_count = 4;
+  std::unordered_map<void*, int> context_device;  // absent: device 0
 };
 
 State& state() {
@@ -128,6 +135,9 @@ FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
     case kErrorNoDevice:
       *name = "CUDA_ERROR_NO_DEVICE";
       return kSuccess;
+    case kErrorInvalidDevice:
+      *name = "CUDA_ERROR_INVALID_DEVICE";
+      return kSuccess;
     case kErrorInvalidContext:
       *name = "CUDA_ERROR_INVALID_CONTEXT";
       return kSuccess;
@@ -151,6 +161,45 @@ FAKE_CUDA_EXPORT CUresult cuCtxGetCurrent(void** ctx) {
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
   *ctx = tls.current();
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuCtxGetDevice(int* device) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.initialized) return kErrorNotInitialized;
+  void* ctx = tls.current();
+  if (ctx == nullptr) return kErrorInvalidContext;
+  const auto it = s.context_device.find(ctx);
+  *device = it != s.context_device.end() ? it->second : 0;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceGet(int* device, int ordinal) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.initialized) return kErrorNotInitialized;
+  if (ordinal < 0 || ordinal >= s.device_count) return kErrorInvalidDevice;
+  *device = ordinal;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char* bus_id, int len, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.initialized) return kErrorNotInitialized;
+  if (device < 0 || device >= s.device_count) return kErrorInvalidDevice;
+  if (bus_id == nullptr || len < 13) return kErrorInvalidValue;
+  std::snprintf(bus_id, static_cast<size_t>(len), "0000:%02X:00.0", 0x1A + device);
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceGetUuid_v2(unsigned char* uuid, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.initialized) return kErrorNotInitialized;
+  if (device < 0 || device >= s.device_count) return kErrorInvalidDevice;
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>((device << 4) | i);
   return kSuccess;
 }
 
@@ -270,7 +319,22 @@ FAKE_CUDA_EXPORT void fakeCudaReset() {
   s.query_error = kSuccess;
   s.query_needs_context = false;
   s.created = s.destroyed = s.records = s.timing_events = 0;
+  s.device_count = 4;
+  s.context_device.clear();
   tls = ThreadContext{};
+}
+
+FAKE_CUDA_EXPORT void fakeCudaSetDeviceCount(int count) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.device_count = count;
+}
+
+// The device `ctx` belongs to (cuCtxGetDevice).
+FAKE_CUDA_EXPORT void fakeCudaSetContextDevice(void* ctx, int device) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.context_device[ctx] = device;
 }
 
 FAKE_CUDA_EXPORT void* fakeCudaDefaultContext() { return kDefaultContext; }
