@@ -27,7 +27,10 @@
 
 #include "launcher/agent_internal.h"
 #include "launcher/hang_report.h"
+#include "launcher/local_address.h"
 #include "launcher/store_server.h"
+#include "launcher/token.h"
+#include "launcher/top_server.h"
 #include "launcher/worker_env.h"
 #include "recorder/format/params_table.h"
 
@@ -91,19 +94,6 @@ std::string timeText(int64_t ns) {
   char buf[64];
   strftime(buf, sizeof(buf), "%Y-%m-%d_%H:%M:%S", &tm);
   return buf;
-}
-
-std::string randomToken() {
-  unsigned char bytes[16] = {};
-  std::ifstream("/dev/urandom", std::ios::binary)
-      .read(reinterpret_cast<char*>(bytes), sizeof(bytes));
-  std::string hex;
-  char buf[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(buf, sizeof(buf), "%02x", b);
-    hex += buf;
-  }
-  return hex;
 }
 
 bool isLoopback(const std::string& addr) {
@@ -175,16 +165,20 @@ int Agent::run() {
     strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
     facts_.run_id = std::string("cxxrun-") + buf + "-" + std::to_string(getpid());
   }
-  // One node: a random token. Several: every agent must derive the same one, from CXXRUN_TOKEN
-  // when the user shares a secret, else from the run id (which then only tells jobs apart).
-  const char* shared_token = std::getenv("CXXRUN_TOKEN");
-  facts_.token = !multi()                                           ? randomToken()
-                 : shared_token != nullptr && *shared_token != '\0' ? std::string(shared_token)
-                                                                    : "run:" + facts_.run_id;
+  auto token = jobToken(multi(), facts_.run_id, std::getenv("CXXRUN_TOKEN"), o_.rdzv_token_file);
+  if (!token.ok()) {
+    say(token.status().message());
+    return kExitUsage;
+  }
+  facts_.token = *token;
+  std::error_code ec;
+  run_dir_ = std::filesystem::absolute(param("NCCLREC_DIR"), ec).lexically_normal().string() + "/" +
+             facts_.run_id;
 
-  // The store lives with node rank 0; an agent without a node rank hosts it if it can bind the
-  // port, else joins whoever does.
-  bool hosting = !multi() || o_.node_rank <= 0;
+  // The store lives with node rank 0; an agent without a node rank on the master address's
+  // machine hosts it if it can bind the port, else joins whoever does.
+  bool hosting =
+      !multi() || o_.node_rank == 0 || (o_.node_rank < 0 && isLocalAddress(o_.master_addr));
   if (hosting) {
     bool in_use = false;
     auto store = StoreServer::start(isLoopback(o_.master_addr) ? "127.0.0.1" : "0.0.0.0",
@@ -207,13 +201,9 @@ int Agent::run() {
   if (multi()) {
     const int rc = rendezvous(hosting);
     if (rc != kExitOk) return rc;
-  } else {
-    facts_.worker_master_port = freePort();
   }
-
-  std::error_code ec;
-  run_dir_ = std::filesystem::absolute(param("NCCLREC_DIR"), ec).lexically_normal().string() + "/" +
-             facts_.run_id;
+  // ncclrec-top --connect: this node's black boxes, served until run() returns (top_server.h).
+  const auto top_server = startTopServer(o_, facts_, run_dir_, host_);
 
   for (attempt_ = 0;; ++attempt_) {
     facts_.attempt = attempt_;
@@ -225,21 +215,27 @@ int Agent::run() {
     }
     chmod(facts_.dump_dir.c_str(), 0700);
     failures_.clear();
+    remote_failure_.clear();
+    remote_failure_line_.clear();
+    remote_hang_.clear();
+    hang_shared_ = false;
+    gathered_ = false;
     seen_trigger_ = fileId(facts_.dump_dir + "/" + kTriggerFile);
+    if (const int rc = agreeOnMasterPort(); rc != kExitOk) return rc;
     if (!startWorkers()) {
       stopWorkers();
       printFailureSummary();
       return kExitWorkerFailed;
     }
-    const Outcome outcome = monitor();
+    Outcome outcome = monitor();
+    if (outcome == Outcome::kSucceeded) {
+      closeStreams();
+      if (!multi()) return kExitOk;
+      outcome = waitForJobEnd();
+    }
     switch (outcome) {
       case Outcome::kSucceeded:
-        closeStreams();
-        return multi() ? waitForOtherNodes() : kExitOk;
-      case Outcome::kRemoteFailed:
-        stopWorkers();
-        printFailureSummary();
-        return kExitWorkerFailed;
+        return kExitOk;
       case Outcome::kHang:
         stopWorkers();
         return kExitHang;
@@ -248,20 +244,26 @@ int Agent::run() {
         // File times are coarser than the clock: a second of slack keeps a fresh dump fresh.
         const int64_t asked_ns = nowNs() - 1'000'000'000;
         writeOwnTrigger(sig);
-        if (multi())
-          publishOnce("job/hang", "interrupt on " + host_ + " (" + signalName(sig) + ")");
+        if (multi() && !hang_shared_) {
+          hang_shared_ = true;
+          publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + signalName(sig) + ")");
+        }
         superviseHang("interrupt", readSmallFile(facts_.dump_dir + "/" + kTriggerFile), asked_ns);
         stopWorkers();
         return 128 + sig;
       }
       case Outcome::kFailed:
-        if (multi()) publishOnce("job/failed", failureText(failures_.front()));
+      case Outcome::kRemoteFailed:
+        if (outcome == Outcome::kFailed && multi()) publishFailure();
         stopWorkers();
-        if (attempt_ < o_.max_restarts) {
-          const Failure& f = failures_.front();
-          say("cxxrun: worker group failed (rank " + std::to_string(f.rank) + "); restarting, " +
-              std::to_string(o_.max_restarts - attempt_) + " restart(s) left");
-          continue;
+        if (attempt_ < o_.max_restarts && !store_lost_) {
+          say("cxxrun: worker group failed (run " + facts_.run_id + ", attempt " +
+              std::to_string(attempt_) + "; first failure: " +
+              (remote_failure_line_.empty() ? failureLine(failures_.front())
+                                            : remote_failure_line_) +
+              "); restarting, " + std::to_string(o_.max_restarts - attempt_) + " restart(s) left");
+          if (!multi() || restartBarrier()) continue;
+          if (pending_signal_ != 0) return 128 + pending_signal_;
         }
         printFailureSummary();
         return kExitWorkerFailed;
@@ -277,11 +279,11 @@ Outcome Agent::monitor() {
     if (pending_signal_ != 0) return Outcome::kInterrupted;
     if (!failures_.empty()) return Outcome::kFailed;
     Outcome remote;
-    if (multi() && remote_hang_.empty() && checkRemote(&remote)) {
+    if (multi() && checkRemote(&remote)) {
       if (remote != Outcome::kHang) return remote;
       // Another node's rank hung: our ranks dump too, through our own trigger.
       writeOwnTrigger(0);
-      superviseHang("hang", remote_hang_, attempt_start_ns_);
+      superviseHang(remoteHangReason(), remote_hang_, attempt_start_ns_);
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       say("cxxrun: --on-hang=wait: leaving the job running");
       continue;
@@ -300,7 +302,10 @@ Outcome Agent::monitor() {
       // The rank that saw the hang dumped before it wrote the trigger: any dump of this attempt
       // counts.
       const std::string text = readSmallFile(trigger);
-      if (multi()) publishOnce("job/hang", host_ + ": " + text);
+      if (multi() && !hang_shared_) {
+        hang_shared_ = true;
+        publishOnce(jobKey("hang"), host_ + ": " + text);
+      }
       superviseHang("hang", text, attempt_start_ns_);
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       // Every rank that times out writes the trigger again; those written while this report was
@@ -337,20 +342,47 @@ void Agent::superviseHang(const std::string& reason, const std::string& trigger_
   in.trigger_text = trigger_text;
   in.dump_dir = dir;
   in.waited_s = monoS() - start;
-  if (o_.node_rank > 0) in.file_name = "report.node" + std::to_string(o_.node_rank) + ".json";
   for (const Worker& w : workers_) {
-    WorkerInfo info{w.rank, w.local_rank, w.pid, w.running, ""};
+    WorkerInfo info;
+    info.rank = w.rank;
+    info.local_rank = w.local_rank;
+    info.pid = w.pid;
+    info.running = w.running;
+    info.node = o_.node_rank;
+    info.host = host_;
     if (!w.running) {
       info.ended = WIFSIGNALED(w.status) ? signalName(WTERMSIG(w.status))
                                          : "exit code " + std::to_string(WEXITSTATUS(w.status));
     }
     in.workers.push_back(info);
   }
+  // The first hang of an attempt on several nodes gets one report, on node 0, over every node's
+  // recordings; later ones (--on-hang=wait), or a node cut off from node 0, report locally.
+  const bool job_wide = multi() && !gathered_ && !store_lost_;
+  if (multi()) gathered_ = true;
+  if (job_wide && o_.node_rank != 0 && sendRecordingsToNodeZero(in.workers, wait_s)) return;
+  if (job_wide && o_.node_rank == 0) {
+    receiveFromOtherNodes(&in, monoS() + wait_s + kSendMarginS);
+    in.waited_s = monoS() - start;
+  } else if (o_.node_rank > 0) {
+    in.file_name = "report.node" + std::to_string(o_.node_rank) + ".json";
+  }
   std::ostringstream text;
   auto path = writeHangReport(in, text);
   const std::string s = text.str();
   (void)!write(STDERR_FILENO, s.data(), s.size());
   if (!path.ok()) say(path.status().message());
+  // The other nodes keep their workers until now: a rank stopped early would fail its pending
+  // collectives on this node's ranks before they dumped.
+  if (job_wide && o_.node_rank == 0 && rdzv_) {
+    (void)rdzv_->set(jobKey("report"), path.ok() ? *path : path.status().message());
+    std::vector<std::string> seen;
+    for (const NodeInfo& n : in.nodes)
+      if (n.node != 0 && !n.no_data)
+        seen.push_back(jobKey("report_seen/" + std::to_string(n.node)));
+    std::vector<int> missing;
+    (void)waitForKeys(seen, kSendMarginS, &missing);  // then the store may go away
+  }
 }
 
 void Agent::writeOwnTrigger(int signo) {
@@ -385,13 +417,21 @@ std::string Agent::failureText(const Failure& f) const {
   return s.str();
 }
 
+std::string Agent::failureLine(const Failure& f) const {
+  return "rank " + std::to_string(f.rank) + " on " + host_ + ", " +
+         (WIFSIGNALED(f.status) ? "killed by " + signalName(WTERMSIG(f.status))
+                                : "exit code " + std::to_string(WEXITSTATUS(f.status)));
+}
+
 void Agent::printFailureSummary() const {
   std::ostringstream s;
   s << "cxxrun: worker group failed (run " << facts_.run_id << ", attempt " << attempt_ << ")\n";
   s << "Failures:\n";
-  if (failures_.size() <= 1) s << "  <NO_OTHER_FAILURES>\n";
-  for (size_t i = 1; i < failures_.size(); ++i)
-    s << "[" << i << "]:\n" << failureText(failures_[i]);
+  // With the root cause on another node, every failure seen here is one of the others.
+  const size_t first_other = remote_failure_.empty() ? 1 : 0;
+  if (failures_.size() <= first_other) s << "  <NO_OTHER_FAILURES>\n";
+  for (size_t i = first_other; i < failures_.size(); ++i)
+    s << "[" << i + 1 - first_other << "]:\n" << failureText(failures_[i]);
   s << "Root Cause (first observed failure):\n";
   if (!remote_failure_.empty()) {
     s << "[0]:\n" << remote_failure_;

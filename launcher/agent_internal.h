@@ -1,7 +1,12 @@
 // Internals of the cxxrun agent (agent.h), shared by its files: agent.cc (the run: store, attempts,
 // hang supervision, failure summary), agent_workers.cc (the worker group: start, output, reaping,
-// stop, the signalfd) and agent_rendezvous.cc (multi-node: the agents' rendezvous and what they
-// tell each other through the store). Not for use outside the agent.
+// stop, the signalfd), agent_rendezvous.cc (multi-node: the agents' rendezvous, fixed or elastic,
+// and what they tell each other through the store: failures, hangs, restarts, the job's end) and
+// agent_gather.cc (multi-node hangs: the other nodes' recordings sent to node 0 for one verdict).
+// Not for use outside the agent.
+//
+// Store keys of the agents: "rdzv/..." for the rendezvous, "job/a<ATTEMPT>/..." for what happens
+// in one attempt (workers use "attempt<N>/...", store_client.h).
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/hang_report.h"
 #include "launcher/options.h"
 #include "launcher/store_client.h"
 #include "launcher/store_server.h"
@@ -20,6 +26,9 @@
 namespace ncclrec::launcher {
 
 constexpr const char* kTriggerFile = "ncclrec.trigger";  // recorder/watchdog.h kTriggerFileName
+// Past NCCLREC_DUMP_WAIT, how long node 0 waits for the other nodes' recordings: they wait for
+// their own ranks' dumps as long as node 0 did, starting up to a monitor interval later, then send.
+constexpr double kSendMarginS = 5;
 
 int64_t nowNs();
 double monoS();
@@ -79,18 +88,41 @@ class Agent {
   void writeOwnTrigger(int signo);
   void printFailureSummary() const;
   std::string failureText(const Failure& f) const;
+  std::string failureLine(const Failure& f) const;
   // Multi-node: the agents' rendezvous and what they tell each other through the store.
   int rendezvous(bool hosting);
+  int rendezvousFixed(bool hosting, const std::string& me);
+  int rendezvousElastic(bool hosting, const std::string& me);
+  int agreeOnMasterPort();
   bool checkRemote(Outcome* outcome);
-  void publishOnce(const std::string& key, const std::string& value);
-  int waitForOtherNodes();
+  std::string publishOnce(const std::string& key, const std::string& value);
+  void publishFailure();
+  Outcome waitForJobEnd();
+  bool restartBarrier();
+  // Polls until every key is set, pumping worker output and signals meanwhile; false on timeout,
+  // on a signal taken meanwhile, or when the store is lost. *missing: indexes of the keys unset.
+  bool waitForKeys(const std::vector<std::string>& keys, double timeout_s,
+                   std::vector<int>* missing);
+  // Multi-node hangs: the first of an attempt gets one job-wide report on node 0.
+  bool sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, double wait_s);
+  void receiveFromOtherNodes(HangReportInput* in, double deadline_s);
+  // More than one node: before an elastic rendezvous closes, MAX; after it, the nodes that joined.
   bool multi() const { return o_.nnodes > 1; }
+  // What another node's hang report is about: Ctrl-C there publishes "interrupt on HOST (SIG)".
+  std::string remoteHangReason() const {
+    return remote_hang_.rfind("interrupt on ", 0) == 0 ? "interrupt" : "hang";
+  }
   std::string dumpDir() const { return run_dir_ + "/attempt_" + std::to_string(attempt_); }
+  // The store key of `what` in the current attempt.
+  std::string jobKey(const std::string& what) const {
+    return "job/a" + std::to_string(attempt_) + "/" + what;
+  }
 
   Options o_;
   std::string exe_;
   int sigfd_ = -1;
   int pending_signal_ = 0;
+  int signals_seen_ = 0;  // SIGINT/SIGTERM taken so far
   bool stopping_ = false;
   std::unique_ptr<StoreServer> store_;
   JobFacts facts_;
@@ -103,8 +135,14 @@ class Agent {
   std::optional<FileId> seen_trigger_;
   std::optional<StoreClient> rdzv_;  // multi-node only: this agent's connection to the store
   std::vector<std::string> published_;
-  std::string remote_failure_;  // what another node reported as the job's first failure
-  std::string remote_hang_;     // set when another node reported a hang
+  std::string remote_failure_;       // what another node reported as the attempt's first failure
+  std::string remote_failure_line_;  // the same in one line, for the restart message
+  std::string remote_hang_;          // set when another node reported a hang
+  bool hang_shared_ = false;  // this attempt's hang is known to every node (published or seen)
+  bool gathered_ = false;     // this attempt's job-wide hang report was made (or sent)
+  bool store_lost_ = false;   // node 0's store went away: no restart, no more rendezvous
+  std::vector<std::string> node_hosts_;  // by node rank, after the rendezvous
+  std::string node0_run_dir_;            // node 0's run directory, where the job's report goes
 };
 
 }  // namespace ncclrec::launcher

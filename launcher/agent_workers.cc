@@ -145,6 +145,7 @@ void Agent::pump(int timeout_ms) {
     while (read(sigfd_, &info, sizeof(info)) == sizeof(info)) {
       const int sig = static_cast<int>(info.ssi_signo);
       if (sig == SIGINT || sig == SIGTERM) {
+        ++signals_seen_;
         if (pending_signal_ != 0) stopping_ = true;  // a second one: stop without waiting
         pending_signal_ = sig;
       }

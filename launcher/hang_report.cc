@@ -93,6 +93,33 @@ bool hasBlackBoxOf(const std::string& dir, int pid) {
   return found;
 }
 
+std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns) {
+  std::string newest, bbox;
+  int64_t newest_ns = -1;
+  const std::string bbox_tail = "." + std::to_string(pid) + ".bbox";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      DumpName n;
+      if (parseDumpName(name, &n) && n.pid == pid) {
+        struct stat st {};
+        if (stat((dir + "/" + name).c_str(), &st) != 0) continue;
+        const int64_t mtime =
+            static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+        if (mtime >= since_ns && mtime > newest_ns) {
+          newest_ns = mtime;
+          newest = dir + "/" + name;
+        }
+      } else if (name.size() > bbox_tail.size() &&
+                 name.compare(name.size() - bbox_tail.size(), bbox_tail.size(), bbox_tail) == 0) {
+        bbox = dir + "/" + name;
+      }
+    }
+    closedir(d);
+  }
+  return newest.empty() ? bbox : newest;
+}
+
 format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
   Json doc;
   doc["run_id"] = in.run_id;
@@ -108,7 +135,25 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
 
   std::vector<format::RankData> ranks;
   std::string verdict_text;
-  auto loaded = format::loadPaths({in.dump_dir});
+  std::vector<std::string> dirs = {in.dump_dir};
+  for (const NodeInfo& n : in.nodes)
+    if (!n.dir.empty() && n.dir != in.dump_dir) dirs.push_back(n.dir);
+  if (!in.nodes.empty()) {
+    doc["nodes"] = Json::array();
+    for (const NodeInfo& n : in.nodes) {
+      Json j = {{"node", n.node}, {"host", n.host}};
+      j["dir"] = n.dir.empty() ? Json(nullptr) : Json(n.dir);
+      j["files"] = n.files;
+      j["data"] = !n.no_data;
+      doc["nodes"].push_back(std::move(j));
+      if (n.no_data) {
+        doc["warnings"].push_back("no data from node " + std::to_string(n.node) + " (host " +
+                                  n.host + "): its ranks are missing from the verdict");
+      }
+    }
+  }
+  for (const std::string& w : in.warnings) doc["warnings"].push_back(w);
+  auto loaded = format::loadPaths(dirs);
   if (loaded.ok()) {
     // The analyzer's verdict first: the one line that says why the job is stuck.
     const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
@@ -126,16 +171,25 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
   } else {
     doc["warnings"].push_back(loaded.status().message());
   }
+  // Pids repeat across hosts: a worker is matched by host and pid (by pid alone when the
+  // launcher did not say which host).
+  std::map<std::pair<std::string, int>, const format::RankData*> by_host_pid;
   std::map<int, const format::RankData*> by_pid;
-  for (const auto& r : ranks) by_pid[r.pid] = &r;
+  for (const auto& r : ranks) {
+    by_host_pid[{r.host, r.pid}] = &r;
+    by_pid[r.pid] = &r;
+  }
 
   out << "cxxrun: " << (in.reason == "hang" ? "hang reported" : "job interrupted") << " (run "
       << in.run_id << ", attempt " << in.attempt << ")";
   if (!in.trigger_text.empty()) {
     std::string detail;
     const size_t at = in.trigger_text.find("detail=");
-    if (at != std::string::npos)
+    if (at != std::string::npos) {
       detail = in.trigger_text.substr(at + 7, in.trigger_text.find('\n', at) - at - 7);
+    } else {
+      detail = in.trigger_text.substr(0, in.trigger_text.find('\n'));  // another node's note
+    }
     const size_t rk = in.trigger_text.find("rank=");
     if (rk != std::string::npos && in.reason == "hang")
       out << " by rank " << in.trigger_text.substr(rk + 5, in.trigger_text.find('\n', rk) - rk - 5);
@@ -155,11 +209,27 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
     Json j;
     j["rank"] = w.rank;
     j["local_rank"] = w.local_rank;
+    if (!in.nodes.empty()) {
+      j["node"] = w.node;
+      j["host"] = w.host;
+    }
+    if (w.no_data) {
+      j["pid"] = nullptr;
+      j["recording"] = nullptr;
+      j["note"] = "no data from node " + std::to_string(w.node) + " (host " + w.host + ")";
+      doc["ranks"].push_back(std::move(j));
+      continue;
+    }
     j["pid"] = w.pid;
     j["running"] = w.running;
     if (!w.running) j["ended"] = w.ended;
-    const auto it = by_pid.find(w.pid);
-    if (it == by_pid.end()) {
+    const format::RankData* rec = nullptr;
+    if (w.host.empty()) {
+      if (auto it = by_pid.find(w.pid); it != by_pid.end()) rec = it->second;
+    } else if (auto it = by_host_pid.find({w.host, w.pid}); it != by_host_pid.end()) {
+      rec = it->second;
+    }
+    if (rec == nullptr) {
       j["recording"] = nullptr;
       out << (table
                   ? pad(std::to_string(w.rank), 6) + pad(std::to_string(w.pid), 9) + pad("none", 16)
@@ -169,7 +239,7 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
       doc["ranks"].push_back(std::move(j));
       continue;
     }
-    const format::RankData& r = *it->second;
+    const format::RankData& r = *rec;
     std::string recording = r.source == format::SourceKind::kDump
                                 ? "dump:" + std::string(format::dumpReasonName(r.dump_reason))
                                 : std::string("black box");
@@ -225,8 +295,10 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return format::Status::error("cxxrun: cannot write " + path);
-  out << "cxxrun: dumps in " << in.dump_dir << " (ncclrec-analyze --events " << in.dump_dir
-      << "); report: " << path << "\n";
+  std::string all_dirs;
+  for (const std::string& d : dirs) all_dirs += " " + d;
+  out << "cxxrun: dumps in " << in.dump_dir << (dirs.size() > 1 ? " and its node folders" : "")
+      << " (ncclrec-analyze --events" << all_dirs << "); report: " << path << "\n";
   return path;
 }
 

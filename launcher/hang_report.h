@@ -17,7 +17,19 @@ struct WorkerInfo {
   int local_rank = -1;
   int pid = 0;
   bool running = true;
-  std::string ended;  // "exit code 1", "signal 9 (SIGKILL)" when not running
+  std::string ended;     // "exit code 1", "signal 9 (SIGKILL)" when not running
+  int node = 0;          // node rank of the agent that started it
+  std::string host;      // that agent's host name; "" matches a recording of that pid on any host
+  bool no_data = false;  // a rank of a node that sent nothing: pid and state are unknown
+};
+
+// A node of a multi-node job, in node 0's job-wide report.
+struct NodeInfo {
+  int node = 0;
+  std::string host;
+  std::string dir;       // the directory holding its recordings; "" when none arrived
+  size_t files = 0;      // recordings it sent (node 0: 0, its own are in dump_dir)
+  bool no_data = false;  // it sent nothing in time: "no data from node N (host h)"
 };
 
 struct HangReportInput {
@@ -31,6 +43,10 @@ struct HangReportInput {
   // report.json; other nodes of a multi-node job write report.nodeN.json, so that a dump
   // directory on a shared filesystem keeps every node's report.
   std::string file_name = "report.json";
+  // Multi-node job-wide report (node 0): every node, and where the others' recordings were
+  // written. Their directories are loaded with dump_dir; empty for a node-local report.
+  std::vector<NodeInfo> nodes;
+  std::vector<std::string> warnings;  // the launcher's own, e.g. files a node could not send
 };
 
 // True when `dir` holds a dump (HOST.PID.N.REASON.ncclrec.pb) of process `pid` written at or
@@ -38,10 +54,14 @@ struct HangReportInput {
 bool hasDumpOf(const std::string& dir, int pid, int64_t since_ns, const std::string& reason = "");
 // True when `dir` holds the black box (HOST.PID.bbox) of process `pid`: it is recording.
 bool hasBlackBoxOf(const std::string& dir, int pid);
+// The recording of process `pid` to send to another node: its newest dump written at or after
+// `since_ns`, else its black box; "" when it has neither.
+std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns);
 
-// Loads the recordings in input.dump_dir, prints the verdict (or, without one, a per-rank table) to
-// `out`, writes input.dump_dir/input.file_name and returns its path. Fails (one line) only when
-// report.json cannot be written; a directory without recordings still gets a report that says so.
+// Loads the recordings in input.dump_dir (and the nodes' directories), prints the verdict (or,
+// without one, a per-rank table) to `out`, writes input.dump_dir/input.file_name and returns its
+// path. Fails (one line) only when report.json cannot be written; a directory without recordings
+// still gets a report that says so.
 format::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
 
 }  // namespace ncclrec::launcher

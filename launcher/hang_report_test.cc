@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,37 @@ int64_t nowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+WorkerInfo worker(int rank, int pid, const std::string& ended = "", const std::string& host = "",
+                  int node = 0) {
+  WorkerInfo w;
+  w.rank = rank;
+  w.local_rank = rank;
+  w.pid = pid;
+  w.running = ended.empty();
+  w.ended = ended;
+  w.host = host;
+  w.node = node;
+  return w;
+}
+
+void writeStuckRank(const TempDir& dir, const std::string& host, int rank, int pid, int world,
+                    uint64_t stuck_count) {
+  const int64_t t0 = nowNs() - 5'000'000'000;
+  BboxBuilder b;
+  b.header()->pid = pid;
+  b.header()->global_rank = rank;
+  b.header()->world_size = world;
+  std::strcpy(b.header()->host, host.c_str());
+  b.header()->heartbeat_ns = nowNs();
+  b.addEvent(format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, world, 1, 4096, t0));
+  auto stuck = format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, world, 2,
+                                               stuck_count, t0 + 1000);
+  stuck.state = static_cast<uint8_t>(format::EventState::kEnqueued);
+  stuck.end_ns = 0;
+  b.addEvent(stuck);
+  ASSERT_TRUE(b.writeTo(dir.file(host + "." + std::to_string(pid) + ".bbox")));
+}
+
 TEST(HangReport, FindsDumpsAndBlackBoxesByPid) {
   TempDir dir;
   std::ofstream(dir.file("node.a.b.4242.bbox")) << "";
@@ -36,6 +68,67 @@ TEST(HangReport, FindsDumpsAndBlackBoxesByPid) {
   EXPECT_FALSE(hasDumpOf(dir.path(), 4242, 0, "exit"));
   EXPECT_FALSE(hasDumpOf(dir.path(), 4242, nowNs() + 60'000'000'000));  // older than asked
   EXPECT_FALSE(hasDumpOf(dir.path(), 77, 0));                           // a temporary file
+}
+
+TEST(HangReport, TheRecordingToSendIsTheNewestDumpElseTheBlackBox) {
+  TempDir dir;
+  std::ofstream(dir.file("h.5.bbox")) << "";
+  std::ofstream(dir.file("h.6.bbox")) << "";
+  std::ofstream(dir.file("h.5.0.hang.ncclrec.pb")) << "";
+  std::ofstream(dir.file("h.55.0.hang.ncclrec.pb")) << "";
+  usleep(20000);
+  std::ofstream(dir.file("h.5.1.exit.ncclrec.pb")) << "";
+  EXPECT_EQ(recordingToSend(dir.path(), 5, 0), dir.file("h.5.1.exit.ncclrec.pb"));
+  EXPECT_EQ(recordingToSend(dir.path(), 6, 0), dir.file("h.6.bbox"));
+  EXPECT_EQ(recordingToSend(dir.path(), 5, nowNs() + 60'000'000'000), dir.file("h.5.bbox"));
+  EXPECT_EQ(recordingToSend(dir.path(), 7, 0), "");
+}
+
+// Node 0's job-wide report: recordings of two hosts whose pids collide, and a node that sent
+// nothing.
+TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
+  TempDir dir, node1;
+  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
+  writeStuckRank(node1, "hostB", 1, 700, 4, 1);  // the same pid on another host
+  HangReportInput in;
+  in.run_id = "r";
+  in.reason = "hang";
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 700, "", "hostB", 1)};
+  for (int rank : {2, 3}) {
+    WorkerInfo w = worker(rank, 0, "", "hostC", 2);
+    w.no_data = true;
+    in.workers.push_back(w);
+  }
+  in.nodes = {{0, "hostA", dir.path(), 0, false},
+              {1, "hostB", node1.path(), 1, false},
+              {2, "hostC", "", 0, true}};
+  in.warnings = {"node 1 (host hostB): x.bbox: checksum mismatch, skipped"};
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_NE(out.str().find("cxxrun: warning: no data from node 2 (host hostC): its ranks are "
+                           "missing from the verdict"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("ncclrec-analyze --events " + dir.path() + " " + node1.path()),
+            std::string::npos)
+      << out.str();
+  std::ifstream f(*path);
+  const auto doc = nlohmann::json::parse(f);
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  EXPECT_EQ(doc["ranks"][0]["recording"]["host"], "hostA");
+  EXPECT_EQ(doc["ranks"][0]["last_op"]["count"], 4096);
+  EXPECT_EQ(doc["ranks"][1]["recording"]["host"], "hostB");
+  EXPECT_EQ(doc["ranks"][1]["last_op"]["count"], 1);
+  EXPECT_EQ(doc["ranks"][1]["node"], 1);
+  EXPECT_TRUE(doc["ranks"][3]["recording"].is_null());
+  EXPECT_EQ(doc["ranks"][3]["note"], "no data from node 2 (host hostC)");
+  ASSERT_EQ(doc["nodes"].size(), 3u);
+  EXPECT_EQ(doc["nodes"][1]["files"], 1);
+  EXPECT_EQ(doc["nodes"][2]["data"], false);
+  EXPECT_TRUE(doc["nodes"][2]["dir"].is_null());
+  EXPECT_EQ(doc["warnings"].size(), 2u) << doc["warnings"].dump();
 }
 
 TEST(HangReport, TableAndJsonNameEachRanksLastOp) {
@@ -61,7 +154,7 @@ TEST(HangReport, TableAndJsonNameEachRanksLastOp) {
   in.reason = "hang";
   in.trigger_text = "run_id=r1\nhost=node\npid=1000\nrank=0\nreason=hang\ndetail=op #2 stuck\n";
   in.dump_dir = dir.path();
-  in.workers = {{0, 0, 1000, true, ""}, {1, 1, 1001, true, ""}, {2, 2, 1002, false, "SIGKILL"}};
+  in.workers = {worker(0, 1000), worker(1, 1001), worker(2, 1002, "SIGKILL")};
   std::ostringstream out;
   auto path = writeHangReport(in, out);
   ASSERT_TRUE(path.ok()) << path.status().message();
@@ -92,7 +185,7 @@ TEST(HangReport, EmptyDirectoryStillGetsAReport) {
   HangReportInput in;
   in.reason = "interrupt";
   in.dump_dir = dir.path();
-  in.workers = {{0, 0, 1, true, ""}};
+  in.workers = {worker(0, 1)};
   std::ostringstream out;
   auto path = writeHangReport(in, out);
   ASSERT_TRUE(path.ok());

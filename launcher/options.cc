@@ -21,7 +21,8 @@ CXXRUN_TOKEN, NCCLREC_DIR (one per run and attempt) and NCCLREC_RUN_ID.
 Exit codes:
   0  every worker exited 0
   1  a worker exited non-zero or was killed by a signal (summary on stderr)
-  2  bad usage, or the master port is in use
+  2  bad usage, the master port is in use, no shared secret for several nodes, or the
+     nodes did not join (or the rendezvous was already closed)
   3  a rank reported a hang: dumps, per-rank table and report.json in NCCLREC_DIR
   128+N  stopped by signal N (SIGINT, SIGTERM), after every rank dumped
 )";
@@ -55,7 +56,9 @@ bool takesValue(const std::string& flag) {
                                            "--nccl",
                                            "--on-hang",
                                            "--grace-period",
-                                           "--join-timeout"};
+                                           "--join-timeout",
+                                           "--rdzv-last-call",
+                                           "--rdzv-token-file"};
   for (const char* f : kWithValue)
     if (flag == f) return true;
   return false;
@@ -140,11 +143,19 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
   std::string master_addr;
   app.add_option("--nproc-per-node", nproc,
                  "Workers on this node: a number, or auto (GPUs, else CPUs)");
-  app.add_option("--nnodes", nnodes, "Number of nodes, N or MIN:MAX (MAX nodes are waited for)");
+  app.add_option("--nnodes", nnodes,
+                 "Number of nodes, N or MIN:MAX (elastic: the job runs on the nodes that joined)");
   app.add_option("--node-rank", node_rank,
                  "This node's rank (default: 0 on one node, else in order of arrival)");
-  app.add_option("--join-timeout", o.join_timeout_s,
-                 "Seconds agents wait for every node to join (default 300)");
+  app.add_option(
+      "--join-timeout", o.join_timeout_s,
+      "Seconds agents wait for every node (MIN nodes when elastic) to join (default 300)");
+  app.add_option("--rdzv-last-call", o.rdzv_last_call_s,
+                 "Elastic: close the rendezvous when MIN nodes joined and no other came for this "
+                 "many seconds (default 30, as torchrun's last_call_timeout)");
+  app.add_option("--rdzv-token-file", o.rdzv_token_file,
+                 "File holding the job's shared secret (else CXXRUN_TOKEN); needed for more than "
+                 "one node");
   app.add_option("--master-addr", master_addr,
                  "Address of the node-rank-0 agent (default 127.0.0.1)");
   app.add_option("--master-port", master_port,
@@ -238,6 +249,11 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
   if (!nmin || !nmax || *nmin < 1 || *nmax < *nmin)
     return fail("--nnodes must be N or MIN:MAX with 1 <= MIN <= MAX, not '" + nnodes + "'");
   o.nnodes = *nmax;
+  o.min_nnodes = *nmin;
+  if (isElastic(o) && node_rank >= 0)
+    return fail("--node-rank cannot be combined with --nnodes " + nnodes +
+                ": node ranks follow the order in which the agents join");
+  if (!(o.rdzv_last_call_s >= 0)) return fail("--rdzv-last-call must be 0 or more");
   if (node_rank >= o.nnodes)
     return fail("--node-rank " + std::to_string(node_rank) + " with " + std::to_string(o.nnodes) +
                 " node(s)");
@@ -267,8 +283,6 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
     if (c == '/' || c == '\0') return fail("--run-id must not contain '/'");
   if (o.run_id == "." || o.run_id == "..") return fail("--run-id must not be '.' or '..'");
   if (o.max_restarts < 0) return fail("--max-restarts must be 0 or more");
-  if (o.max_restarts > 0 && o.nnodes > 1)
-    return fail("--max-restarts with more than one node is not supported yet");
   if (o.nnodes > 1 && o.standalone) return fail("--standalone is for one node, not " + nnodes);
   if (!(o.monitor_interval_s > 0)) return fail("--monitor-interval must be more than 0");
   if (!(o.grace_period_s >= 0)) return fail("--grace-period must be 0 or more");

@@ -21,9 +21,13 @@ enum class OnHang { kExit, kWait };
 
 struct Options {
   int nproc_per_node = 1;
-  int nnodes = 1;     // MIN:MAX is taken as MAX: the job waits for every node
-  int node_rank = 0;  // -1: assigned at the rendezvous, in order of arrival (multi-node only)
-  double join_timeout_s = 300;  // how long agents wait for every node to join
+  int nnodes = 1;      // MAX of --nnodes MIN:MAX; the agent lowers it to the nodes that joined
+  int min_nnodes = 1;  // MIN; equal to nnodes unless the job is elastic
+  int node_rank = 0;   // -1: assigned at the rendezvous, in order of arrival (multi-node only)
+  double join_timeout_s = 300;  // how long agents wait for every node (or MIN nodes) to join
+  // Elastic only: the rendezvous closes once MIN nodes joined and none came for this long.
+  double rdzv_last_call_s = 30;
+  std::string rdzv_token_file;  // the job's shared secret, read from this file (multi-node)
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string run_id;  // empty: cxxrun makes one up
@@ -38,6 +42,11 @@ struct Options {
   OnHang on_hang = OnHang::kExit;
   std::vector<std::string> program;  // the program and its arguments
 };
+
+// More than one node may take part: the agents meet through the store and need a shared secret.
+inline bool isMultiNode(const Options& o) { return o.nnodes > 1; }
+// --nnodes MIN:MAX with MIN < MAX: the rendezvous decides how many nodes run the job.
+inline bool isElastic(const Options& o) { return o.min_nnodes < o.nnodes; }
 
 struct ParsedCommandLine {
   std::optional<Options> options;  // set when the job should run

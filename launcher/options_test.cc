@@ -80,7 +80,8 @@ TEST(Options, BadInputIsOneLineAndExitCode2) {
       {"--nproc-per-node", "many", "prog"},
       {"--master-port", "70000", "prog"},
       {"--nnodes", "2", "--node-rank", "2", "prog"},
-      {"--nnodes", "2", "--max-restarts", "1", "prog"},
+      {"--nnodes", "1:3", "--node-rank", "1", "prog"},  // elastic: ranks follow join order
+      {"--nnodes", "1:3", "--rdzv-last-call", "-1", "prog"},
       {"--nnodes", "2", "--standalone", "prog"},
       {"--nnodes", "3:2", "prog"},
       {"--redirects", "3", "prog"},  // without --log-dir
@@ -103,7 +104,18 @@ TEST(Options, MultiNode) {
   auto p = parse({"--nnodes", "1:3", "--master-addr", "10.1.1.1", "prog"});
   ASSERT_TRUE(p.options) << p.message;
   EXPECT_EQ(p.options->nnodes, 3);
-  EXPECT_EQ(p.options->node_rank, -1);  // assigned at the rendezvous
+  EXPECT_EQ(p.options->min_nnodes, 1);
+  EXPECT_TRUE(isElastic(*p.options));
+  EXPECT_EQ(p.options->rdzv_last_call_s, 30);  // torchrun's last_call_timeout
+  EXPECT_EQ(p.options->node_rank, -1);         // assigned at the rendezvous
+  auto e = parse({"--nnodes", "2:2", "--rdzv_last_call", "1.5", "--rdzv-token-file", "/s",
+                  "--max-restarts", "2", "prog"});
+  ASSERT_TRUE(e.options) << e.message;
+  EXPECT_FALSE(isElastic(*e.options));
+  EXPECT_TRUE(isMultiNode(*e.options));
+  EXPECT_EQ(e.options->rdzv_last_call_s, 1.5);
+  EXPECT_EQ(e.options->rdzv_token_file, "/s");
+  EXPECT_EQ(e.options->max_restarts, 2);  // restarts of a multi-node job
   auto q = parse({"--nnodes", "2", "--node_rank", "1", "prog"});
   ASSERT_TRUE(q.options) << q.message;
   EXPECT_EQ(q.options->node_rank, 1);

@@ -211,20 +211,24 @@ class StoreClient {
       if (n <= 0) return lost(strerror(errno));
       done += static_cast<size_t>(n);
     }
-    std::string in;
+    // Replies come one per request: read exactly one frame, its length first, the rest straight
+    // into place (values may be half a megabyte: no small buffer to copy through).
+    std::string in(4, '\0');
+    size_t have = 0;
     for (;;) {
-      if (in.size() >= 4) {
+      if (have == 4 && in.size() == 4) {
         const uint32_t len = store::readU32(in.data());
         if (len == 0 || len > store::kMaxFrame) return lost("bad reply");
-        if (in.size() - 4 >= len) {
-          store::Decoder d(std::string_view(in).substr(4, len));
-          Answer a;
-          a.code = static_cast<store::Reply>(d.u8());
-          if (a.code == store::Reply::kValue || a.code == store::Reply::kError) a.text = d.str();
-          if (a.code == store::Reply::kInt) a.number = d.i64();
-          if (!d.complete()) return lost("bad reply");
-          return a;
-        }
+        in.resize(4 + static_cast<size_t>(len));
+      }
+      if (have == in.size() && have > 4) {
+        store::Decoder d(std::string_view(in).substr(4));
+        Answer a;
+        a.code = static_cast<store::Reply>(d.u8());
+        if (a.code == store::Reply::kValue || a.code == store::Reply::kError) a.text = d.str();
+        if (a.code == store::Reply::kInt) a.number = d.i64();
+        if (!d.complete()) return lost("bad reply");
+        return a;
       }
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -233,11 +237,10 @@ class StoreClient {
       const int rc = ::poll(&p, 1, static_cast<int>(left));
       if (rc < 0 && errno == EINTR) continue;
       if (rc <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      const ssize_t n = ::recv(fd_, in.data() + have, in.size() - have, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return lost(n == 0 ? "connection closed by the store" : strerror(errno));
-      in.append(buf, static_cast<size_t>(n));
+      have += static_cast<size_t>(n);
     }
   }
 

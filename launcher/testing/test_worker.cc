@@ -1,8 +1,11 @@
 // A worker for cxxrun's tests. argv[1] picks what it does:
 //   env                 print the environment contract on one line and exit 0
+//   linger SECONDS      the same, then stay that long before exiting 0
 //   exit CODE RANK      rank RANK exits with CODE; the others wait to be stopped
 //   signal SIG RANK     rank RANK kills itself with signal SIG; the others wait to be stopped
 //   flaky               rank 0 of attempt 0 exits 1; everything else exits 0
+//   flaky_on RANK       in attempt 0 rank RANK exits 1 and the others wait to be stopped (as in a
+//                       collective); in later attempts every rank exits 0
 //   share               share 64 bytes from rank 0 through the store (storeBroadcast), print them
 //   sleep               print "ready", then wait to be stopped
 #include <signal.h>
@@ -33,7 +36,7 @@ int envInt(const char* name) { return std::atoi(env(name).c_str()); }
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "env";
   const int rank = envInt("RANK");
-  if (mode == "env") {
+  if (mode == "env" || (mode == "linger" && argc > 2)) {
     std::printf(
         "RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s GROUP_RANK=%s GROUP_WORLD_SIZE=%s "
         "ROLE_RANK=%s ROLE_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s "
@@ -47,6 +50,10 @@ int main(int argc, char** argv) {
         env("CXXRUN_STORE").c_str(), env("NCCLREC_DIR").c_str(), env("NCCLREC_RUN_ID").c_str(),
         env("LD_LIBRARY_PATH").c_str());
     std::fprintf(stderr, "rank %d to stderr\n", rank);
+    if (mode == "linger") {
+      std::fflush(stdout);
+      usleep(static_cast<useconds_t>(std::atof(argv[2]) * 1e6));
+    }
     return 0;
   }
   if (mode == "exit" && argc > 3) {
@@ -70,6 +77,14 @@ int main(int argc, char** argv) {
     std::printf("rank %d attempt %s %s\n", rank, env("TORCHELASTIC_RESTART_COUNT").c_str(),
                 fail ? "fails" : "succeeds");
     return fail ? 1 : 0;
+  }
+  if (mode == "flaky_on" && argc > 2) {
+    const int attempt = envInt("TORCHELASTIC_RESTART_COUNT");
+    if (attempt == 0 && rank != std::atoi(argv[2])) waitForever();
+    if (attempt == 0) usleep(300000);  // let every node start
+    std::printf("rank %d attempt %d %s in %s\n", rank, attempt, attempt == 0 ? "fails" : "succeeds",
+                env("NCCLREC_DIR").c_str());
+    return attempt == 0 ? 1 : 0;
   }
   if (mode == "share") {
     char bytes[64] = {};

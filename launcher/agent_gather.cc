@@ -1,0 +1,104 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "launcher/agent_internal.h"
+#include "launcher/gather.h"
+#include "launcher/hang_report.h"
+
+namespace ncclrec::launcher {
+
+bool Agent::sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, double wait_s) {
+  std::vector<std::string> paths;
+  for (const Worker& w : workers_) {
+    const std::string path = recordingToSend(facts_.dump_dir, w.pid, attempt_start_ns_);
+    if (!path.empty()) paths.push_back(path);
+  }
+  const std::string prefix = jobKey("recordings/" + std::to_string(o_.node_rank) + "/");
+  auto sent = sendRecordings(*rdzv_, prefix, o_.node_rank, host_, workers, paths);
+  if (!sent.ok()) {
+    say("cxxrun: could not send this node's recordings to node 0: " + sent.status().message() +
+        "; writing this node's own report instead");
+    return false;
+  }
+  say("cxxrun: sent " + std::to_string(paths.size()) + " recording(s) (" + std::to_string(*sent) +
+      " bytes) of node " + std::to_string(o_.node_rank) + " to node 0 (host " +
+      node_hosts_.front() + "), which prints the job's verdict");
+  // Node 0 may still be waiting for its own ranks' dumps: this node's ranks stay until its report
+  // is written, so that none of them fails a collective that node 0's ranks are stuck in.
+  std::vector<int> missing;
+  const std::string key = jobKey("report");
+  if (waitForKeys({key}, wait_s + kSendMarginS + 5, &missing)) {
+    auto where = rdzv_->tryGet(key);
+    (void)rdzv_->set(jobKey("report_seen/" + std::to_string(o_.node_rank)), host_);
+    if (where.ok() && where->has_value())
+      say("cxxrun: the job's verdict is on node 0 (host " + node_hosts_.front() + "): " + **where);
+  } else {
+    say("cxxrun: node 0 (host " + node_hosts_.front() + ") did not confirm its report" +
+        (node0_run_dir_.empty() ? std::string()
+                                : "; look for " + node0_run_dir_ + "/attempt_" +
+                                      std::to_string(attempt_) + "/report.json there"));
+  }
+  return true;
+}
+
+// Node 0: takes what the other nodes send until `deadline_s` (monoS), writes it under
+// dump_dir/nodeN/ and adds their nodes, workers and warnings to the report's input.
+void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
+  in->nodes.push_back({0, host_, facts_.dump_dir, 0, false});
+  std::vector<int> pending;
+  for (int r = 1; r < o_.nnodes; ++r) pending.push_back(r);
+  if (!pending.empty()) {
+    say("cxxrun: waiting up to " + std::to_string(static_cast<int>(deadline_s - monoS() + 0.5)) +
+        " s for the recordings of the other " + std::to_string(pending.size()) + " node(s)");
+  }
+  std::vector<NodeRecordings> got;
+  while (!pending.empty()) {
+    for (size_t i = 0; i < pending.size();) {
+      const int r = pending[i];
+      const std::string dir = facts_.dump_dir + "/node" + std::to_string(r);
+      auto rec = receiveRecordings(*rdzv_, jobKey("recordings/" + std::to_string(r) + "/"), dir);
+      if (!rec.ok()) {
+        in->warnings.push_back("node " + std::to_string(r) + ": " + rec.status().message());
+        if (rec.status().message().find("store ") == 0) store_lost_ = true;
+      } else if (!rec->has_value()) {
+        ++i;
+        continue;
+      } else {
+        NodeRecordings& n = **rec;
+        n.node_rank = r;  // the key says which node; the manifest only describes it
+        in->nodes.push_back({r, n.host, dir, n.files.size(), false});
+        got.push_back(std::move(n));
+      }
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (pending.empty() || store_lost_ || stopping_ || monoS() >= deadline_s) break;
+    pump(50);
+  }
+  for (int r : pending) {
+    const std::string& host = node_hosts_[static_cast<size_t>(r)];
+    in->nodes.push_back({r, host, "", 0, true});
+    for (int lr = 0; lr < o_.nproc_per_node; ++lr) {
+      WorkerInfo w;
+      w.rank = r * o_.nproc_per_node + lr;
+      w.local_rank = lr;
+      w.node = r;
+      w.host = host;
+      w.no_data = true;
+      in->workers.push_back(std::move(w));
+    }
+  }
+  for (NodeRecordings& n : got) {
+    for (WorkerInfo& w : n.workers) {
+      w.node = n.node_rank;
+      in->workers.push_back(std::move(w));
+    }
+    for (std::string& w : n.warnings) in->warnings.push_back(std::move(w));
+  }
+  std::sort(in->nodes.begin(), in->nodes.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.node < b.node; });
+  std::stable_sort(in->workers.begin(), in->workers.end(),
+                   [](const WorkerInfo& a, const WorkerInfo& b) { return a.rank < b.rank; });
+}
+
+}  // namespace ncclrec::launcher

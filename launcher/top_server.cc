@@ -1,0 +1,380 @@
+#include "launcher/top_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "launcher/store_client.h"
+#include "recorder/format/dump_io.h"
+#include "recorder/format/ncclrec.pb.h"
+#include "recorder/format/reader.h"
+
+namespace ncclrec::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kMaxRequest = 64u << 10;
+constexpr double kCacheSeconds = 0.25;
+constexpr double kPeersEverySeconds = 5;
+constexpr int kMaxEventsCap = 4096;
+constexpr const char* kCountKey = "ncclrec-top/count";
+
+int64_t realtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string thisHost() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+// Takes the same time wherever the two differ.
+bool sameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string frame(const std::string& body) {
+  std::string out(4, '\0');
+  for (int i = 0; i < 4; ++i) out[size_t(i)] = static_cast<char>((body.size() >> (8 * i)) & 0xff);
+  return out + body;
+}
+
+// The attempt directory cxxrun writes now: the highest attempt_N under the run directory.
+std::string newestAttempt(const std::string& run_dir) {
+  std::error_code ec;
+  long best = -1;
+  std::string dir = run_dir;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("attempt_", 0) != 0) continue;
+    char* e = nullptr;
+    const long n = std::strtol(name.c_str() + 8, &e, 10);
+    if (*e == '\0' && n > best) {
+      best = n;
+      dir = it->path().string();
+    }
+  }
+  return dir;
+}
+
+// The last `max_events` events of `d`, and only the stacks those use.
+void trim(format::RankData* d, size_t max_events) {
+  if (d->events.size() > max_events)
+    d->events.erase(d->events.begin(), d->events.end() - static_cast<ptrdiff_t>(max_events));
+  std::set<uint32_t> used;
+  for (const auto& e : d->events) used.insert(e.stack_id);
+  for (auto it = d->stacks.begin(); it != d->stacks.end();)
+    it = used.contains(it->first) ? std::next(it) : d->stacks.erase(it);
+}
+
+struct Conn {
+  int fd = -1;
+  bool closing = false;
+  std::string in;
+  std::string out;
+};
+
+// What the server thread keeps between requests.
+class Replier {
+ public:
+  Replier(const TopServer::Config& config, std::string self)
+      : config_(config), self_(std::move(self)), host_(thisHost()) {}
+
+  std::string answer(const format::pb::TopRequest& request) {
+    const auto now = Clock::now();
+    const int max_events = request.max_events() > 0
+                               ? std::min<int>(int(request.max_events()), kMaxEventsCap)
+                               : config_.max_events;
+    if (!cached_ || now - read_at_ > std::chrono::duration<double>(kCacheSeconds) ||
+        max_events != cached_events_) {
+      cached_ = read(max_events);
+      read_at_ = now;
+      cached_events_ = max_events;
+      ++reads;
+    }
+    format::pb::TopReply reply = *cached_;
+    for (const std::string& p : peers()) reply.add_peers(p);
+    return reply.SerializeAsString();
+  }
+
+  uint64_t reads = 0;
+
+ private:
+  format::pb::TopReply read(int max_events) {
+    format::pb::TopReply reply;
+    const std::string dir = newestAttempt(config_.run_dir);
+    reply.set_host(host_);
+    reply.set_dir(dir);
+    reply.set_run_id(fs::path(config_.run_dir).filename().string());
+    reply.set_now_ns(realtimeNs());
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() > format::kBboxSuffix.size() &&
+          name.compare(name.size() - format::kBboxSuffix.size(), std::string::npos,
+                       format::kBboxSuffix) == 0)
+        files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& path : files) {
+      auto data = format::loadBlackBox(path);
+      if (!data.ok()) {
+        reply.add_warnings(data.status().message());
+        continue;
+      }
+      trim(&data.value(), size_t(max_events));
+      format::pb::TopRank* rank = reply.add_ranks();
+      *rank->mutable_data() = format::toProto(*data);
+      rank->set_source(path);
+      // Killed without a chance to mark its black box (SIGKILL, the OOM killer).
+      rank->set_process_gone(!data->exited && data->fatal_signal == 0 && data->host == host_ &&
+                             data->pid > 0 && ::kill(data->pid, 0) != 0 && errno == ESRCH);
+    }
+    return reply;
+  }
+
+  // The other agents of the job, as published in the store; this one registers on first use.
+  const std::vector<std::string>& peers() {
+    if (config_.store_endpoint.empty()) return peers_;
+    const auto now = Clock::now();
+    if (peers_read_ && now - peers_at_ < std::chrono::duration<double>(kPeersEverySeconds))
+      return peers_;
+    peers_at_ = now;
+    peers_read_ = true;
+    if (!store_) {
+      auto client = StoreClient::connect(config_.store_endpoint, config_.token, 2);
+      if (!client.ok()) return peers_;
+      store_.emplace(std::move(client).value());
+    }
+    if (!registered_) {
+      auto n = store_->add(kCountKey, 1);
+      if (!n.ok() || !store_->set("ncclrec-top/" + std::to_string(*n), self_).ok()) {
+        store_.reset();
+        return peers_;
+      }
+      registered_ = true;
+    }
+    auto count = store_->add(kCountKey, 0);
+    if (!count.ok()) {
+      store_.reset();
+      return peers_;
+    }
+    std::vector<std::string> found;
+    for (int64_t i = 1; i <= std::min<int64_t>(*count, 4096); ++i) {
+      auto v = store_->tryGet("ncclrec-top/" + std::to_string(i));
+      if (v.ok() && v->has_value() && **v != self_) found.push_back(**v);
+    }
+    peers_ = std::move(found);
+    return peers_;
+  }
+
+  const TopServer::Config& config_;
+  std::string self_;
+  std::string host_;
+  std::optional<format::pb::TopReply> cached_;
+  Clock::time_point read_at_;
+  int cached_events_ = 0;
+  std::optional<StoreClient> store_;
+  bool registered_ = false;
+  bool peers_read_ = false;
+  Clock::time_point peers_at_;
+  std::vector<std::string> peers_;
+};
+
+}  // namespace
+
+format::StatusOr<std::unique_ptr<TopServer>> TopServer::start(Config config) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(config.port));
+  if (config.bind_addr.empty() || config.bind_addr == "0.0.0.0") {
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  } else if (inet_pton(AF_INET, config.bind_addr.c_str(), &addr.sin_addr) != 1) {
+    return format::Status::error("ncclrec-top server: cannot listen on '" + config.bind_addr +
+                                 "': not an IPv4 address");
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    return format::Status::error(std::string("ncclrec-top server: socket: ") + strerror(errno));
+  }
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
+    const int e = errno;
+    close(fd);
+    return format::Status::error("ncclrec-top server: cannot listen on port " +
+                                 std::to_string(config.port) + ": " + strerror(e));
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+    close(fd);
+    return format::Status::error(std::string("ncclrec-top server: pipe: ") + strerror(errno));
+  }
+  std::unique_ptr<TopServer> server(
+      new TopServer(std::move(config), fd, ntohs(addr.sin_port), pipefd[0], pipefd[1]));
+  server->thread_ = std::thread([s = server.get()] { s->serve(); });
+  return server;
+}
+
+TopServer::TopServer(Config config, int listen_fd, int port, int wake_read, int wake_write)
+    : config_(std::move(config)),
+      listen_fd_(listen_fd),
+      port_(port),
+      wake_read_(wake_read),
+      wake_write_(wake_write) {}
+
+TopServer::~TopServer() {
+  const char c = 'x';
+  (void)!write(wake_write_, &c, 1);
+  if (thread_.joinable()) thread_.join();
+  close(listen_fd_);
+  close(wake_read_);
+  close(wake_write_);
+  if (!remove_on_stop_.empty()) ::unlink(remove_on_stop_.c_str());
+}
+
+void TopServer::serve() {
+  Replier replier(config_, endpoint());
+  std::map<uint64_t, Conn> conns;
+  uint64_t next_id = 1;
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  for (;;) {
+    fds.clear();
+    ids.clear();
+    fds.push_back({wake_read_, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (auto& [id, c] : conns) {
+      fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      ids.push_back(id);
+    }
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    if (fds[1].revents & POLLIN) {
+      for (int cfd;
+           (cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+        const int one = 1;
+        setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        conns[next_id++].fd = cfd;
+        ++accepted_;
+      }
+    }
+    for (size_t i = 2; i < fds.size(); ++i) {
+      auto it = conns.find(ids[i - 2]);
+      Conn& c = it->second;
+      bool drop = false;
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[65536];
+        const ssize_t n = read(c.fd, buf, sizeof(buf));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) drop = true;
+        if (n > 0) c.in.append(buf, static_cast<size_t>(n));
+        while (!drop && !c.closing && c.in.size() >= 4) {
+          const uint32_t len = store::readU32(c.in.data());
+          if (len > kMaxRequest) {
+            ++refused_;
+            drop = true;
+            break;
+          }
+          if (c.in.size() - 4 < len) break;
+          format::pb::TopRequest request;
+          const bool decoded = request.ParseFromArray(c.in.data() + 4, static_cast<int>(len));
+          c.in.erase(0, 4 + size_t{len});
+          ++requests_;
+          if (!decoded || !sameToken(request.token(), config_.token)) {
+            ++refused_;
+            format::pb::TopReply refusal;
+            refusal.set_error(decoded ? "wrong job token" : "request does not decode");
+            c.out += frame(refusal.SerializeAsString());
+            c.closing = true;
+            break;
+          }
+          c.out += frame(replier.answer(request));
+          reads_.store(replier.reads);
+        }
+      }
+      if (!drop && !c.out.empty()) {
+        const ssize_t n = write(c.fd, c.out.data(), c.out.size());
+        if (n < 0 && errno != EAGAIN && errno != EINTR) drop = true;
+        if (n > 0) c.out.erase(0, static_cast<size_t>(n));
+      }
+      if (drop || (c.closing && c.out.empty())) {
+        close(c.fd);
+        conns.erase(it);
+      }
+    }
+  }
+  for (auto& [id, c] : conns) close(c.fd);
+}
+
+std::unique_ptr<TopServer> startTopServer(const Options& o, const JobFacts& facts,
+                                          const std::string& run_dir, const std::string& host) {
+  auto say = [](const std::string& line) {
+    const std::string s = "cxxrun: " + line + "\n";
+    (void)!write(STDERR_FILENO, s.data(), s.size());
+  };
+  const bool loopback = o.master_addr == "localhost" || o.master_addr.rfind("127.", 0) == 0;
+  TopServer::Config c;
+  c.bind_addr = loopback ? "127.0.0.1" : "0.0.0.0";
+  c.advertise_host = loopback ? "127.0.0.1" : host;
+  c.token = facts.token;
+  c.run_dir = run_dir;
+  c.store_endpoint = facts.store_endpoint;
+  if (const char* p = std::getenv("CXXRUN_TOP_PORT"); p != nullptr && *p != '\0') {
+    char* end = nullptr;
+    const long port = std::strtol(p, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535) {
+      say("CXXRUN_TOP_PORT='" + std::string(p) + "' is not a port; ncclrec-top is not served");
+      return nullptr;
+    }
+    c.port = static_cast<int>(port);
+  }
+  auto server = TopServer::start(c);
+  if (!server.ok()) {
+    say(server.status().message() + "; ncclrec-top --connect is not served (the job runs on)");
+    return nullptr;
+  }
+  // The token goes in a file only its owner reads; the line on stderr names the file.
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  const std::string file = run_dir + "/top." + host + ".endpoint";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const std::string text = "endpoint=" + (*server)->endpoint() + "\ntoken=" + facts.token + "\n";
+  const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  if (fd >= 0) ::close(fd);
+  if (written) (*server)->removeOnStop(file);
+  say("ncclrec-top --connect " + (*server)->endpoint() +
+      (written ? " --token-file " + file : " (token: CXXRUN_TOKEN; cannot write " + file + ")"));
+  return std::move(server).value();
+}
+
+}  // namespace ncclrec::launcher
