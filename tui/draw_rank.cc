@@ -1,0 +1,175 @@
+// The rank detail: who the rank is, its communicators, its last calls with call site and age,
+// and the stack of its oldest incomplete op (else of its last call).
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "recorder/format/bbox_layout.h"
+#include "tui/analysis.h"
+#include "tui/draw_internal.h"
+#include "tui/layout.h"
+
+namespace ncclrec::tui {
+namespace {
+
+constexpr int kCallW = 12, kCommW = 8, kSeqW = 5, kCountW = 7, kStateW = 8, kAgeW = 6;
+
+// Element counts in 7 columns: "1048576", then "12.3M", "4.1G".
+std::string countText(uint64_t n) {
+  if (n < 10'000'000) return std::to_string(n);
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), n < 10'000'000'000ull ? "%.1fM" : "%.1fG",
+                n < 10'000'000'000ull ? double(n) / 1e6 : double(n) / 1e9);
+  return buf;
+}
+
+std::string signalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string livenessText(const Snapshot& s, const RankEntry& r) {
+  switch (r.liveness) {
+    case Liveness::kAlive:
+      return r.heartbeat_ns > 0
+                 ? "alive (heartbeat " + formatAge(ageSeconds(s.now_ns, r.heartbeat_ns)) + " ago)"
+                 : "alive";
+    case Liveness::kExited:
+      return "exited " + formatAge(ageSeconds(s.now_ns, r.exit_ns)) + " ago";
+    case Liveness::kCrashed:
+      return "crashed: " + signalName(r.fatal_signal) + ", " +
+             formatAge(ageSeconds(s.now_ns, r.fatal_ns)) + " ago";
+    case Liveness::kGone:
+      return "gone: no exit mark, pid not running (SIGKILL?)";
+    case Liveness::kStale:
+      return "stale: no heartbeat for " + formatAge(ageSeconds(s.now_ns, r.heartbeat_ns));
+  }
+  return "";
+}
+
+// The call site column: the innermost frame of the op's stack.
+std::string siteText(const Snapshot& s, const RankEntry& r, const OpView& op) {
+  const format::Stack* stack = stackOf(r, op);
+  if (stack == nullptr || stack->frames.empty()) return "-";
+  bool named = false;
+  return frameText(stack->frames.front(), *s.symbols, &named);
+}
+
+void drawIdentity(Frame& f, const Snapshot& s, const RankEntry& r, int row) {
+  std::string line = rankLabel(r);
+  if (r.local_rank >= 0) line += "  local " + std::to_string(r.local_rank);
+  if (r.world_size >= 0) line += "  world " + std::to_string(r.world_size);
+  line += "  host " + r.host + "  pid " + std::to_string(r.pid) + "  ";
+  const int col = f.put(row, 1, line, Style::kHeader);
+  const Style style = r.liveness == Liveness::kAlive    ? Style::kNormal
+                      : r.liveness == Liveness::kExited ? Style::kDim
+                      : r.liveness == Liveness::kStale  ? Style::kWarning
+                                                        : Style::kFailed;
+  f.put(row, col, livenessText(s, r), style);
+
+  const RankHistory& h = *r.history;
+  line = "exe " + (r.exe.empty() ? std::string("?") : r.exe) + "  events " +
+         std::to_string(h.events_total);
+  if (h.events_lost > 0) line += " (" + std::to_string(h.events_lost) + " overwritten)";
+  if (!r.run_id.empty()) line += "  run " + r.run_id;
+  f.put(row + 1, 1, line);
+
+  line = "comms";
+  if (h.comms.empty()) line += " none";
+  for (const CommView& c : h.comms) {
+    line += "  " + shortCommId(c.comm_id) + " " + std::to_string(c.rank) + "/" +
+            std::to_string(c.nranks) + " #" + std::to_string(c.coll_seq);
+    if (c.state & format::kCommAborted) {
+      line += " aborted";
+    } else if (c.state & (format::kCommDestroyed | format::kCommFinalized)) {
+      line += " closed";
+    }
+  }
+  f.put(row + 2, 1, line);
+}
+
+void drawCalls(Frame& f, const Snapshot& s, const ViewState& v, const RankEntry& r,
+               const RankLayout& l) {
+  const int site_w =
+      std::max(4, f.width() - (1 + kCallW + kCommW + kSeqW + kCountW + kStateW + kAgeW + 7));
+  f.put(l.calls_top - 2, 1, "Last calls, newest first", Style::kHeader);
+  f.put(l.calls_top - 1, 1,
+        fit("CALL", kCallW) + " " + fit("COMM", kCommW) + " " + fitRight("SEQ", kSeqW) + " " +
+            fitRight("COUNT", kCountW) + " " + fit("STATE", kStateW) + " " +
+            fitRight("AGE", kAgeW) + " " + fit("CALL SITE", site_w),
+        Style::kHeader);
+  const std::vector<OpView>& ops = r.history->ops;
+  const int n = static_cast<int>(ops.size());
+  const int scroll = std::clamp(v.scroll, 0, std::max(0, n - l.calls_rows));
+  if (n == 0) f.put(l.calls_top, 1, "No calls recorded yet.", Style::kDim);
+  for (int k = 0; k < l.calls_rows && scroll + k < n; ++k) {
+    const OpView& op = ops[size_t(n - 1 - scroll - k)];
+    const int row = l.calls_top + k;
+    int col = f.put(row, 1, fit(shortOpName(op.op), kCallW) + " ");
+    col = f.put(row, col, fit(op.comm_id != 0 ? shortCommId(op.comm_id) : "-", kCommW) + " ");
+    col = f.put(row, col, fitRight(op.op_seq > 0 ? std::to_string(op.op_seq) : "-", kSeqW) + " ");
+    col = f.put(row, col, fitRight(countText(op.count), kCountW) + " ");
+    col = f.put(row, col, fit(shortStateName(op.state), kStateW), stateStyle(op.state));
+    const double age =
+        ageSeconds(s.now_ns, op.incomplete() || op.end_ns == 0 ? op.enqueue_ns : op.end_ns);
+    col = f.put(row, col, " " + fitRight(formatAge(age), kAgeW) + " ");
+    f.put(row, col, fit(siteText(s, r, op), site_w));
+  }
+}
+
+void drawStack(Frame& f, const Snapshot& s, const RankEntry& r, const RankStatus& st,
+               const RankLayout& l) {
+  const int focus = focusOp(r, st);
+  if (focus < 0 || l.stack_top >= statusRow(f.height())) return;
+  const OpView& op = r.history->ops[size_t(focus)];
+  std::string title = (op.incomplete() ? "Oldest incomplete: " : "Last call: ") +
+                      shortOpName(op.op) + (op.op_seq > 0 ? " #" + std::to_string(op.op_seq) : "");
+  if (op.comm_id != 0) title += " on " + shortCommId(op.comm_id);
+  title += " (event " + std::to_string(op.index) + "), ";
+  title += op.incomplete() ? "waiting " + formatAge(ageSeconds(s.now_ns, op.enqueue_ns))
+                           : shortStateName(op.state) + " " +
+                                 formatAge(ageSeconds(s.now_ns, op.end_ns)) + " ago";
+  f.put(l.stack_top, 1, title, op.incomplete() ? Style::kStarted : Style::kHeader);
+  const format::Stack* stack = stackOf(r, op);
+  int row = l.stack_top + 1;
+  if (stack == nullptr || stack->frames.empty()) {
+    f.put(row, 3, "no stack recorded (NCCLREC_STACK_DEPTH=0, or the stack table was full)",
+          Style::kDim);
+    return;
+  }
+  bool all_named = true;
+  const int n = static_cast<int>(stack->frames.size());
+  const int shown = std::min({n, kStackRowsMax, l.stack_rows});
+  for (int k = 0; k < n; ++k) {
+    bool named = false;
+    const std::string text = frameText(stack->frames[size_t(k)], *s.symbols, &named);
+    all_named &= named;
+    if (k < shown) f.put(row++, 3, "#" + std::to_string(k) + " " + text);
+  }
+  if (shown < n && row < statusRow(f.height()))
+    f.put(row++, 3, "... " + std::to_string(n - shown) + " more", Style::kDim);
+  if (!all_named && row < statusRow(f.height())) {
+    f.put(row, 3, "module+offset only: black boxes hold addresses; no dump here names them yet",
+          Style::kDim);
+  }
+}
+
+}  // namespace
+
+void drawRank(Frame& f, const Snapshot& s, const ViewState& v) {
+  const int top = contentTop(s);
+  const int ri = detailRank(s, v);
+  if (ri < 0 || s.status.size() != s.ranks.size()) {
+    f.put(top, 1, "No rank selected: pick one in Summary or Comms and press Enter.", Style::kDim);
+    return;
+  }
+  const RankEntry& r = s.ranks[size_t(ri)];
+  const RankStatus& st = s.status[size_t(ri)];
+  drawIdentity(f, s, r, top);
+  const RankLayout l = rankLayout(s, focusStackRows(r, st), f.height());
+  drawCalls(f, s, v, r, l);
+  drawStack(f, s, r, st, l);
+}
+
+}  // namespace ncclrec::tui

@@ -1,0 +1,164 @@
+// Golden frames: draw() of the fixtures (tui/testing/fixtures.h) against tests/data/top/*.txt
+// (text, then one letter per cell for its style: frame.h). After an intended change of the
+// screens, rewrite them with NCCLREC_UPDATE_GOLDEN=1 and review the diff.
+#include "tui/draw.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tui/analysis.h"
+#include "tui/rank_convert.h"
+#include "tui/testing/fixtures.h"
+
+namespace ncclrec::tui {
+namespace {
+
+using testing::hangSnapshot;
+using testing::healthySnapshot;
+using testing::manyRanksSnapshot;
+
+void expectGolden(const Frame& frame, const std::string& name) {
+  const std::string path = std::string(NCCLREC_TOP_GOLDEN_DIR) + "/" + name + ".txt";
+  const std::string got = frame.golden();
+  const char* update = std::getenv("NCCLREC_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << got;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path << " is missing; run with NCCLREC_UPDATE_GOLDEN=1 to write it";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(got, want.str()) << "frame differs from " << path << "; got:\n" << got;
+}
+
+ViewState rankView(const Snapshot& s, int global_rank) {
+  ViewState v;
+  v.screen = Screen::kRank;
+  for (const RankEntry& r : s.ranks)
+    if (r.global_rank == global_rank) v.rank_key = rankKey(r);
+  return v;
+}
+
+TEST(DrawGolden, SummaryOfAHang) {
+  expectGolden(draw(hangSnapshot(), ViewState{}, 80, 24), "summary_hang");
+}
+
+TEST(DrawGolden, SummarySortedByLagWithTheThirdRowSelected) {
+  ViewState v;
+  v.sort = SortKey::kLag;
+  v.selected = 2;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "summary_hang_by_lag");
+}
+
+TEST(DrawGolden, SummaryOfAHealthyJobHasNoBanner) {
+  expectGolden(draw(healthySnapshot(), ViewState{}, 80, 24), "summary_healthy");
+}
+
+TEST(DrawGolden, SummaryScrolledToTheEndOfManyRanks) {
+  ViewState v;
+  v.selected = 63;
+  v.scroll = 0;  // draw scrolls to keep the selection visible
+  expectGolden(draw(manyRanksSnapshot(64), v, 80, 24), "summary_many_end");
+}
+
+TEST(DrawGolden, GridOfTheWorldCommLaggingFirst) {
+  ViewState v;
+  v.screen = Screen::kComms;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "comms_world");
+}
+
+TEST(DrawGolden, GridOfTheSecondCommByRank) {
+  ViewState v;
+  v.screen = Screen::kComms;
+  v.comm = 1;
+  v.grid_by_rank = true;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "comms_tp_by_rank");
+}
+
+TEST(DrawGolden, GridWide) {
+  ViewState v;
+  v.screen = Screen::kComms;
+  expectGolden(draw(manyRanksSnapshot(12), v, 132, 20), "comms_wide");
+}
+
+TEST(DrawGolden, RankDetailOfAWaitingRank) {
+  expectGolden(draw(hangSnapshot(), rankView(hangSnapshot(), 1), 80, 24), "rank1_waiting");
+}
+
+TEST(DrawGolden, RankDetailOfTheRankStuckInHostCode) {
+  expectGolden(draw(hangSnapshot(), rankView(hangSnapshot(), 3), 80, 24), "rank3_stopped");
+}
+
+TEST(DrawGolden, RankDetailOfACrashedRankScrolled) {
+  ViewState v = rankView(hangSnapshot(), 5);
+  v.scroll = 4;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "rank5_crashed_scrolled");
+}
+
+TEST(DrawGolden, Help) {
+  ViewState v;
+  v.help = true;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "help");
+}
+
+TEST(DrawGolden, FilterBeingTyped) {
+  ViewState v;
+  v.filter = "node1";
+  v.editing_filter = true;
+  expectGolden(draw(hangSnapshot(), v, 80, 24), "summary_filter_node1");
+}
+
+TEST(DrawGolden, NothingReadableSaysWhyOnScreen) {
+  Snapshot s;
+  s.now_ns = testing::kT0;
+  s.source_label = "/tmp/dumps";
+  s.notes = {"/tmp/dumps/a.bbox: not an ncclrec black box (bad magic)",
+             "/tmp/dumps/b.bbox: truncated black box (4096 bytes, header says 8192)"};
+  expectGolden(draw(s, ViewState{}, 80, 24), "empty_with_notes");
+}
+
+TEST(DrawGolden, TooSmall) { expectGolden(draw(hangSnapshot(), ViewState{}, 30, 8), "too_small"); }
+
+TEST(Draw, EveryFrameHasExactlyTheSizeAskedFor) {
+  const Snapshot s = hangSnapshot();
+  for (const auto& [w, h] : {std::pair{80, 24}, {40, 10}, {200, 60}, {1, 1}, {41, 11}}) {
+    for (Screen screen : {Screen::kSummary, Screen::kComms, Screen::kRank}) {
+      ViewState v = rankView(s, 0);
+      v.screen = screen;
+      const Frame f = draw(s, v, w, h);
+      ASSERT_EQ(f.width(), w);
+      ASSERT_EQ(f.height(), h);
+      for (int r = 0; r < h; ++r) {
+        ASSERT_EQ(f.text(r).size(), size_t(w));
+        ASSERT_EQ(f.styles(r).size(), size_t(w));
+      }
+    }
+  }
+}
+
+TEST(Draw, LargeCountsAreAbbreviatedInTheirColumn) {
+  Snapshot s;
+  s.now_ns = testing::kT0 + 30'000'000'000;
+  format::RankData d = testing::makeRank(0, 1, "h", testing::kCommWorld, 2, 0);
+  d.events[0].count = 123'456'789;
+  d.events[1].count = 12'345'678'901;
+  s.ranks.push_back(entryFromRankData(d));
+  analyze(&s);
+  const std::string text = draw(s, rankView(s, 0), 80, 24).plainText();
+  EXPECT_NE(text.find("  123.5M done"), std::string::npos) << text;
+  EXPECT_NE(text.find("   12.3G done"), std::string::npos) << text;
+}
+
+TEST(Draw, IsAPureFunctionOfItsInputs) {
+  const Snapshot s = hangSnapshot();
+  ViewState v;
+  v.screen = Screen::kComms;
+  EXPECT_EQ(draw(s, v, 80, 24).golden(), draw(s, v, 80, 24).golden());
+}
+
+}  // namespace
+}  // namespace ncclrec::tui

@@ -1,0 +1,51 @@
+// Where each part of a screen goes, shared by draw (draw_*.cc) and handleKey (view_state.cc), so
+// that the rows the keys scroll are the rows drawn.
+//
+//   row 0          title bar
+//   row 1          tabs, sort and filter
+//   row 2          the hang banner, when there is one
+//   contentTop..   the screen
+//   height - 1     filter prompt, what could not be read, or key hints
+#pragma once
+
+#include <algorithm>
+
+#include "tui/snapshot.h"
+
+namespace ncclrec::tui {
+
+inline constexpr int kMinWidth = 40;
+inline constexpr int kMinHeight = 10;
+// Frames of a stack the rank detail shows before "... N more".
+inline constexpr int kStackRowsMax = 6;
+
+inline int contentTop(const Snapshot& s) { return s.summary.hang ? 3 : 2; }
+inline int statusRow(int height) { return height - 1; }
+
+// Summary: 4 lines of job summary, a blank, the column header, then the rank list.
+inline int summaryListTop(const Snapshot& s) { return contentTop(s) + 6; }
+// Grid: communicator line, legend, sequence axis, then one row per member.
+inline int gridListTop(const Snapshot& s) { return contentTop(s) + 3; }
+
+struct RankLayout {
+  int calls_top = 0;   // first row of the calls list (under its headers)
+  int calls_rows = 0;  // rows of calls shown
+  int stack_top = 0;   // the stack section's title row
+  int stack_rows = 0;  // frame rows shown under it
+};
+// Identity, exe, comms, a blank, "Last calls" and its column header; then the calls; a blank,
+// the stack title, `frames` rows (at most kStackRowsMax, plus one for "... N more") and a note.
+inline RankLayout rankLayout(const Snapshot& s, int frames, int height) {
+  RankLayout l;
+  l.calls_top = contentTop(s) + 6;
+  const int end = statusRow(height);
+  l.stack_rows = frames > kStackRowsMax ? kStackRowsMax + 1 : std::max(frames, 0);
+  const int stack_block = 1 + 1 + l.stack_rows + 1;  // blank, title, frames, note
+  l.calls_rows = std::max(1, end - l.calls_top - stack_block);
+  l.stack_top = l.calls_top + l.calls_rows + 1;
+  // Too short for both: the stack gives way.
+  l.stack_rows = std::max(0, std::min(l.stack_rows, end - l.stack_top - 2));
+  return l;
+}
+
+}  // namespace ncclrec::tui

@@ -1,0 +1,52 @@
+// The ranks of another host, through the cxxrun agent there (launcher/top_server.h): one TCP
+// connection per agent, one TopRequest/TopReply exchange (recorder/format/ncclrec.proto) per
+// refresh, authenticated with the job token.
+//
+// Used by the collector's thread only. Blocking calls are bounded by the timeout given; a lost
+// or refused connection is reported in Result::error and retried at the next poll (at most one
+// connection attempt every few seconds).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tui/snapshot.h"
+
+namespace ncclrec::tui {
+
+class RemoteSource {
+ public:
+  RemoteSource(std::string endpoint, std::string token);
+  ~RemoteSource();
+  RemoteSource(const RemoteSource&) = delete;
+  RemoteSource& operator=(const RemoteSource&) = delete;
+
+  struct Result {
+    std::vector<RankEntry> ranks;    // timestamps moved onto this host's clock
+    std::vector<std::string> peers;  // other agents of the job (host:port), as the agent knows
+    std::vector<std::string> notes;  // the agent's unreadable files, "agent E: PATH: why"
+    std::string label;               // "HOST:DIR"
+    std::string error;               // "agent E: why" when nothing came back
+  };
+
+  // One request and its reply; `now_ns` is this host's CLOCK_REALTIME.
+  Result poll(int64_t now_ns, double timeout_s);
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  bool connectTo(double timeout_s, std::string* why);
+  void disconnect();
+
+  std::string endpoint_;
+  std::string token_;
+  int fd_ = -1;
+  int64_t last_attempt_ns_ = 0;
+  std::string last_error_;
+};
+
+// Splits "host:port" ("[v6]:port" too); false when it is not one.
+bool splitEndpoint(const std::string& endpoint, std::string* host, std::string* port);
+
+}  // namespace ncclrec::tui

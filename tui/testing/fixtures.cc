@@ -1,0 +1,150 @@
+#include "tui/testing/fixtures.h"
+
+#include <csignal>
+
+#include "tui/analysis.h"
+#include "tui/rank_convert.h"
+
+namespace ncclrec::tui::testing {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+format::EventRecord allReduce(uint64_t index, uint64_t comm, int rank, int world, uint64_t seq,
+                              int64_t enqueue_ns, bool complete) {
+  format::EventRecord e;
+  e.index = index;
+  e.op = format::OpType::kAllReduce;
+  e.state = complete ? format::EventState::kCompleted : format::EventState::kEnqueued;
+  e.comm_id = comm;
+  e.op_seq = seq;
+  e.count = 1024;
+  e.rank = rank;
+  e.nranks = world;
+  e.dtype = 7;
+  e.redop = 0;
+  e.stack_id = 1;
+  e.enqueue_ns = enqueue_ns;
+  e.start_ns = enqueue_ns;
+  e.end_ns = complete ? enqueue_ns + kSecond / 100 : 0;
+  return e;
+}
+
+format::Comm comm(uint64_t id, int rank, int world, uint64_t seq, const char* name = "") {
+  format::Comm c;
+  c.comm_id = id;
+  c.rank = rank;
+  c.nranks = world;
+  c.coll_seq = seq;
+  c.state = 1;  // kCommInitialized
+  c.name = name;
+  return c;
+}
+
+void addRank(Snapshot* s, const format::RankData& d) {
+  RankEntry e = entryFromRankData(d);
+  e.source = "/dumps/" + d.host + "." + std::to_string(d.pid) + ".bbox";
+  s->ranks.push_back(std::move(e));
+}
+
+}  // namespace
+
+format::RankData makeRank(int rank, int world, const char* host, uint64_t comm_id, int done,
+                          int pending) {
+  format::RankData d;
+  d.pid = 1000 + rank;
+  d.global_rank = rank;
+  d.world_size = world;
+  d.local_rank = rank % 4;
+  d.host = host;
+  d.run_id = "fixture";
+  d.exe = "/opt/job/train";
+  d.start_ns = kT0;
+  d.heartbeat_ns = kT0 + 100 * kSecond - kSecond / 5;
+  uint64_t index = 0;
+  for (int i = 0; i < done; ++i) {
+    d.events.push_back(
+        allReduce(index++, comm_id, rank, world, uint64_t(i + 1), kT0 + (i + 1) * kSecond, true));
+  }
+  for (int i = 0; i < pending; ++i) {
+    d.events.push_back(allReduce(index++, comm_id, rank, world, uint64_t(done + i + 1),
+                                 kT0 + 20 * kSecond, false));
+  }
+  d.events_total = index;
+  d.comms.push_back(comm(comm_id, rank, world, uint64_t(done + pending)));
+  format::Stack st;
+  st.id = 1;
+  st.frames = {{0x401234, "/opt/job/train", 0x1234, "", "", 0},
+               {0x402000, "/opt/job/train", 0x2000, "", "", 0},
+               {0x7f000002724a, "/lib/x86_64-linux-gnu/libc.so.6", 0x2724a, "", "", 0}};
+  d.stacks[1] = st;
+  return d;
+}
+
+Snapshot hangSnapshot(double hang_after_s) {
+  Snapshot s;
+  s.now_ns = kT0 + 100 * kSecond;
+  s.hang_after_s = hang_after_s;
+  s.source_label = "/dumps/run7/attempt_0 (newest of 2 runs, the only attempt)";
+  for (int r = 0; r < 6; ++r) {
+    const bool stopped = r == 3 || r == 4;
+    format::RankData d = makeRank(r, 6, r < 4 ? "node0" : "node1", kCommWorld, 12, stopped ? 0 : 1);
+    if (r <= 1) {
+      // Five all-reduces on the tensor-parallel comm, before the world's #13.
+      for (int i = 0; i < 5; ++i) {
+        format::EventRecord e = allReduce(d.events.size(), kCommTp, r, 2, uint64_t(i + 1),
+                                          kT0 + 13 * kSecond + i * kSecond / 10, true);
+        e.count = 4096;
+        d.events.insert(d.events.end() - 1, e);
+      }
+      for (size_t k = 0; k < d.events.size(); ++k) d.events[k].index = k;
+      d.events_total = d.events.size();
+      d.comms.push_back(comm(kCommTp, r, 2, 5, "tp"));
+    }
+    if (r == 4) {
+      d.exited = true;
+      d.exit_ns = kT0 + 13 * kSecond;
+    }
+    if (r == 5) {
+      d.fatal_signal = SIGSEGV;
+      d.fatal_ns = kT0 + 25 * kSecond;
+    }
+    addRank(&s, d);
+  }
+  auto symbols = std::make_shared<SymbolTable>();
+  (*symbols)[symbolKey("/opt/job/train", 0x1234)] = {
+      0, "/opt/job/train", 0x1234, "trainStep(ncclComm*)", "/src/train.cc", 27};
+  (*symbols)[symbolKey("/opt/job/train", 0x2000)] = {0,      "/opt/job/train", 0x2000,
+                                                     "main", "/src/train.cc",  90};
+  s.symbols = symbols;
+  analyze(&s);
+  return s;
+}
+
+Snapshot healthySnapshot() {
+  Snapshot s;
+  s.now_ns = kT0 + 30 * kSecond + kSecond / 2;
+  s.source_label = "ncclrec-dumps";
+  for (int r = 0; r < 2; ++r) {
+    format::RankData d = makeRank(r, 2, "node0", kCommWorld, 30, 0);
+    d.heartbeat_ns = s.now_ns - kSecond / 10;
+    addRank(&s, d);
+  }
+  analyze(&s);
+  return s;
+}
+
+Snapshot manyRanksSnapshot(int n) {
+  Snapshot s;
+  s.now_ns = kT0 + 200 * kSecond;
+  s.source_label = "many";
+  for (int r = 0; r < n; ++r) {
+    format::RankData d = makeRank(r, n, r < n / 2 ? "node0" : "node1", kCommWorld, 100 - r % 7, 0);
+    d.heartbeat_ns = s.now_ns - kSecond / 10;
+    addRank(&s, d);
+  }
+  analyze(&s);
+  return s;
+}
+
+}  // namespace ncclrec::tui::testing

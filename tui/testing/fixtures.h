@@ -1,0 +1,34 @@
+// Deterministic snapshots for ncclrec-top's tests (analysis, keys, golden frames): ranks built
+// in code with fixed clocks, so a frame drawn from them never changes. Test-only.
+#pragma once
+
+#include <cstdint>
+
+#include "recorder/format/model.h"
+#include "tui/snapshot.h"
+
+namespace ncclrec::tui::testing {
+
+inline constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // every fixture's clock starts here
+inline constexpr uint64_t kCommWorld = 0xa11ce00000000001ull;
+inline constexpr uint64_t kCommTp = 0xb0b0000000000002ull;
+
+// A rank of a host-backend job: `done` completed all-reduces on `comm` one second apart from
+// kT0 + 1 s, then `pending` more left incomplete (entered at kT0 + 20 s). Stack 1 is the
+// all-reduce's call site (train+0x1234 <- train+0x2000 <- libc.so.6+0x2724a).
+format::RankData makeRank(int rank, int world, const char* host, uint64_t comm, int done,
+                          int pending);
+
+// Six ranks at kT0 + 100 s: ranks 0-2 and 5 wait 80 s in all-reduce #13 on kCommWorld (rank 5
+// crashed there with SIGSEGV), rank 3 is alive but stopped after #12 (stuck in host code), rank 4
+// exited after #12; ranks 0 and 1 also share kCommTp (named "tp", 5 all-reduces). Names for
+// train+0x1234 and train+0x2000 are in the symbol table, libc's frame is not. Analyzed.
+Snapshot hangSnapshot(double hang_after_s = 60);
+
+// Two healthy ranks at kT0 + 30.5 s, their last all-reduce completed 0.5 s ago. Analyzed.
+Snapshot healthySnapshot();
+
+// `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
+Snapshot manyRanksSnapshot(int n);
+
+}  // namespace ncclrec::tui::testing
