@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "analyzer/offline_symbols.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -82,6 +83,7 @@ SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
       }
     }
   }
+  addOfflineSymbols(ranks, symbols);
   return symbols;
 }
 

@@ -29,7 +29,8 @@ CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& eve
 std::string callSiteKey(const CallSite& site);
 
 // Symbolized frames of every dump by "module-basename+offset": a rank read from its black box
-// (addresses only) borrows the names another rank's dump resolved for the same binary.
+// (addresses only) borrows the names another rank's dump resolved for the same binary. Frames no
+// dump resolved are read from the module files when they are still here (offline_symbols.h).
 using SymbolTable = std::unordered_map<std::string, format::Frame>;
 SymbolTable collectSymbols(const std::vector<format::RankData>& ranks);
 void borrowSymbols(CallSite& site, const SymbolTable& symbols);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "analyzer/devices.h"
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
 #include "analyzer/health.h"
@@ -103,6 +104,27 @@ std::vector<int> Engine::ranksOf(const CommStreams& c, const std::vector<size_t>
   return out;
 }
 
+// Whether, at p, the streams of `ahead` hold the op the other streams held at p - 1: they are
+// shifted by the one op they inserted earlier.
+bool Engine::shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
+                          const std::vector<int>& ahead) const {
+  if (p == 0) return false;
+  const auto isAhead = [&](size_t s) {
+    return std::binary_search(ahead.begin(), ahead.end(), globalRank(c.streams[s].rank));
+  };
+  const auto other =
+      std::find_if(going.begin(), going.end(), [&](size_t s) { return !isAhead(s); });
+  if (other == going.end()) return false;
+  const uint32_t before = c.streams[*other].ops[p - 1].key;
+  bool any = false;
+  for (size_t s : going) {
+    if (!isAhead(s)) continue;
+    if (c.streams[s].ops[p].key != before) return false;
+    any = true;
+  }
+  return any;
+}
+
 // The op that usually follows the last common op (the one before p) in this stream's history.
 bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
   size_t longest = 0;
@@ -132,6 +154,13 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
     if (groups.size() == 1 && ended.empty()) continue;
     const bool dead_stop =
         std::any_of(ended.begin(), ended.end(), [&](size_t s) { return dead(c.streams[s].rank); });
+    if (groups.size() > 1 && candidate && shiftedByOne(c, p, going, candidate->ranks)) {
+      // The earlier insertion explains this slot too: the inserting ranks are one op ahead, so
+      // their op here is the one the others issued just before. When the shapes now differ,
+      // every rank blocks here (hostnccl, or NCCL on mismatched sizes) before any stream ends.
+      v = std::move(*candidate);
+      return true;
+    }
     if (groups.size() > 1 && !dead_stop && !candidate) {
       Verdict found;
       if (classifyKeyDivergence(c, p, groups, found)) {
@@ -196,9 +225,10 @@ Verdict Engine::run() {
     if (r.exited) latest_exit_ns_ = std::max(latest_exit_ns_, r.exit_ns);
   }
   symbols_ = collectSymbols(set_.ranks);
-  // Waits that pair by peer or span communicators are decided before the per-slot alignment: a
-  // rank blocked in comm B looks, from comm A, like a rank that stopped.
-  for (auto* find : {&findWaitCycle, &findP2pMismatch}) {
+  // A refused init (ranks sharing a device) explains whatever follows it. Waits that pair by peer
+  // or span communicators are decided before the per-slot alignment: a rank blocked in comm B
+  // looks, from comm A, like a rank that stopped.
+  for (auto* find : {&findDeviceCollision, &findWaitCycle, &findP2pMismatch}) {
     if (std::optional<Verdict> w = find(set_, symbols_)) {
       v = std::move(*w);
       addStatus(v);
@@ -273,6 +303,49 @@ Verdict Engine::run() {
     v.stacks = {v.site};
     return v;
   }
+  // Stuck creating a communicator: no collective of it started, so no stream shows the wait. A
+  // rank that never joins (not started, or started with another RANK, WORLD_SIZE or unique id)
+  // usually left nothing recorded for it.
+  const EventRecord* creating = nullptr;
+  for (const RankData& r : set_.ranks) {
+    for (const EventRecord& e : r.events) {
+      if (format::isCommLifecycle(e.op) && isIncomplete(e) &&
+          (creating == nullptr || e.enqueue_ns < creating->enqueue_ns)) {
+        creating = &e;
+      }
+    }
+  }
+  if (pending == nullptr && creating != nullptr) {
+    std::vector<int> waiting;
+    for (size_t r = 0; r < set_.ranks.size(); ++r) {
+      for (const EventRecord& e : set_.ranks[r].events) {
+        if (e.comm_id == creating->comm_id && e.op == creating->op && isIncomplete(e)) {
+          waiting.push_back(globalRank(r));
+          break;
+        }
+      }
+    }
+    std::sort(waiting.begin(), waiting.end());
+    v.cls = VerdictClass::kUndecided;
+    v.comm_id = creating->comm_id;
+    v.op = creating->op;
+    v.headline = ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
+                 std::string(format::opName(creating->op)) + " on comm " + hex8(creating->comm_id) +
+                 " for a communicator of " + std::to_string(creating->nranks) + " ranks";
+    if (!no_data.empty()) {
+      v.headline += "; no data for " + ranksWord(no_data);
+      v.missing.push_back("no data for " + ranksWord(no_data) +
+                          ": a rank that was not started, or was started with another RANK, "
+                          "WORLD_SIZE or unique id, never joins; its recording or the launcher's "
+                          "log would show it");
+    } else {
+      v.missing.push_back(
+          "the ranks that did not join were recorded elsewhere (see ranks:): "
+          "their stacks show why they never reached " +
+          std::string(format::opName(creating->op)));
+    }
+    return v;
+  }
   if (pending == nullptr) {
     if (std::optional<Verdict> slow = findSlowRank(set_, symbols_)) {
       slow->status = std::move(v.status);
@@ -298,9 +371,9 @@ Verdict Engine::run() {
   std::vector<size_t> all(pending->streams.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   const std::vector<int> present = ranksOf(*pending, all);
-  v.headline = "undecided: " + ranksWord(present) + (present.size() == 1 ? " waits" : " wait") +
-               " in " + std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) +
-               " on comm " + hex8(v.comm_id) + " and agree on every op before it";
+  v.headline = ranksWord(present) + (present.size() == 1 ? " waits" : " wait") + " in " +
+               std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) + " on comm " +
+               hex8(v.comm_id) + " and agree on every op before it";
   if (!no_data.empty()) {
     v.missing.push_back("no data for " + ranksWord(no_data) +
                         ": their black boxes or dumps would show where they are");

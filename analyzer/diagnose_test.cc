@@ -215,6 +215,85 @@ TEST(DiagnoseTest, RootMismatch) {
   EXPECT_EQ(v.seq, 2u);
 }
 
+TEST(DiagnoseTest, AnotherCollectiveInTheSlotOfAHangIsAnOpMismatch) {
+  // Each step broadcasts the learning rate, then all-reduces the gradients; from step 2 on rank 2
+  // all-reduces first. The hang stops every stream at the slot: a swap or a skip cannot be told
+  // apart, and the slot holds two different collectives.
+  const Op lr{{"syncLearningRate(ncclComm*, float*)", 45}, 1, OpType::kBroadcast, kFloat, -1, 0};
+  const std::vector<Op> step = {lr, {kTrain}};
+  const std::vector<Op> history = concat(step, step);
+  Job job(3);
+  job.ops(0, concat(history, {lr}), true).ops(1, concat(history, {lr}), true);
+  job.ops(2, concat(history, {{kTrain}}), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kOpMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.seq, 5u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("rank 2 issued ncclAllReduce, ranks 0-1 issued ncclBroadcast"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, SameLengthOtherDatatypeFromAnotherLineIsADtypeMismatch) {
+  // if (compress) allreduce(fp16 copy) else allreduce(grads): one call of the caller, two lines.
+  const Op half{{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 21},
+                4096,
+                OpType::kAllReduce,
+                kInt32};
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 4), true).ops(2, repeat({kTrain}, 4), true);
+  job.ops(1, concat(repeat({kTrain}, 3), {half}), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kDtypeMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.seq, 4u);
+}
+
+TEST(DiagnoseTest, RankThatStoppedOnARefusedCallIsAnNcclError) {
+  // Rank 2's 4th all-reduce returned ncclInvalidArgument (a destroyed reduction op) and the
+  // program exited on the error; the others wait in their 4th.
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 4), true).ops(1, repeat({kTrain}, 4), true);
+  job.ops(2, repeat({kTrain}, 4), true);
+  job.rank(2).events.back().state = EventState::kFailed;
+  job.rank(2).events.back().result = 4;  // ncclInvalidArgument
+  job.rank(2).exited = true;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kNcclError) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("returned NCCL error 4 (invalid argument), then it exited; ranks 0-1 "
+                            "wait for it in ncclAllReduce #4"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, RanksStuckInInitWaitForARankWithNoData) {
+  // WORLD_SIZE=3, but only ranks 0 and 1 were started: both wait in ncclCommInitRank.
+  Job job(3);
+  for (int r = 0; r < 2; ++r) {
+    EventRecord e;
+    e.op = OpType::kCommInitRank;
+    e.comm_id = kComm;
+    e.rank = r;
+    e.nranks = 3;
+    e.state = EventState::kEnqueued;
+    e.enqueue_ns = kT0;
+    job.rank(r).events.push_back(e);
+  }
+  format::LoadedSet set = job.set();
+  set.ranks.pop_back();  // rank 2 left no recording
+  const Verdict v = analyzer::diagnose(set);
+  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
+  EXPECT_EQ(exitCodeFor(v.cls), 4);
+  EXPECT_EQ(v.headline,
+            "ranks 0-1 wait in ncclCommInitRank on comm c0ffee00 for a communicator of 3 ranks; "
+            "no data for rank 2");
+  ASSERT_EQ(v.missing.size(), 1u);
+  EXPECT_NE(v.missing[0].find("RANK, WORLD_SIZE"), std::string::npos) << v.missing[0];
+}
+
 TEST(DiagnoseTest, OnlyTheCallSiteDifferingIsNotADivergence) {
   // if (rank == 0) allreduce(x) else allreduce(x): two sites, one pairing, no hang.
   const Op other_site{{"branch(ncclComm*)", 50}};
@@ -237,6 +316,40 @@ TEST(DiagnoseTest, GatedOpOfTheSameShapeIsFoundWhenTheOthersRunOut) {
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{0});
   EXPECT_EQ(v.seq, 3u);
+}
+
+TEST(DiagnoseTest, SkippedRunOfCollectivesIsOneSkip) {
+  // ncclrec-trainer --inject=nan_skip with two gradient buckets: rank 2 skips both of a step's
+  // bucket all-reduces and issues the step's loss all-reduce where the others issue bucket 0.
+  const std::vector<Op> step = {{kTrain}, {kTrain, 1024}, {kLoss, 2}};
+  std::vector<Op> healthy, skipper;
+  for (int s = 0; s < 3; ++s) {
+    healthy = concat(healthy, step);
+    skipper = concat(skipper, step);
+  }
+  Job job(3);
+  job.ops(0, concat(healthy, {{kTrain}}), true).ops(1, concat(healthy, {{kTrain}}), true);
+  job.ops(2, concat(skipper, {{kLoss, 2}}), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.seq, 10u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+}
+
+TEST(DiagnoseTest, GatedOpOfTheSameShapeIsFoundWhenTheNextSlotBlocksEveryone) {
+  // ncclrec-trainer --inject=gated_save: rank 0's extra one-float all-reduce in saveCheckpoint
+  // pairs with the others' one-float barrier; rank 0's barrier then meets the others' next
+  // gradient all-reduce, shapes differ, and every rank blocks there before any stream ends.
+  const Op barrier{kLoss, 1};
+  Job job(3);
+  job.ops(0, {{kTrain}, {kTrain}, {kSave, 1}, barrier}, true);
+  for (int r = 1; r < 3; ++r) job.ops(r, {{kTrain}, {kTrain}, barrier, {kTrain}}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "saveCheckpoint");
 }
 
 TEST(DiagnoseTest, ExitedRankWithCounts) {
@@ -340,6 +453,28 @@ TEST(DiagnoseTest, CrossCommunicatorDeadlockIsACycle) {
             "ranks 0-1 deadlock across communicators: rank 0 waits in ncclAllReduce #2 on comm "
             "c0ffee00 from trainStep() train.cc:27 for rank 1, which waits in ncclAllReduce #2 on "
             "comm beef0000 from logLoss() train.cc:40 for rank 0");
+  // The cycle as a table: each rank, where it waits, and where the rank it waits for is blocked.
+  ASSERT_EQ(v.tables.size(), 1u);
+  const EvidenceTable& t = v.tables[0];
+  EXPECT_EQ(t.title, "wait cycle");
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"rank", "comm", "seq", "waits_in", "for_rank",
+                                                 "peer_comm", "peer_seq", "peer_blocked_in"}));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.marked, (std::vector<bool>{true, false}));
+  const auto& r0 = t.rows[0];
+  EXPECT_EQ(r0[0], TableCell::of(int64_t{0}));
+  EXPECT_EQ(r0[1], TableCell::of(std::string("c0ffee00")));
+  EXPECT_EQ(r0[2], TableCell::of(int64_t{2}));
+  EXPECT_EQ(r0[3].op.op, OpType::kAllReduce);
+  EXPECT_EQ(r0[3].op.state, EventState::kEnqueued);
+  EXPECT_EQ(r0[3].op.site.line, 27);
+  EXPECT_EQ(r0[4], TableCell::of(int64_t{1}));
+  EXPECT_EQ(r0[5], TableCell::of(std::string("beef0000")));
+  EXPECT_EQ(r0[6], TableCell::of(int64_t{2}));
+  EXPECT_EQ(r0[7].op.site.line, 40);
+  EXPECT_EQ(t.rows[1][0], TableCell::of(int64_t{1}));
+  EXPECT_EQ(t.rows[1][4], TableCell::of(int64_t{0}));
+  EXPECT_EQ(t.rows[1][5], TableCell::of(std::string("c0ffee00")));
 }
 
 TEST(DiagnoseTest, P2pSendWithoutAMatchingRecv) {
@@ -367,6 +502,21 @@ TEST(DiagnoseTest, P2pSendWithoutAMatchingRecv) {
   EXPECT_NE(v.headline.find("has no matching ncclRecv: rank 1 posted 1 ncclRecvs from rank 0"),
             std::string::npos)
       << v.headline;
+  // The pair's table: rank 0's sends to rank 1 against rank 1's receives from rank 0, by seq.
+  ASSERT_EQ(v.tables.size(), 1u);
+  const EvidenceTable& t = v.tables[0];
+  EXPECT_EQ(t.title, "sends and receives between ranks 0 and 1 on comm c0ffee00");
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"from", "to", "seq", "send", "recv"}));
+  ASSERT_EQ(t.rows.size(), 2u);  // nothing posted from rank 1 to rank 0
+  EXPECT_EQ(t.marked, (std::vector<bool>{false, true}));
+  EXPECT_EQ(t.rows[0][2], TableCell::of(int64_t{1}));
+  EXPECT_EQ(t.rows[0][3].op.state, EventState::kCompleted);
+  EXPECT_EQ(t.rows[0][4].op.op, OpType::kRecv);
+  EXPECT_EQ(t.rows[1][0], TableCell::of(int64_t{0}));
+  EXPECT_EQ(t.rows[1][1], TableCell::of(int64_t{1}));
+  EXPECT_EQ(t.rows[1][2], TableCell::of(int64_t{2}));
+  EXPECT_EQ(t.rows[1][3].op.state, EventState::kEnqueued);
+  EXPECT_EQ(t.rows[1][4].kind, TableCell::Kind::kNone);
 }
 
 TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
@@ -384,6 +534,15 @@ TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   for (int r = 0; r < 3; ++r) even.ops(r, repeat({kTrain}, 9));
   for (int i = 0; i < 9; ++i) even.rank(i % 3).events[i].enqueue_ns += 5'000'000;
   EXPECT_EQ(even.diagnose().cls, VerdictClass::kNoHang);
+  // 6 of 8 among 3 ranks happens by chance (a healthy run on a busy machine): no verdict either;
+  // 8 of 8 does not.
+  for (const int lasts : {6, 8}) {
+    Job few(3);
+    for (int r = 0; r < 3; ++r) few.ops(r, repeat({kTrain}, 8));
+    for (int i = 0; i < 8; ++i) few.rank(i < lasts ? 1 : 2).events[i].enqueue_ns += 5'000'000;
+    EXPECT_EQ(few.diagnose().cls, lasts == 8 ? VerdictClass::kSlowRank : VerdictClass::kNoHang)
+        << lasts;
+  }
 }
 
 TEST(DiagnoseTest, NoHangWhenEverythingCompleted) {

@@ -99,30 +99,48 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   }
   const bool same_site = n.loc == d.loc;
   const bool d_known = known[dev_index];
+  // The same collective on a buffer of the same length with another datatype, reduction or root:
+  // the same call with other arguments, even when a branch inside the caller issued it from
+  // another line (an extra, gated op is rarely the same length as the one it meets).
+  const bool other_args = d.e->op == n.e->op && d.e->count == n.e->count &&
+                          (d.e->dtype != n.e->dtype || d.e->redop != n.e->redop ||
+                           (hasRoot(d.e->op) && d.e->peer != n.e->peer));
   if (edit == Edit::kNone) {
     // The streams stop too soon to line up again (a hang stops them): judge by the history.
-    if (same_site) {
+    if (same_site || other_args) {
       edit = Edit::kSubstitution;
     } else if (!d_known) {
       edit = Edit::kInsertion;
+    } else if (d.e->op != n.e->op) {
+      // Another collective where the others issued theirs: whether the rank skipped theirs or
+      // issues it later (two collectives swapped) cannot be told before the streams go on.
+      edit = Edit::kSubstitution;
     } else if (predictNext(ns, p + 1) == d.key ||
                (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {
       edit = Edit::kDeletion;
     } else {
-      // d's op would follow n's op in the history: d skipped n's.
-      std::optional<uint32_t> after_n;
-      std::unordered_map<uint32_t, size_t> next;
-      for (size_t i = 0; i + 1 < p; ++i) {
-        if (ns.ops[i].key == n.key) ++next[ns.ops[i + 1].key];
-      }
-      size_t best = 0;
-      for (const auto& [key, count] : next) {
-        if (count > best) {
-          best = count;
-          after_n = key;
+      // d's op would follow n's op in the history, at once or after a few more ops that d
+      // skipped as well (a step's gradient buckets): d skipped n's.
+      const auto usuallyAfter = [&](uint32_t of) {
+        std::optional<uint32_t> after;
+        std::unordered_map<uint32_t, size_t> next;
+        for (size_t i = 0; i + 1 < p; ++i) {
+          if (ns.ops[i].key == of) ++next[ns.ops[i + 1].key];
         }
+        size_t best = 0;
+        for (const auto& [key, count] : next) {
+          if (count > best || (count == best && after && key < *after)) {
+            best = count;
+            after = key;
+          }
+        }
+        return after;
+      };
+      std::optional<uint32_t> key = usuallyAfter(n.key);
+      for (size_t hop = 1; hop < kSkippedRun && key && *key != d.key; ++hop) {
+        key = usuallyAfter(*key);
       }
-      edit = after_n == d.key ? Edit::kDeletion : Edit::kSubstitution;
+      edit = key == d.key ? Edit::kDeletion : Edit::kSubstitution;
     }
   }
 

@@ -32,6 +32,9 @@ constexpr uint64_t kContextBefore = 2;
 constexpr uint64_t kContextAfter = 2;
 // The diff confirms an insertion, deletion or substitution on at most this many following ops.
 constexpr size_t kDiffWindow = 64;
+// A rank that skipped a collective may have skipped this many consecutive ones (one step's
+// gradient buckets); deletion of a longer run is not inferred from the history.
+constexpr size_t kSkippedRun = 16;
 // Heartbeats come every NCCLREC_POLL_MS (200 ms by default): a rank whose last one is older than
 // another rank's exit by more than this had stopped.
 constexpr int64_t kExitMarginNs = 500'000'000;
@@ -195,6 +198,8 @@ class Engine {
   std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;
   bool knownSite(const CommStreams& c, size_t p, uint32_t site,
                  const std::vector<size_t>& other_streams) const;
+  bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
+                    const std::vector<int>& ahead) const;
 
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
   void addStatus(Verdict& v) const;

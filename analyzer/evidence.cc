@@ -15,6 +15,7 @@ EvidenceOp Engine::evidenceOp(size_t rank, const EventRecord& e) const {
   o.redop = e.redop;
   o.root = hasRoot(e.op) ? e.peer : -1;
   o.state = e.state;
+  o.result = e.result;
   o.site = siteAt(set_.ranks[rank], e);
   return o;
 }

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -77,9 +78,19 @@ TEST_P(GoldenTest, VerdictMatchesTheExpectedOne) {
   EXPECT_EQ(first_line, expected["verdict"]["class"].get<std::string>() + ": " +
                             expected["verdict"]["headline"].get<std::string>());
   if (expected["exit_code"] == 3) {
-    // Waits across communicators have no single slot to tabulate; every other class does.
-    if (expected["verdict"]["class"] != "cross_comm_deadlock") {
-      EXPECT_NE(text.out.find("\nevidence on comm "), std::string::npos) << text.out;
+    // Classes that align one communicator's slots show them; the others (waits across
+    // communicators, point-to-point pairs, devices) show a table of their own.
+    const std::string cls = expected["verdict"]["class"];
+    const std::map<std::string, std::string> own_table = {
+        {"cross_comm_deadlock", "\nwait cycle:\n"},
+        {"p2p_mismatch", "\nsends and receives between ranks "},
+        {"device_collision", "\ndevices at init of comm "}};
+    const auto it = own_table.find(cls);
+    const std::string heading = it != own_table.end() ? it->second : "\nevidence on comm ";
+    EXPECT_NE(text.out.find(heading), std::string::npos) << text.out;
+    if (it != own_table.end()) {
+      ASSERT_EQ(got["tables"].size(), 1u) << got.dump(2);
+      EXPECT_FALSE(got["tables"][0]["rows"].empty()) << got.dump(2);
     }
     EXPECT_NE(text.out.find("\nstacks:\n"), std::string::npos) << text.out;
   }
@@ -88,7 +99,14 @@ TEST_P(GoldenTest, VerdictMatchesTheExpectedOne) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
                          ::testing::Values("rank_gated_collective", "skipped_collective",
                                            "rank_exited", "rank_crashed", "size_mismatch",
-                                           "rank_stuck_in_host", "cross_comm_deadlock", "no_hang"));
+                                           "rank_stuck_in_host", "cross_comm_deadlock", "no_hang",
+                                           // Recorded from samples/<name> (docs/analyzer.md).
+                                           "op_mismatch", "dtype_mismatch", "redop_mismatch",
+                                           "root_mismatch", "p2p_mismatch", "nccl_error",
+                                           "rank_blocked_elsewhere", "slow_rank",
+                                           "device_collision",
+                                           // Recorded from ncclrec-trainer (docs/trainer.md).
+                                           "trainer_gated_save"));
 
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -1,6 +1,7 @@
 #include "analyzer/health.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -8,6 +9,24 @@
 #include <vector>
 
 namespace ncclrec::analyzer {
+namespace {
+
+// P(X >= n) for X ~ Binomial(full, 1 / ranks): how likely one given rank is last in n or more of
+// `full` collectives when each rank is equally likely to be last.
+double chanceOfBeingLast(size_t n, size_t full, double ranks) {
+  const double p = 1.0 / ranks;
+  double tail = 0;
+  for (size_t k = n; k <= full; ++k) {
+    const double log_term =
+        std::lgamma(static_cast<double>(full) + 1) - std::lgamma(static_cast<double>(k) + 1) -
+        std::lgamma(static_cast<double>(full - k) + 1) + static_cast<double>(k) * std::log(p) +
+        static_cast<double>(full - k) * std::log1p(-p);
+    tail += std::exp(log_term);
+  }
+  return tail;
+}
+
+}  // namespace
 
 std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols) {
   // comm -> seq -> (latest enqueue, its rank index, how many ranks issued it)
@@ -54,6 +73,14 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
     if (full < kSlowMinOps) continue;
     for (const auto& [rank, n] : last_count) {
       if (static_cast<double>(n) < kSlowShare * static_cast<double>(full)) continue;
+      // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
+      // them is last in 6 or more about 5 % of the time): the share must also be unlikely when
+      // every rank is equally likely to be last.
+      if (static_cast<double>(members[comm]) *
+              chanceOfBeingLast(n, full, static_cast<double>(members[comm])) >=
+          kSlowChance) {
+        continue;
+      }
       Verdict v;
       v.cls = VerdictClass::kSlowRank;
       const format::RankData& r = set.ranks[rank];

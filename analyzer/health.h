@@ -15,9 +15,11 @@
 namespace ncclrec::analyzer {
 
 // Over the completed collectives issued by every rank of a communicator (at least kSlowMinOps),
-// one rank enqueued last in at least kSlowShare of them.
+// one rank enqueued last in at least kSlowShare of them, a share that chance (every rank equally
+// likely to be last) would give one of the ranks less often than kSlowChance.
 inline constexpr size_t kSlowMinOps = 8;
 inline constexpr double kSlowShare = 0.75;
+inline constexpr double kSlowChance = 1e-3;
 std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols);
 
 }  // namespace ncclrec::analyzer

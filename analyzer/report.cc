@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace ncclrec::analyzer {
 namespace {
@@ -41,11 +43,81 @@ std::string shortSite(const CallSite& s) {
   return shortFunctionName(s.function) + (s.line > 0 ? ":" + std::to_string(s.line) : "");
 }
 
+// "invalid-usage" (the names of --events).
+std::string resultWord(int result) {
+  static constexpr std::string_view kNames[] = {
+      "ok",          "cuda-error",    "system-error", "internal-error",
+      "invalid-arg", "invalid-usage", "remote-error", "in-progress"};
+  if (result >= 0 && static_cast<size_t>(result) < std::size(kNames))
+    return std::string(kNames[result]);
+  return "error " + std::to_string(result);
+}
+
 std::string cell(const EvidenceOp& o) {
-  std::string c = std::string(format::opName(o.op)) + " " + std::to_string(o.count);
+  std::string c = std::string(format::opName(o.op));
+  // Calls that move no data (init, ...) have no count worth showing.
+  if (format::isCollective(o.op) || format::isP2p(o.op)) c += " " + std::to_string(o.count);
   if (o.dtype >= 0) c += " " + std::string(format::dataTypeName(o.dtype));
   if (o.root >= 0) c += " root " + std::to_string(o.root);
-  return c + " " + shortSite(o.site) + " " + stateWord(o.state);
+  c += " " + shortSite(o.site) + " " + stateWord(o.state);
+  if (o.state == format::EventState::kFailed && o.result != 0)
+    c += " (" + resultWord(o.result) + ")";
+  return c;
+}
+
+std::string tableCellText(const TableCell& c) {
+  switch (c.kind) {
+    case TableCell::Kind::kNumber:
+      return std::to_string(c.number);
+    case TableCell::Kind::kText:
+      return c.text;
+    case TableCell::Kind::kOp:
+      return cell(c.op);
+    case TableCell::Kind::kNone:
+      break;
+  }
+  return "-";
+}
+
+// One aligned table: numbers to the right, the rest to the left, '>' before marked rows.
+void printTable(const EvidenceTable& t, std::ostream& out) {
+  out << '\n' << t.title << ":\n";
+  std::vector<size_t> width(t.columns.size());
+  // Right-aligned: columns of numbers (with gaps); a column of gaps alone is text.
+  std::vector<bool> numeric(t.columns.size(), true), any_number(t.columns.size(), false);
+  std::vector<std::string> head;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    std::string h = t.columns[c];
+    std::replace(h.begin(), h.end(), '_', ' ');
+    width[c] = h.size();
+    head.push_back(std::move(h));
+  }
+  for (const auto& row : t.rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], tableCellText(row[c]).size());
+      if (row[c].kind == TableCell::Kind::kNumber) any_number[c] = true;
+      if (row[c].kind != TableCell::Kind::kNumber && row[c].kind != TableCell::Kind::kNone)
+        numeric[c] = false;
+    }
+  }
+  for (size_t c = 0; c < numeric.size(); ++c) numeric[c] = numeric[c] && any_number[c];
+  const auto align = [&](const std::string& s, size_t c) {
+    const std::string fill(width[c] > s.size() ? width[c] - s.size() : 0, ' ');
+    return numeric[c] ? fill + s : s + fill;
+  };
+  const auto emit = [&](const std::string& marker, const std::vector<std::string>& cells) {
+    std::string line = "  " + marker + " ";
+    for (size_t c = 0; c < cells.size(); ++c) line += (c == 0 ? "" : "  ") + align(cells[c], c);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  };
+  emit(" ", head);
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    std::vector<std::string> cells;
+    for (const TableCell& c : t.rows[r]) cells.push_back(tableCellText(c));
+    cells.resize(t.columns.size(), "-");
+    emit(r < t.marked.size() && t.marked[r] ? ">" : " ", cells);
+  }
 }
 
 std::string pad(const std::string& s, size_t width) {
@@ -61,6 +133,36 @@ Json siteJson(const CallSite& s) {
   j["module"] = s.module.empty() ? Json(nullptr) : Json(s.module);
   j["module_offset"] = s.module_offset;
   return j;
+}
+
+Json opJson(const EvidenceOp& op) {
+  Json e;
+  e["seq"] = op.seq;
+  e["op"] = format::opName(op.op);
+  e["count"] = op.count;
+  e["dtype"] = op.dtype >= 0 ? Json(format::dataTypeName(op.dtype)) : Json(nullptr);
+  e["redop"] = op.redop >= 0 ? Json(format::redOpName(op.redop)) : Json(nullptr);
+  e["root"] = op.root >= 0 ? Json(op.root) : Json(nullptr);
+  e["state"] = format::stateName(op.state);
+  const bool returned =
+      op.state == format::EventState::kCompleted || op.state == format::EventState::kFailed;
+  e["result"] = returned ? Json(resultWord(op.result)) : Json(nullptr);
+  e["callsite"] = op.site.known() ? siteJson(op.site) : Json(nullptr);
+  return e;
+}
+
+Json cellJson(const TableCell& c) {
+  switch (c.kind) {
+    case TableCell::Kind::kNumber:
+      return c.number;
+    case TableCell::Kind::kText:
+      return c.text;
+    case TableCell::Kind::kOp:
+      return opJson(c.op);
+    case TableCell::Kind::kNone:
+      break;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -116,6 +218,8 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
     }
   }
 
+  for (const EvidenceTable& t : v.tables) printTable(t, out);
+
   if (!v.stacks.empty()) {
     out << "\nstacks:\n";
     for (const CallSite& s : v.stacks) {
@@ -164,19 +268,24 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
     row["ranks"] = r.ranks;
     row["note"] = r.note.empty() ? Json(nullptr) : Json(r.note);
     row["ops"] = Json::array();
-    for (const EvidenceOp& op : r.ops) {
-      Json e;
-      e["seq"] = op.seq;
-      e["op"] = format::opName(op.op);
-      e["count"] = op.count;
-      e["dtype"] = op.dtype >= 0 ? Json(format::dataTypeName(op.dtype)) : Json(nullptr);
-      e["redop"] = op.redop >= 0 ? Json(format::redOpName(op.redop)) : Json(nullptr);
-      e["root"] = op.root >= 0 ? Json(op.root) : Json(nullptr);
-      e["state"] = format::stateName(op.state);
-      e["callsite"] = op.site.known() ? siteJson(op.site) : Json(nullptr);
-      row["ops"].push_back(std::move(e));
-    }
+    for (const EvidenceOp& op : r.ops) row["ops"].push_back(opJson(op));
     doc["evidence"].push_back(std::move(row));
+  }
+  doc["tables"] = Json::array();
+  for (const EvidenceTable& t : v.tables) {
+    Json table;
+    table["title"] = t.title;
+    table["columns"] = t.columns;
+    table["rows"] = Json::array();
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      Json row;
+      row["marked"] = r < t.marked.size() && t.marked[r];
+      for (size_t c = 0; c < t.columns.size(); ++c) {
+        row[t.columns[c]] = c < t.rows[r].size() ? cellJson(t.rows[r][c]) : Json(nullptr);
+      }
+      table["rows"].push_back(std::move(row));
+    }
+    doc["tables"].push_back(std::move(table));
   }
   doc["stacks"] = Json::array();
   for (const CallSite& s : v.stacks) {

@@ -60,6 +60,40 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   }
   if (!stopped.ops.empty()) v.site = siteAt(rd, *stopped.ops.back().e);
 
+  // Its last NCCL call failed with an error of its own (bad input, internal error): that is why
+  // it stopped, whatever it did next (exited on the error, crashed, or is handling it). Refused
+  // calls are left out of the streams, so the stream ends just before it.
+  const EventRecord* last_call = nullptr;
+  for (const EventRecord& e : rd.events) {
+    if (format::isCollective(e.op) || format::isP2p(e.op) || format::isCommLifecycle(e.op) ||
+        e.op == OpType::kGroupEnd) {
+      last_call = &e;
+    }
+  }
+  if (last_call != nullptr && last_call->state == EventState::kFailed &&
+      last_call->result != kNcclRemoteError && last_call->result != kNcclSystemError) {
+    const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
+                      : last_call->result == kNcclInvalidUsage  ? " (invalid usage)"
+                                                                : "";
+    const std::string then = k == 0   ? ", then it exited"
+                             : k == 1 ? ", then it died"
+                                      : ", and it issued nothing since";
+    v.cls = VerdictClass::kNcclError;
+    v.op = last_call->op;
+    v.site = siteAt(rd, *last_call);
+    v.headline =
+        who + ": " + std::string(format::opName(last_call->op)) +
+        (last_call->comm_id != 0 ? " on comm " + hex8(last_call->comm_id) : "") + " from " +
+        describeCallSite(v.site) + " returned NCCL error " + std::to_string(last_call->result) +
+        why + then + "; " + ranksWord(others) +
+        (std::all_of(going.begin(), going.end(),
+                     [&](size_t g) { return c.streams[g].ops[p].e->state == EventState::kFailed; })
+             ? " failed in "
+             : " wait for it in ") +
+        std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq);
+    return;
+  }
+
   if (k == 0) {
     v.cls = VerdictClass::kRankExited;
     v.headline = who + " exited after " + std::to_string(same) + " " + what + "; " + others_at;

@@ -42,6 +42,8 @@ std::string_view verdictClassName(VerdictClass c) {
       return "p2p_mismatch";
     case VerdictClass::kSlowRank:
       return "slow_rank";
+    case VerdictClass::kDeviceCollision:
+      return "device_collision";
   }
   return "unknown";
 }
@@ -56,6 +58,25 @@ int exitCodeFor(VerdictClass c) {
     default:
       return kExitHang;
   }
+}
+
+EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
+                        const SymbolTable& symbols) {
+  using format::OpType;
+  EvidenceOp o;
+  o.seq = e.op_seq;
+  o.op = e.op;
+  o.count = e.count;
+  o.dtype = e.dtype;
+  o.redop = e.redop;
+  const bool rooted = e.op == OpType::kBroadcast || e.op == OpType::kBcast ||
+                      e.op == OpType::kReduce || e.op == OpType::kGather ||
+                      e.op == OpType::kScatter;
+  o.root = rooted ? e.peer : -1;
+  o.state = e.state;
+  o.result = e.result;
+  o.site = callSiteOf(rank, e, symbols);
+  return o;
 }
 
 std::string formatRanks(const std::vector<int>& ranks) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analyzer/callsite.h"
@@ -31,6 +32,7 @@ enum class VerdictClass {
   kNcclError,
   kP2pMismatch,
   kSlowRank,
+  kDeviceCollision,
 };
 
 // "rank_gated_collective", ...
@@ -47,6 +49,7 @@ struct EvidenceOp {
   int redop = -1;
   int root = -1;
   format::EventState state = format::EventState::kEmpty;
+  int result = 0;  // ncclResult_t, meaningful once the call returned
   CallSite site;
   friend bool operator==(const EvidenceOp&, const EvidenceOp&) = default;
 };
@@ -56,6 +59,30 @@ struct EvidenceRow {
   std::vector<int> ranks;       // global ranks, ascending
   std::vector<EvidenceOp> ops;  // ascending seq; a rank's stream may end before the others'
   std::string note;             // "exited", "crashed (SIGKILL?)", ...; "" when none
+};
+
+// One cell of an EvidenceTable.
+struct TableCell {
+  enum class Kind { kNone, kNumber, kText, kOp };
+  Kind kind = Kind::kNone;
+  int64_t number = 0;
+  std::string text;
+  EvidenceOp op;
+  static TableCell none() { return {}; }
+  static TableCell of(int64_t n) { return {Kind::kNumber, n, {}, {}}; }
+  static TableCell of(std::string t) { return {Kind::kText, 0, std::move(t), {}}; }
+  static TableCell of(EvidenceOp o) { return {Kind::kOp, 0, {}, std::move(o)}; }
+  friend bool operator==(const TableCell&, const TableCell&) = default;
+};
+
+// Evidence that is not one communicator's slots: the sends and receives of a pair of ranks, the
+// wait cycle across communicators, each rank's device. One row per fact; `columns` are also the
+// JSON keys (snake_case).
+struct EvidenceTable {
+  std::string title;  // "sends and receives between ranks 0 and 1 on comm c0ffee00"
+  std::vector<std::string> columns;
+  std::vector<std::vector<TableCell>> rows;  // columns.size() cells each
+  std::vector<bool> marked;                  // per row: the verdict's own fact ('>' in text)
 };
 
 // How one rank stands, for the per-rank status list.
@@ -75,10 +102,16 @@ struct Verdict {
   std::string headline;    // one line, no newline
   uint64_t first_seq = 0;  // the evidence table starts here
   std::vector<EvidenceRow> evidence;
-  std::vector<CallSite> stacks;  // the differing call sites, full stacks
+  std::vector<EvidenceTable> tables;  // for the classes that do not align slots
+  std::vector<CallSite> stacks;       // the differing call sites, full stacks
   std::vector<RankStatus> status;
   std::vector<std::string> missing;  // undecided: what data would decide it
 };
+
+// The evidence cell of one recorded call, its call site named from `symbols` where its own stack
+// has no names.
+EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
+                        const SymbolTable& symbols);
 
 // "0", "1-3", "0,2,5-7".
 std::string formatRanks(const std::vector<int>& ranks);

@@ -15,6 +15,9 @@ using format::EventState;
 using format::OpType;
 using format::RankData;
 
+// Rows of the p2p table on each side of the unmatched seq.
+constexpr uint64_t kP2pContext = 2;
+
 bool pending(const EventRecord& e) {
   return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
 }
@@ -60,6 +63,45 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
   std::sort(waiting.begin(), waiting.end(), [](const Located& a, const Located& b) {
     return a.event->enqueue_ns < b.event->enqueue_ns;
   });
+  // The pair's sends and receives, both directions, by per-peer seq around `seq` (the unmatched
+  // one, in the direction from -> to): who posted what, and what is missing.
+  const auto pairTable = [&](uint64_t comm, int from, int to, uint64_t seq) {
+    EvidenceTable t;
+    const auto globalOf = [&](int r) {
+      const auto it = global_of.find({comm, r});
+      return it != global_of.end() ? it->second : -1;
+    };
+    const int g_from = globalOf(from), g_to = globalOf(to);
+    t.title = "sends and receives between ranks " + std::to_string(std::min(g_from, g_to)) +
+              " and " + std::to_string(std::max(g_from, g_to)) + " on comm " + shortCommId(comm);
+    t.columns = {"from", "to", "seq", "send", "recv"};
+    for (const auto& [a, b] : {std::pair{from, to}, std::pair{to, from}}) {
+      const auto sends = posted.find({comm, OpType::kSend, a, b});
+      const auto recvs = posted.find({comm, OpType::kRecv, b, a});
+      uint64_t last = 0;
+      if (sends != posted.end()) last = std::max(last, sends->second.rbegin()->first);
+      if (recvs != posted.end()) last = std::max(last, recvs->second.rbegin()->first);
+      // The reverse direction is shown around the same seq, or around its newest when shorter.
+      const uint64_t center = std::min(seq, last);
+      const uint64_t lo = center > kP2pContext ? center - kP2pContext : 1;
+      for (uint64_t q = lo; q <= center + kP2pContext && q <= std::max(last, seq); ++q) {
+        const auto cellOf = [&](const auto& list) {
+          if (list == posted.end()) return TableCell::none();
+          const auto it = list->second.find(q);
+          if (it == list->second.end()) return TableCell::none();
+          return TableCell::of(evidenceOpOf(*it->second.rank, *it->second.event, symbols));
+        };
+        TableCell send = cellOf(sends), recv = cellOf(recvs);
+        if (send.kind == TableCell::Kind::kNone && recv.kind == TableCell::Kind::kNone) continue;
+        const int ga = a == from ? g_from : g_to, gb = a == from ? g_to : g_from;
+        t.rows.push_back({TableCell::of(int64_t{ga}), TableCell::of(int64_t{gb}),
+                          TableCell::of(static_cast<int64_t>(q)), std::move(send),
+                          std::move(recv)});
+        t.marked.push_back(a == from && q == seq);
+      }
+    }
+    return t;
+  };
   for (const Located& w : waiting) {
     const EventRecord& e = *w.event;
     const auto peer = global_of.find({e.comm_id, e.peer});
@@ -68,6 +110,8 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
     const auto list = posted.find({e.comm_id, other, e.peer, e.rank});
     const CallSite site = callSiteOf(*w.rank, e, symbols);
     Verdict v;
+    v.tables.push_back(e.op == OpType::kSend ? pairTable(e.comm_id, e.rank, e.peer, e.op_seq)
+                                             : pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
     v.cls = VerdictClass::kP2pMismatch;
     v.ranks = {w.rank->global_rank};
     v.comm_id = e.comm_id;
@@ -211,15 +255,30 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolT
   v.op = e.op;
   v.site = callSiteOf(first, e, symbols);
   v.headline = ranksWord(v.ranks) + " deadlock across communicators: ";
+  EvidenceTable table;
+  table.title = "wait cycle";
+  table.columns = {"rank",     "comm",      "seq",      "waits_in",
+                   "for_rank", "peer_comm", "peer_seq", "peer_blocked_in"};
   for (size_t k = 0; k < cycle.size(); ++k) {
     const RankData& r = set.ranks[cycle[k]];
     const RankData& next = set.ranks[cycle[(k + 1) % cycle.size()]];
+    const EventRecord& mine = *blocked[cycle[k]];
+    const EventRecord& theirs = *blocked[cycle[(k + 1) % cycle.size()]];
+    table.rows.push_back(
+        {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.comm_id)),
+         TableCell::of(static_cast<int64_t>(mine.op_seq)),
+         TableCell::of(evidenceOpOf(r, mine, symbols)), TableCell::of(int64_t{next.global_rank}),
+         TableCell::of(shortCommId(theirs.comm_id)),
+         TableCell::of(static_cast<int64_t>(theirs.op_seq)),
+         TableCell::of(evidenceOpOf(next, theirs, symbols))});
+    table.marked.push_back(k == 0);
     const CallSite site = callSiteOf(r, *blocked[cycle[k]], symbols);
     v.stacks.push_back(site);
     v.headline += k == 0 ? "rank " + std::to_string(r.global_rank) + " waits in "
                          : std::string(", which waits in ");
     v.headline += opAt(*blocked[cycle[k]], site) + " for rank " + std::to_string(next.global_rank);
   }
+  v.tables.push_back(std::move(table));
   return v;
 }
 

@@ -2,8 +2,9 @@
 # Runs an NCCL program on WORLD ranks under libncclrec.so on hostnccl and keeps, per rank, its
 # newest dump (or its black box when it left no dump, e.g. after SIGKILL) in OUT_DIR as
 # rank<R>.ncclrec.pb / rank<R>.bbox.gz. The buffers are kept small so checked-in data stays a few
-# KB; the run id is OUT_DIR's name. Waits until every rank exited or every live rank dumped (a
-# hang), then kills what is left.
+# KB; the run id is OUT_DIR's name. Ranks get RANK, LOCAL_RANK and WORLD_SIZE as from a launcher
+# on one host. Waits until every rank exited or every live rank dumped (a hang), then kills what
+# is left.
 #   record.sh BIN SHIM HOSTNCCL_DIR OUT_DIR WORLD [ARGS...]
 #   e.g. record.sh build/bin/ncclrec_scenario build/lib/libncclrec.so build/hostnccl \
 #          tests/data/rank_exited 4 exited
@@ -20,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pids=()
 for ((r = 0; r < world; r++)); do
-  RANK=$r WORLD_SIZE=$world LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl \
+  RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl \
     NCCLREC_DIR=$work/dumps NCCLREC_RUN_ID=$run_id NCCLREC_TIMEOUT=3 NCCLREC_POLL_MS=100 \
     NCCLREC_BUFFER=32 NCCLREC_MAX_COMMS=4 NCCLREC_MAX_STACKS=8 NCCLREC_STACK_DEPTH=4 \
     NCCLREC_SAMPLE_ID_FILE=$work/id "$bin" "$@" > "$work/rank$r.log" 2>&1 &
