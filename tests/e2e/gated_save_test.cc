@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,18 +23,23 @@ using ncclrec::format::OpType;
 
 constexpr int kRanks = 4;
 
+// Ranks that wrote a hang or trigger dump. Dumps are named <host>.<pid>.<n>.<reason>.ncclrec.pb
+// and one rank may write both kinds, so ranks are counted by their <host>.<pid> prefix.
 size_t countDumps(const std::string& dir) {
-  size_t n = 0;
+  std::set<std::string> ranks;
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.find(".hang.ncclrec.pb") != std::string::npos ||
-          name.find(".trigger.ncclrec.pb") != std::string::npos)
-        ++n;
+      for (const char* reason : {".hang.ncclrec.pb", ".trigger.ncclrec.pb"}) {
+        const size_t at = name.find(reason);
+        if (at == std::string::npos) continue;
+        const size_t n_dot = name.rfind('.', at - 1);  // the dot before <n>
+        if (n_dot != std::string::npos && n_dot > 0) ranks.insert(name.substr(0, n_dot));
+      }
     }
     closedir(d);
   }
-  return n;
+  return ranks.size();
 }
 
 // Innermost symbolized function of an event's stack, "" when none.
