@@ -30,6 +30,9 @@ else()
   set(NCCLREC_REAL_NCCL_FOUND OFF)
 endif()
 
+# LibTorch (Debian libtorch-dev, CPU) for the reference trainer only; nothing else links it.
+find_package(Torch QUIET)
+
 if(NCCLREC_BUILD_TESTS)
   find_package(GTest REQUIRED)
   find_package(benchmark REQUIRED)

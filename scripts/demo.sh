@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The demo: installs what it needs, builds, then runs samples/gated_save with 4 ranks on the CPU
-# (hostnccl) under libncclrec.so and cxxrun. Rank 0 issues an extra all-reduce in saveCheckpoint();
-# the job hangs; every rank dumps; cxxrun prints the analyzer's verdict and exits 3.
+# The demo: installs what it needs, builds, then runs the reference LibTorch trainer
+# (ncclrec-trainer) with 4 ranks on the CPU (hostnccl) under libncclrec.so and cxxrun, with
+# --inject=gated_save: rank 0 issues an extra all-reduce in saveCheckpoint(); the job hangs one
+# collective later; every rank dumps; cxxrun prints the analyzer's verdict and exits 3.
 #   scripts/demo.sh [--ranks N] [--timeout SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +12,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks=${2:?--ranks needs a number}; shift 2 ;;
     --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -23,20 +24,22 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; echo "demo.sh: configure failed" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target ncclrec_interpose ncclrec_dump hostnccl \
-  sample_gated_save ncclrec-analyze cxxrun
+  ncclrec-trainer ncclrec-analyze cxxrun
 
 run="$root/ncclrec-demo"
 rm -rf "$run"
 mkdir -p "$run"
 cd "$run"
 echo
-echo "== LD_PRELOAD=libncclrec.so cxxrun --nproc-per-node $ranks --nccl=host sample_gated_save"
+echo "== LD_PRELOAD=libncclrec.so cxxrun --nproc-per-node $ranks --nccl=host ncclrec-trainer \\"
+echo "     --steps 60 --eval-every 20 --ckpt-dir ckpt --ckpt-every 20 --inject=gated_save"
 echo "   (NCCLREC_TIMEOUT=${timeout}s: a rank stuck that long in one NCCL op declares a hang)"
 echo
 status=0
 NCCLREC_TIMEOUT="$timeout" LD_PRELOAD="$build/lib/libncclrec.so" \
   "$build/bin/cxxrun" --nproc-per-node "$ranks" --nccl=host \
-  "$build/bin/sample_gated_save" 10 5 || status=$?
+  "$build/bin/ncclrec-trainer" --steps 60 --eval-every 20 --log-every 10 --ckpt-dir ckpt \
+  --ckpt-every 20 --inject=gated_save || status=$?
 echo
 if [ "$status" -ne 3 ]; then
   echo "demo.sh: expected cxxrun to diagnose a hang (exit 3), got exit $status" >&2
