@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/reader.h"
 
 namespace ncclrec::tui {
 namespace {
@@ -29,47 +30,6 @@ T loadLive(const T& field) {
 
 format::Status fail(const std::string& path, const std::string& why) {
   return format::Status::error(path + ": " + why);
-}
-
-bool regionFits(uint64_t offset, uint64_t count, uint64_t bytes, uint64_t size) {
-  if (offset > size) return false;
-  return bytes == 0 || count <= (size - offset) / bytes;
-}
-
-// The checks of format::parseBlackBox's header validation, on a mapping that stays open.
-format::Status checkHeader(const BboxHeader& h, size_t size, const std::string& path) {
-  using namespace format;
-  if (h.version == 0) return fail(path, "corrupt black box (version 0)");
-  if (h.version > kBboxVersion) {
-    return fail(path, "black box version " + std::to_string(h.version) +
-                          " is newer than this build reads (" + std::to_string(kBboxVersion) + ")");
-  }
-  if (h.header_bytes < sizeof(BboxHeader) || h.event_bytes != sizeof(Event) ||
-      h.comm_bytes != sizeof(CommRecord) || h.module_bytes != sizeof(ModuleRecord) ||
-      h.stack_depth > kMaxStackDepth || h.stack_bytes != stackRecordBytes(h.stack_depth)) {
-    return fail(path, "corrupt black box header (record sizes do not match version " +
-                          std::to_string(h.version) + ")");
-  }
-  if (h.ring_capacity == 0 || (h.ring_capacity & (h.ring_capacity - 1)) != 0) {
-    return fail(path, "corrupt black box header (ring capacity " + std::to_string(h.ring_capacity) +
-                          " is not a power of two)");
-  }
-  if (h.file_bytes > size) {
-    return fail(path, "truncated black box (" + std::to_string(size) + " bytes, header says " +
-                          std::to_string(h.file_bytes) + ")");
-  }
-  if (h.ring_offset % alignof(Event) != 0 || h.comm_offset % 8 != 0 || h.stack_offset % 8 != 0 ||
-      h.module_offset % 8 != 0 || h.ring_offset < h.header_bytes) {
-    return fail(path, "corrupt black box header (misaligned table offsets)");
-  }
-  if (!regionFits(h.ring_offset, h.ring_capacity, h.event_bytes, size) ||
-      !regionFits(h.comm_offset, h.comm_capacity, h.comm_bytes, size) ||
-      !regionFits(h.stack_offset, h.stack_capacity, h.stack_bytes, size) ||
-      !regionFits(h.module_offset, h.module_capacity, h.module_bytes, size)) {
-    return fail(path, "truncated black box (tables extend past the " + std::to_string(size) +
-                          " bytes of the file)");
-  }
-  return format::okStatus();
 }
 
 std::string boundedString(const char* chars, size_t capacity) {
@@ -126,7 +86,7 @@ format::StatusOr<std::unique_ptr<BboxWatch>> BboxWatch::open(const std::string& 
     if (starting != nullptr) *starting = blank;
     status = fail(path, blank ? "no header yet" : "not an ncclrec black box (bad magic)");
   } else {
-    status = checkHeader(*h, size, path);
+    status = format::checkBlackBoxHeader(*h, size, path);
   }
   if (!status.ok()) {
     ::munmap(map, size);

@@ -60,7 +60,9 @@ bool regionFits(uint64_t offset, uint64_t count, uint64_t bytes, uint64_t size) 
   return true;
 }
 
-Status checkHeader(const BboxHeader& h, size_t size, const std::string& path) {
+}  // namespace
+
+Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path) {
   if (h.version == 0) return fail(path, "corrupt black box (version 0)");
   if (h.version > kBboxVersion) {
     return fail(path, "black box version " + std::to_string(h.version) +
@@ -94,6 +96,8 @@ Status checkHeader(const BboxHeader& h, size_t size, const std::string& path) {
   }
   return okStatus();
 }
+
+namespace {
 
 EventRecord toRecord(const Event& e, uint64_t index) {
   EventRecord r;
@@ -238,7 +242,7 @@ StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string sourc
     data = copy.get();
   }
   const auto* h = static_cast<const BboxHeader*>(data);
-  NCCLREC_RETURN_IF_ERROR(checkHeader(*h, size, source_path));
+  NCCLREC_RETURN_IF_ERROR(checkBlackBoxHeader(*h, size, source_path));
 
   RankData out;
   out.source_path = std::move(source_path);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/bbox_layout.h"
 #include "recorder/format/model.h"
 #include "recorder/format/status.h"
 
@@ -22,6 +23,11 @@ inline constexpr std::string_view kDumpSuffix = ".ncclrec.pb";
 // file may be read while its process writes it. Stacks hold addresses only (symbolized = false),
 // each frame with the module that contains it and its offset there.
 StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path);
+
+// The header checks parseBlackBox makes before reading anything else: version, record sizes,
+// ring capacity, alignment, and every table inside `size` bytes. For readers that keep a mapping
+// open (ncclrec-top) and re-read it themselves. "PATH: why" on failure.
+Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path);
 
 // Maps `path` read-only and parses it.
 StatusOr<RankData> loadBlackBox(const std::string& path);
