@@ -545,6 +545,38 @@ TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   }
 }
 
+// A trainer whose rank 3 sleeps before each step: it is late only to the step's first
+// collective, and who is last at the other two varies, so it is last in about half of them (under
+// kSlowShare), but nearly all the waiting is for it.
+TEST(DiagnoseTest, SlowRankWhenTheOthersMostlyWaitForOneRank) {
+  for (const int64_t late : {int64_t{200'000'000}, int64_t{1'000'000}}) {
+    Job job(4);
+    for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 90));
+    for (int i = 0; i < 90; ++i) {
+      if (i % 3 == 0) {
+        job.rank(3).events[i].enqueue_ns += late;
+      } else {
+        job.rank(i % 4).events[i].enqueue_ns += 100'000;  // 0.1 ms of jitter, a rotating rank
+      }
+    }
+    const Verdict v = job.diagnose();
+    SCOPED_TRACE("late by " + std::to_string(late) + " ns");
+    if (late == 200'000'000) {
+      // 6 s of waiting over the 89 s the collectives span: a straggler.
+      EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
+      EXPECT_EQ(v.ranks, std::vector<int>{3});
+      EXPECT_NE(v.headline.find("last to issue 44 of 90 collectives (49%)"), std::string::npos)
+          << v.headline;
+      EXPECT_NE(v.headline.find("(6.00 s, 100% of all their waiting, 7% of 89.00 s)"),
+                std::string::npos)
+          << v.headline;
+    } else {
+      // 30 ms in 89 s: systematic, but too small to matter.
+      EXPECT_EQ(v.cls, VerdictClass::kNoHang) << v.headline;
+    }
+  }
+}
+
 TEST(DiagnoseTest, NoHangWhenEverythingCompleted) {
   Job job(2);
   job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 3));

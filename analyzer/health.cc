@@ -1,6 +1,7 @@
 #include "analyzer/health.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,7 +32,9 @@ double chanceOfBeingLast(size_t n, size_t full, double ranks) {
 std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols) {
   // comm -> seq -> (latest enqueue, its rank index, how many ranks issued it)
   struct Slot {
+    int64_t earliest = INT64_MAX;
     int64_t latest = 0;
+    int64_t second = 0;  // the latest enqueue but one: how long the others waited at least
     size_t rank = 0;
     size_t ranks = 0;
     const format::EventRecord* event = nullptr;
@@ -52,27 +55,50 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
       }
       Slot& s = slots[e.comm_id][e.op_seq];
       ++s.ranks;
+      s.earliest = std::min(s.earliest, e.enqueue_ns);
       if (e.enqueue_ns > s.latest) {
+        s.second = s.latest;
         s.latest = e.enqueue_ns;
         s.rank = i;
         s.event = &e;
       } else if (e.enqueue_ns == s.latest) {
+        s.second = s.latest;
         s.rank = kTied;  // no one rank was last
+      } else {
+        s.second = std::max(s.second, e.enqueue_ns);
       }
     }
   }
   for (const auto& [comm, by_seq] : slots) {
     if (members[comm] < 2) continue;
     std::map<size_t, size_t> last_count;
+    std::map<size_t, int64_t> wait_for;  // rank -> how long the others waited for it, summed
+    int64_t total_wait = 0;
+    int64_t first = INT64_MAX;
+    int64_t end = 0;
     size_t full = 0;
     for (const auto& [seq, s] : by_seq) {
       if (s.ranks != members[comm]) continue;
       ++full;
-      if (s.rank != kTied) ++last_count[s.rank];
+      first = std::min(first, s.earliest);
+      end = std::max(end, s.latest);
+      total_wait += s.latest - s.second;
+      if (s.rank != kTied) {
+        ++last_count[s.rank];
+        wait_for[s.rank] += s.latest - s.second;
+      }
     }
     if (full < kSlowMinOps) continue;
+    const double span = static_cast<double>(end - first);
     for (const auto& [rank, n] : last_count) {
-      if (static_cast<double>(n) < kSlowShare * static_cast<double>(full)) continue;
+      // Last most of the time, or last often enough, and then by far the one the others wait
+      // for (a rank late to one collective of each step, the step's others starting together).
+      const double waited = static_cast<double>(wait_for[rank]);
+      const bool mostly_last = static_cast<double>(n) >= kSlowShare * static_cast<double>(full);
+      const bool costly = total_wait > 0 &&
+                          waited >= kSlowWaitShare * static_cast<double>(total_wait) &&
+                          waited >= kSlowWaitOfSpan * span;
+      if (!mostly_last && !costly) continue;
       // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
       // them is last in 6 or more about 5 % of the time): the share must also be unlikely when
       // every rank is equally likely to be last.
@@ -86,9 +112,11 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
       const format::RankData& r = set.ranks[rank];
       v.ranks = {r.global_rank};
       v.comm_id = comm;
-      // The slot where it was last: its call site is where the others waited for it.
+      // The slot where the others waited longest for it: its call site is where it is late.
+      int64_t longest = -1;
       for (const auto& [seq, s] : by_seq) {
-        if (s.rank == rank && s.ranks == members[comm]) {
+        if (s.rank == rank && s.ranks == members[comm] && s.latest - s.second > longest) {
+          longest = s.latest - s.second;
           v.op = s.event->op;
           v.site = callSiteOf(r, *s.event, symbols);
         }
@@ -100,6 +128,14 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
                    " was the last to issue " + std::to_string(n) + " of " + std::to_string(full) +
                    " collectives (" + share + ") on comm " + shortCommId(comm) +
                    ": the others wait for it";
+      if (span > 0) {
+        char wait[96];
+        std::snprintf(wait, sizeof(wait),
+                      " (%.2f s, %.0f%% of all their waiting, %.0f%% of %.2f s)", waited / 1e9,
+                      100.0 * waited / static_cast<double>(total_wait), 100.0 * waited / span,
+                      span / 1e9);
+        v.headline += wait;
+      }
       return v;
     }
   }
