@@ -255,8 +255,8 @@ int Agent::run() {
       case Outcome::kFailed:
       case Outcome::kRemoteFailed:
         if (outcome == Outcome::kFailed && multi()) publishFailure();
-        stopWorkers();
         if (attempt_ < o_.max_restarts && !store_lost_) {
+          stopWorkers();
           say("cxxrun: worker group failed (run " + facts_.run_id + ", attempt " +
               std::to_string(attempt_) + "; first failure: " +
               (remote_failure_line_.empty() ? failureLine(failures_.front())
@@ -265,7 +265,7 @@ int Agent::run() {
           if (!multi() || restartBarrier()) continue;
           if (pending_signal_ != 0) return 128 + pending_signal_;
         }
-        printFailureSummary();
+        finishFailure();
         return kExitWorkerFailed;
     }
   }
@@ -342,20 +342,7 @@ void Agent::superviseHang(const std::string& reason, const std::string& trigger_
   in.trigger_text = trigger_text;
   in.dump_dir = dir;
   in.waited_s = monoS() - start;
-  for (const Worker& w : workers_) {
-    WorkerInfo info;
-    info.rank = w.rank;
-    info.local_rank = w.local_rank;
-    info.pid = w.pid;
-    info.running = w.running;
-    info.node = o_.node_rank;
-    info.host = host_;
-    if (!w.running) {
-      info.ended = WIFSIGNALED(w.status) ? signalName(WTERMSIG(w.status))
-                                         : "exit code " + std::to_string(WEXITSTATUS(w.status));
-    }
-    in.workers.push_back(info);
-  }
+  in.workers = workerInfos();
   // The first hang of an attempt on several nodes gets one report, on node 0, over every node's
   // recordings; later ones (--on-hang=wait), or a node cut off from node 0, report locally.
   const bool job_wide = multi() && !gathered_ && !store_lost_;
@@ -385,21 +372,104 @@ void Agent::superviseHang(const std::string& reason, const std::string& trigger_
   }
 }
 
-void Agent::writeOwnTrigger(int signo) {
+std::vector<WorkerInfo> Agent::workerInfos() const {
+  std::vector<WorkerInfo> out;
+  for (const Worker& w : workers_) {
+    WorkerInfo info;
+    info.rank = w.rank;
+    info.local_rank = w.local_rank;
+    info.pid = w.pid;
+    info.running = w.running;
+    info.node = o_.node_rank;
+    info.host = host_;
+    if (!w.running) {
+      info.ended = WIFSIGNALED(w.status) ? signalName(WTERMSIG(w.status))
+                                         : "exit code " + std::to_string(WEXITSTATUS(w.status));
+    }
+    out.push_back(info);
+  }
+  return out;
+}
+
+std::string Agent::writeTrigger(const std::string& reason, const std::string& detail) {
   // Same format as the recorder's own trigger (recorder/watchdog.cc): the run id makes every rank
   // of this run dump with reason "trigger".
   const std::string path = facts_.dump_dir + "/" + kTriggerFile;
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::ofstream(tmp) << "run_id=" << facts_.run_id << "\nhost=" << host_ << "\npid=" << getpid()
-                     << "\nrank=-1\nreason=" << (signo != 0 ? "interrupt" : "hang") << "\ndetail="
-                     << (signo != 0 ? "cxxrun received " + signalName(signo)
-                                    : "hang on another node: " + remote_hang_)
-                     << "\n";
+  std::ostringstream text;
+  text << "run_id=" << facts_.run_id << "\nhost=" << host_ << "\npid=" << getpid()
+       << "\nrank=-1\nreason=" << reason << "\ndetail=" << detail << "\n";
+  std::ofstream(tmp) << text.str();
   if (std::rename(tmp.c_str(), path.c_str()) != 0) say("cxxrun: cannot write " + path);
   seen_trigger_ = fileId(path);
+  return text.str();
+}
+
+void Agent::writeOwnTrigger(int signo) {
+  writeTrigger(signo != 0 ? "interrupt" : "hang", signo != 0
+                                                      ? "cxxrun received " + signalName(signo)
+                                                      : "hang on another node: " + remote_hang_);
   say("cxxrun: " +
       (signo != 0 ? signalName(signo) + " received" : std::string("another node hung")) +
-      ": asking every rank to dump (" + path + ")");
+      ": asking every rank to dump (" + facts_.dump_dir + "/" + kTriggerFile + ")");
+}
+
+void Agent::finishFailure() {
+  const std::string dir = facts_.dump_dir;
+  // A black box is the shim's mark: libncclrec.so was preloaded and the rank called NCCL. Without
+  // one there is nothing to analyze and the failure ends as torchrun's would.
+  bool recorded = false, any_to_dump = false;
+  for (const Worker& w : workers_) {
+    const bool bbox = hasBlackBoxOf(dir, w.pid);
+    recorded |= bbox;
+    any_to_dump |= bbox && w.running;
+  }
+  // The root cause as the summary names it: another node's, else this node's first.
+  const std::string first = !remote_failure_line_.empty() ? remote_failure_line_
+                            : failures_.empty()           ? std::string("unknown")
+                                                          : failureLine(failures_.front());
+  std::string trigger_text;
+  const double start = monoS();
+  // The recorder does not dump on SIGTERM, and a rank stopped now would leave only its black box:
+  // the ranks still running dump on the trigger first, as in a hang, up to NCCLREC_DUMP_WAIT.
+  // When every rank already ended (the usual case on hostnccl, where peers fail at once) their
+  // exit dumps and black boxes are on disk and nothing is waited for.
+  if (any_to_dump) {
+    const double wait_s = dumpWaitSeconds();
+    const int64_t asked_ns = nowNs() - 1'000'000'000;  // file times are coarser than the clock
+    trigger_text = writeTrigger("failure", "worker failed: " + first);
+    say("cxxrun: a worker failed; asking the other ranks to dump before stopping them (up to " +
+        std::to_string(static_cast<int>(wait_s)) + " s, NCCLREC_DUMP_WAIT)");
+    const int first_signal = pending_signal_;
+    for (;;) {
+      bool all = true;
+      for (const Worker& w : workers_)
+        if (w.running && hasBlackBoxOf(dir, w.pid) && !hasDumpOf(dir, w.pid, asked_ns)) all = false;
+      if (all || monoS() - start >= wait_s || pending_signal_ != first_signal) break;
+      pump(50);
+    }
+  }
+  const double waited_s = monoS() - start;
+  stopWorkers();
+  printFailureSummary();
+  if (!recorded) return;
+  HangReportInput in;
+  in.run_id = facts_.run_id;
+  in.attempt = attempt_;
+  in.reason = "failure";
+  in.failure = first;
+  in.trigger_text = trigger_text;
+  in.dump_dir = dir;
+  in.waited_s = waited_s;
+  in.workers = workerInfos();
+  // Node-local on several nodes: the failure is already known to every agent through the store,
+  // and each one reports on the recordings of its own ranks.
+  if (o_.node_rank > 0) in.file_name = "report.node" + std::to_string(o_.node_rank) + ".json";
+  std::ostringstream text;
+  auto path = writeHangReport(in, text);
+  const std::string s = text.str();
+  (void)!write(STDERR_FILENO, s.data(), s.size());
+  if (!path.ok()) say(path.status().message());
 }
 
 std::string Agent::failureText(const Failure& f) const {

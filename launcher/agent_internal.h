@@ -85,7 +85,14 @@ class Agent {
   void stopWorkers();
   void closeStreams();
   void superviseHang(const std::string& reason, const std::string& trigger_text, int64_t since_ns);
+  // The end of an attempt that failed with no restart left: the ranks still running dump first
+  // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
+  // recordings, the analyzer's verdict and report.json follow.
+  void finishFailure();
+  // Writes the trigger file that makes every rank of this run dump; returns its text.
+  std::string writeTrigger(const std::string& reason, const std::string& detail);
   void writeOwnTrigger(int signo);
+  std::vector<WorkerInfo> workerInfos() const;
   void printFailureSummary() const;
   std::string failureText(const Failure& f) const;
   std::string failureLine(const Failure& f) const;

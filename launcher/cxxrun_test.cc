@@ -304,6 +304,105 @@ void expectFourRanksStuckInGatedSave(const nlohmann::json& report, const std::st
   }
 }
 
+// The scenario job (tests/scenarios/scenario.cc) under the shim on 4 ranks; `mode` hits rank 3
+// at step 2.
+SpawnOptions scenario(const std::string& dir, const std::string& run_id, const std::string& mode,
+                      const char* dump_wait = "20") {
+  SpawnOptions o = cxxrun(dir + "/dumps", {"--standalone", "--nproc-per-node", "4", "--run-id",
+                                           run_id, NCCLREC_SCENARIO, mode, "4", "2", "3"});
+  o.ld_preload = NCCLREC_SHIM;
+  o.env["NCCLREC_POLL_MS"] = "100";
+  o.env["NCCLREC_DUMP_WAIT"] = dump_wait;
+  o.env["NCCLREC_SAMPLE_ID_FILE"] = dir + "/unique.id";
+  return o;
+}
+
+// A failure stays exit code 1, but under the shim the summary is followed by the verdict.
+void expectFailureVerdict(const ProcessResult& r, const std::string& report_path,
+                          const std::string& cls) {
+  EXPECT_TRUE(r.exitedWith(1)) << r.describe();
+  const size_t summary = r.err.find("Root Cause (first observed failure):");
+  const size_t verdict = r.err.find("cxxrun: verdict after the worker failure (run ");
+  ASSERT_NE(summary, std::string::npos) << r.err;
+  ASSERT_NE(verdict, std::string::npos) << r.err;
+  EXPECT_LT(summary, verdict) << r.err;
+  EXPECT_NE(r.err.find(cls + ": rank 3", verdict), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("report: " + report_path), std::string::npos) << r.err;
+  const auto report = readJson(report_path);
+  ASSERT_TRUE(report.is_object()) << report_path;
+  EXPECT_EQ(report["reason"], "failure");
+  EXPECT_TRUE(report["failure"].is_string());
+  ASSERT_TRUE(report["verdict"].is_object()) << report.dump(2);
+  EXPECT_EQ(report["verdict"]["class"], cls);
+  EXPECT_EQ(report["verdict"]["ranks"], nlohmann::json::array({3}));
+  ASSERT_EQ(report["ranks"].size(), 4u);
+  for (const auto& rank : report["ranks"]) EXPECT_FALSE(rank["running"].get<bool>());
+}
+
+// Rank 3 returns early; the others' next all-reduce fails on hostnccl and they exit 1.
+TEST(CxxrunFailure, AnEarlyExitUnderTheShimGetsTheVerdictAndKeepsExitCode1) {
+  ncclrec::support::TempDir dir;
+  auto r = ncclrec::support::runProcess(scenario(dir.path(), "ex", "exited"), 90s);
+  expectFailureVerdict(r, dir.path() + "/dumps/ex/attempt_0/report.json", "rank_exited");
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex("first failure: rank [0-2] on [^,]+, exit code 1\\)")))
+      << r.err;
+}
+
+TEST(CxxrunFailure, ACrashUnderTheShimGetsTheVerdictAndKeepsExitCode1) {
+  ncclrec::support::TempDir dir;
+  auto r = ncclrec::support::runProcess(scenario(dir.path(), "cr", "crashed"), 90s);
+  expectFailureVerdict(r, dir.path() + "/dumps/cr/attempt_0/report.json", "rank_crashed");
+  EXPECT_NE(r.err.find("  exitcode  : -9 (pid: "), std::string::npos) << r.err;
+}
+
+// Rank 3 sleeps in host code while the others wait for it in an all-reduce; rank 0 is then
+// killed. Rank 3 is still running when cxxrun sees the failure: it dumps on cxxrun's trigger
+// (the recorder does not dump on SIGTERM) before it is stopped.
+TEST(CxxrunFailure, RanksStillRunningDumpBeforeTheyAreStopped) {
+  ncclrec::support::TempDir dir;
+  std::string error;
+  auto p = ncclrec::support::Process::start(scenario(dir.path(), "st", "stuck_in_host"), &error);
+  ASSERT_NE(p, nullptr) << error;
+  const std::string attempt = dir.path() + "/dumps/st/attempt_0";
+  // The ranks' pids from their black boxes (HOST.PID.bbox), their ranks from /proc/PID/environ.
+  pid_t rank0 = -1;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (rank0 < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(attempt, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() < 6 || name.compare(name.size() - 5, 5, ".bbox") != 0) continue;
+      const std::string stem = name.substr(0, name.size() - 5);
+      const pid_t pid = std::atoi(stem.substr(stem.rfind('.') + 1).c_str());
+      auto env = ncclrec::support::readFile("/proc/" + std::to_string(pid) + "/environ");
+      if (env &&
+          (std::string(1, '\0') + *env).find(std::string("\0RANK=0\0", 8)) != std::string::npos)
+        rank0 = pid;
+    }
+  }
+  ASSERT_GT(rank0, 0) << p->stderrSoFar();
+  std::this_thread::sleep_for(500ms);  // rank 0 is now blocked in the all-reduce of step 2
+  ASSERT_EQ(kill(rank0, SIGKILL), 0);
+  auto r = p->wait(90s);
+  EXPECT_TRUE(r.exitedWith(1)) << r.describe();
+  EXPECT_NE(r.err.find("cxxrun: a worker failed; asking the other ranks to dump before stopping "
+                       "them"),
+            std::string::npos)
+      << r.err;
+  const auto report = readJson(attempt + "/report.json");
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["reason"], "failure");
+  EXPECT_LT(report["waited_s"].get<double>(), 15) << report.dump(2);  // not the whole 20 s
+  ASSERT_EQ(report["ranks"].size(), 4u);
+  const auto& culprit = report["ranks"][3];
+  ASSERT_TRUE(culprit["recording"].is_object()) << report.dump(2);
+  EXPECT_EQ(culprit["recording"]["kind"], "dump");
+  EXPECT_EQ(culprit["recording"]["dump_reason"], "trigger");
+  EXPECT_TRUE(report["verdict"].is_object()) << report.dump(2);
+}
+
 TEST(CxxrunHang, GatedSaveUnderTheShimEndsWithAReportAndExitCode3) {
   ncclrec::support::TempDir dir;
   auto r = ncclrec::support::runProcess(gatedSave(dir.path(), {}, "2"), 90s);

@@ -125,6 +125,7 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
   doc["run_id"] = in.run_id;
   doc["attempt"] = in.attempt;
   doc["reason"] = in.reason;
+  if (in.reason == "failure") doc["failure"] = in.failure;
   doc["trigger"] = in.trigger_text;
   doc["dump_dir"] = in.dump_dir;
   doc["waited_s"] = in.waited_s;
@@ -180,9 +181,15 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
     by_pid[r.pid] = &r;
   }
 
-  out << "cxxrun: " << (in.reason == "hang" ? "hang reported" : "job interrupted") << " (run "
-      << in.run_id << ", attempt " << in.attempt << ")";
-  if (!in.trigger_text.empty()) {
+  const char* what = in.reason == "hang"      ? "hang reported"
+                     : in.reason == "failure" ? "verdict after the worker failure"
+                                              : "job interrupted";
+  out << "cxxrun: " << what << " (run " << in.run_id << ", attempt " << in.attempt;
+  if (in.reason == "failure") {
+    // The trigger cxxrun wrote for the other ranks' dumps would only repeat the failure.
+    out << "; first failure: " << in.failure << ")";
+  } else if (!in.trigger_text.empty()) {
+    out << ")";
     std::string detail;
     const size_t at = in.trigger_text.find("detail=");
     if (at != std::string::npos) {
@@ -194,6 +201,8 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
     if (rk != std::string::npos && in.reason == "hang")
       out << " by rank " << in.trigger_text.substr(rk + 5, in.trigger_text.find('\n', rk) - rk - 5);
     if (!detail.empty()) out << ": " << detail;
+  } else {
+    out << ")";
   }
   out << "\n" << verdict_text;
   if (!verdict_text.empty() && verdict_text.back() != '\n') out << "\n";

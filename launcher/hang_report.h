@@ -1,5 +1,6 @@
-// What cxxrun shows and writes when a job hangs or is interrupted: the dumps of every rank, a
-// per-rank table of where each one stopped, and report.json beside the dumps.
+// What cxxrun shows and writes when a job hangs, is interrupted or fails: the dumps of every rank,
+// the analyzer's verdict (or a per-rank table of where each one stopped), and report.json beside
+// the dumps.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,10 @@ struct NodeInfo {
 struct HangReportInput {
   std::string run_id;
   int attempt = 0;
-  std::string reason;        // "hang" (a rank wrote the trigger file) or "interrupt"
+  // "hang" (a rank wrote the trigger file), "interrupt" or "failure" (a worker failed and no
+  // restart was left: the report follows the failure summary).
+  std::string reason;
+  std::string failure;  // "failure": the first failure in one line ("rank 1 on h, exit code 1")
   std::string trigger_text;  // the trigger file's content, "" when none
   std::string dump_dir;
   std::vector<WorkerInfo> workers;

@@ -180,6 +180,37 @@ TEST(HangReport, TableAndJsonNameEachRanksLastOp) {
   EXPECT_EQ(doc["ranks"][2]["ended"], "SIGKILL");
 }
 
+TEST(HangReport, AFailureReportNamesTheFirstFailureNotTheTrigger) {
+  TempDir dir;
+  writeStuckRank(dir, "node", 0, 1000, 2, 4096);
+  HangReportInput in;
+  in.run_id = "f1";
+  in.reason = "failure";
+  in.failure = "rank 1 on node, exit code 1";
+  in.trigger_text = "run_id=f1\nhost=node\npid=1\nrank=-1\nreason=failure\ndetail=worker failed\n";
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 1000, "SIGTERM"), worker(1, 1001, "exit code 1")};
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  const std::string text = out.str();
+  EXPECT_EQ(
+      text.rfind("cxxrun: verdict after the worker failure (run f1, attempt 0; first failure: "
+                 "rank 1 on node, exit code 1)\n",
+                 0),
+      0u)
+      << text;
+  EXPECT_EQ(text.find("worker failed"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxxrun: rank 1 (pid 1001) left no recording (exit code 1)"),
+            std::string::npos)
+      << text;
+  std::ifstream f(*path);
+  const auto doc = nlohmann::json::parse(f);
+  EXPECT_EQ(doc["reason"], "failure");
+  EXPECT_EQ(doc["failure"], "rank 1 on node, exit code 1");
+  EXPECT_TRUE(doc["verdict"].is_object()) << doc.dump(2);
+}
+
 TEST(HangReport, EmptyDirectoryStillGetsAReport) {
   TempDir dir;
   HangReportInput in;

@@ -1,10 +1,11 @@
 // End to end, no GPU: every sample of samples/ (the list is NCCLREC_HOST_SAMPLES, from
 // samples/CMakeLists.txt) runs with 4 ranks under cxxrun --nccl=host with libncclrec.so preloaded.
 //   faulty: cxxrun must end as samples/<name>/expected.json says (exit 3 and report.json for a
-//           hang; 1 when a rank dies or exits early, because cxxrun's fail-fast stops the job
-//           before anything hangs on hostnccl; 0 for a straggler), and the verdict (report.json,
-//           else ncclrec-analyze --json on the dumps) must name the expected class, culprit ranks
-//           and call-site function. For a hang it also prints the time from the hang to the
+//           hang; 1 and report.json with reason "failure" when a rank dies, exits early or gets
+//           an NCCL error, because cxxrun's fail-fast stops the job before anything hangs on
+//           hostnccl; 0 for a straggler), and the verdict (report.json, or for a job that
+//           succeeded ncclrec-analyze --json on the dumps) must name the expected class, culprit
+//           ranks and call-site function. For a hang it also prints the time from the hang to the
 //           verdict (docs/performance.md).
 //   healthy: cxxrun exits 0 and ncclrec-analyze finds no_hang in the dumps.
 #include <gtest/gtest.h>
@@ -121,12 +122,19 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
 
   Json verdict;
   const std::string report = run.dump_dir + "/report.json";
-  if (want_exit == 3) {
+  if (want_exit != 0) {
     const Json doc = readJson(report);
     ASSERT_TRUE(doc.is_object()) << "no readable " << report << "\n" << run.cxxrun.describe();
+    // A failure keeps exit code 1; cxxrun prints the verdict after the failure summary.
+    EXPECT_EQ(doc["reason"], want_exit == 3 ? "hang" : "failure") << doc.dump(2);
+    if (want_exit == 1) {
+      EXPECT_NE(run.cxxrun.err.find("cxxrun: verdict after the worker failure (run "),
+                std::string::npos)
+          << run.cxxrun.err;
+    }
     verdict = doc["verdict"];
   } else {
-    // cxxrun wrote no report (no rank reported a hang): the analyzer on what the ranks left.
+    // The job succeeded, so cxxrun wrote no report: the analyzer on what the ranks left.
     const auto [code, doc] = analyze(run.dump_dir);
     ASSERT_TRUE(doc.is_object()) << "ncclrec-analyze exit " << code;
     verdict = doc["verdict"];
