@@ -88,7 +88,8 @@ struct alignas(64) Event {
 };
 static_assert(sizeof(Event) == 128, "Event must stay two cache lines");
 static_assert(std::is_trivially_copyable_v<Event>);
-static_assert(offsetof(Event, start_ns) % 8 == 0 && offsetof(Event, end_ns) % 8 == 0);
+static_assert(offsetof(Event, start_ns) % 8 == 0 && offsetof(Event, end_ns) % 8 == 0 &&
+              offsetof(Event, aux64) % 8 == 0 && offsetof(Event, device) % 4 == 0);
 
 // One communicator as this process saw it, or one init call that failed (state kCommInitFailed,
 // handle 0: the comm never existed, but which device the rank was on is the evidence). 256 bytes.

@@ -62,7 +62,6 @@ inline bool readEvent(const BboxHeader* header, uint64_t index, Event* out) {
   out->rank = s.rank;
   out->nranks = s.nranks;
   out->peer = s.peer;
-  out->device = s.device;
   out->redop = s.redop;
   out->tid = s.tid;
   out->op = s.op;
@@ -71,7 +70,9 @@ inline bool readEvent(const BboxHeader* header, uint64_t index, Event* out) {
   out->flags = s.flags;
   out->aux = s.aux;
   out->aux2 = s.aux2;
-  out->aux64 = s.aux64;
+  // Set after publication by the wrappers: the comm id of GetUniqueId, the creating call's device.
+  out->aux64 = atomicField(s.aux64).load(std::memory_order_relaxed);
+  out->device = atomicField(s.device).load(std::memory_order_relaxed);
   out->start_ns = atomicField(s.start_ns).load(std::memory_order_relaxed);
   out->end_ns = atomicField(s.end_ns).load(std::memory_order_relaxed);
   out->result = atomicField(s.result).load(std::memory_order_relaxed);
