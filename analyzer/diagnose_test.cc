@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/testing/job_builder.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -15,100 +16,7 @@ using format::EventRecord;
 using format::EventState;
 using format::OpType;
 using format::RankData;
-
-constexpr uint64_t kComm = 0xc0ffee0000000001ull;
-constexpr uint64_t kOtherComm = 0xbeef000000000002ull;
-constexpr int64_t kSec = 1'000'000'000;
-constexpr int64_t kT0 = 1'700'000'000 * kSec;
-constexpr int kFloat = 7;  // ncclFloat32
-constexpr int kInt32 = 2;
-constexpr int kSum = 0;
-constexpr int kMax = 2;
-
-// Call sites by name: each gets a symbolized one-frame stack in every rank that uses it.
-struct Site {
-  std::string function;
-  int line;
-};
-const Site kTrain{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 27};
-const Site kSave{"(anonymous namespace)::saveCheckpoint(ncclComm*, int)", 33};
-const Site kLoss{"logLoss(ncclComm*)", 40};
-
-struct Op {
-  Site site;
-  uint64_t count = 4096;
-  OpType op = OpType::kAllReduce;
-  int dtype = kFloat;
-  int redop = kSum;
-  int root = -1;
-  uint64_t comm = kComm;
-};
-
-class Job {
- public:
-  explicit Job(int world) : ranks_(world) {
-    for (int r = 0; r < world; ++r) {
-      ranks_[r].global_rank = r;
-      ranks_[r].world_size = world;
-      ranks_[r].pid = 100 + r;
-      ranks_[r].run_id = "run";
-      ranks_[r].heartbeat_ns = kT0 + 100 * kSec;
-    }
-  }
-  // Appends completed ops to `rank`'s stream, then optionally one still pending.
-  Job& ops(int rank, const std::vector<Op>& ops, bool last_pending = false) {
-    RankData& r = ranks_[rank];
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& o = ops[i];
-      EventRecord e;
-      e.index = r.events.size();
-      e.op = o.op;
-      e.comm_id = o.comm;
-      e.op_seq = ++seq_[rank][o.comm];
-      e.count = o.count;
-      e.dtype = o.dtype;
-      e.redop = o.redop;
-      e.peer = o.root;
-      e.rank = rank;
-      e.nranks = static_cast<int>(ranks_.size());
-      e.stack_id = stackFor(r, o.site);
-      e.enqueue_ns = kT0 + static_cast<int64_t>(e.index) * kSec;
-      const bool pending = last_pending && i + 1 == ops.size();
-      e.state = pending ? EventState::kEnqueued : EventState::kCompleted;
-      e.end_ns = pending ? 0 : e.enqueue_ns + 1000;
-      r.events.push_back(e);
-      r.events_total = r.events.size();
-    }
-    return *this;
-  }
-  RankData& rank(int r) { return ranks_[r]; }
-  format::LoadedSet set() const { return format::LoadedSet{ranks_, {}}; }
-  Verdict diagnose() const { return analyzer::diagnose(set()); }
-
- private:
-  static uint32_t stackFor(RankData& r, const Site& s) {
-    for (const auto& [id, st] : r.stacks) {
-      if (st.frames[0].function == s.function && st.frames[0].line == s.line) return id;
-    }
-    format::Stack st;
-    st.id = static_cast<uint32_t>(r.stacks.size());
-    // The same binary at a different load address in each process.
-    st.frames.push_back(
-        {0x5550000 + 0x1000 * static_cast<uint64_t>(r.global_rank) + static_cast<uint64_t>(s.line),
-         "/opt/train", static_cast<uint64_t>(s.line), s.function, "train.cc", s.line});
-    st.symbolized = true;
-    r.stacks[st.id] = st;
-    return st.id;
-  }
-  std::vector<RankData> ranks_;
-  std::map<int, std::map<uint64_t, uint64_t>> seq_;
-};
-
-std::vector<Op> repeat(const Op& op, int n) { return std::vector<Op>(n, op); }
-std::vector<Op> concat(std::vector<Op> a, const std::vector<Op>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
 
 TEST(DiagnoseTest, GatedCollectiveOnRankZeroIsNamedNotTheHealthyRanks) {
   // samples/gated_save: rank 0's checkpoint all-reduce meets the others' 7th gradient
@@ -517,64 +425,6 @@ TEST(DiagnoseTest, P2pSendWithoutAMatchingRecv) {
   EXPECT_EQ(t.rows[1][2], TableCell::of(int64_t{2}));
   EXPECT_EQ(t.rows[1][3].op.state, EventState::kEnqueued);
   EXPECT_EQ(t.rows[1][4].kind, TableCell::Kind::kNone);
-}
-
-TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
-  Job job(3);
-  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 10));
-  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 5'000'000;  // 5 ms late every time
-  const Verdict v = job.diagnose();
-  EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
-  EXPECT_EQ(v.ranks, std::vector<int>{2});
-  EXPECT_EQ(exitCodeFor(v.cls), 0);
-  EXPECT_NE(v.headline.find("last to issue 10 of 10 collectives (100%)"), std::string::npos)
-      << v.headline;
-  // Who is last varies: no verdict beyond no_hang.
-  Job even(3);
-  for (int r = 0; r < 3; ++r) even.ops(r, repeat({kTrain}, 9));
-  for (int i = 0; i < 9; ++i) even.rank(i % 3).events[i].enqueue_ns += 5'000'000;
-  EXPECT_EQ(even.diagnose().cls, VerdictClass::kNoHang);
-  // 6 of 8 among 3 ranks happens by chance (a healthy run on a busy machine): no verdict either;
-  // 8 of 8 does not.
-  for (const int lasts : {6, 8}) {
-    Job few(3);
-    for (int r = 0; r < 3; ++r) few.ops(r, repeat({kTrain}, 8));
-    for (int i = 0; i < 8; ++i) few.rank(i < lasts ? 1 : 2).events[i].enqueue_ns += 5'000'000;
-    EXPECT_EQ(few.diagnose().cls, lasts == 8 ? VerdictClass::kSlowRank : VerdictClass::kNoHang)
-        << lasts;
-  }
-}
-
-// A trainer whose rank 3 sleeps before each step: it is late only to the step's first
-// collective, and who is last at the other two varies, so it is last in about half of them (under
-// kSlowShare), but nearly all the waiting is for it.
-TEST(DiagnoseTest, SlowRankWhenTheOthersMostlyWaitForOneRank) {
-  for (const int64_t late : {int64_t{200'000'000}, int64_t{1'000'000}}) {
-    Job job(4);
-    for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 90));
-    for (int i = 0; i < 90; ++i) {
-      if (i % 3 == 0) {
-        job.rank(3).events[i].enqueue_ns += late;
-      } else {
-        job.rank(i % 4).events[i].enqueue_ns += 100'000;  // 0.1 ms of jitter, a rotating rank
-      }
-    }
-    const Verdict v = job.diagnose();
-    SCOPED_TRACE("late by " + std::to_string(late) + " ns");
-    if (late == 200'000'000) {
-      // 6 s of waiting over the 89 s the collectives span: a straggler.
-      EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
-      EXPECT_EQ(v.ranks, std::vector<int>{3});
-      EXPECT_NE(v.headline.find("last to issue 44 of 90 collectives (49%)"), std::string::npos)
-          << v.headline;
-      EXPECT_NE(v.headline.find("(6.00 s, 100% of all their waiting, 7% of 89.00 s)"),
-                std::string::npos)
-          << v.headline;
-    } else {
-      // 30 ms in 89 s: systematic, but too small to matter.
-      EXPECT_EQ(v.cls, VerdictClass::kNoHang) << v.headline;
-    }
-  }
 }
 
 TEST(DiagnoseTest, NoHangWhenEverythingCompleted) {

@@ -1,0 +1,74 @@
+#include "analyzer/health.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/testing/job_builder.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using namespace testing;  // Job, Op, the call sites
+
+TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 10));
+  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 5'000'000;  // 5 ms late every time
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(exitCodeFor(v.cls), 0);
+  EXPECT_NE(v.headline.find("last to issue 10 of 10 collectives (100%)"), std::string::npos)
+      << v.headline;
+  // Who is last varies: no verdict beyond no_hang.
+  Job even(3);
+  for (int r = 0; r < 3; ++r) even.ops(r, repeat({kTrain}, 9));
+  for (int i = 0; i < 9; ++i) even.rank(i % 3).events[i].enqueue_ns += 5'000'000;
+  EXPECT_EQ(even.diagnose().cls, VerdictClass::kNoHang);
+  // 6 of 8 among 3 ranks happens by chance (a healthy run on a busy machine): no verdict either;
+  // 8 of 8 does not.
+  for (const int lasts : {6, 8}) {
+    Job few(3);
+    for (int r = 0; r < 3; ++r) few.ops(r, repeat({kTrain}, 8));
+    for (int i = 0; i < 8; ++i) few.rank(i < lasts ? 1 : 2).events[i].enqueue_ns += 5'000'000;
+    EXPECT_EQ(few.diagnose().cls, lasts == 8 ? VerdictClass::kSlowRank : VerdictClass::kNoHang)
+        << lasts;
+  }
+}
+
+// A trainer whose rank 3 sleeps before each step: it is late only to the step's first
+// collective, and who is last at the other two varies, so it is last in about half of them (under
+// kSlowShare), but nearly all the waiting is for it.
+TEST(DiagnoseTest, SlowRankWhenTheOthersMostlyWaitForOneRank) {
+  for (const int64_t late : {int64_t{200'000'000}, int64_t{1'000'000}}) {
+    Job job(4);
+    for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 90));
+    for (int i = 0; i < 90; ++i) {
+      if (i % 3 == 0) {
+        job.rank(3).events[i].enqueue_ns += late;
+      } else {
+        job.rank(i % 4).events[i].enqueue_ns += 100'000;  // 0.1 ms of jitter, a rotating rank
+      }
+    }
+    const Verdict v = job.diagnose();
+    SCOPED_TRACE("late by " + std::to_string(late) + " ns");
+    if (late == 200'000'000) {
+      // 6 s of waiting over the 89 s the collectives span: a straggler.
+      EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
+      EXPECT_EQ(v.ranks, std::vector<int>{3});
+      EXPECT_NE(v.headline.find("last to issue 44 of 90 collectives (49%)"), std::string::npos)
+          << v.headline;
+      EXPECT_NE(v.headline.find("(6.00 s, 100% of all their waiting, 7% of 89.00 s)"),
+                std::string::npos)
+          << v.headline;
+    } else {
+      // 30 ms in 89 s: systematic, but too small to matter.
+      EXPECT_EQ(v.cls, VerdictClass::kNoHang) << v.headline;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,115 @@
+// A job built op by op for the analyzer's unit tests: ranks, their streams of ops with one
+// symbolized call site each, enqueue times one second apart. Test-only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "recorder/format/model.h"
+#include "recorder/format/reader.h"
+
+namespace ncclrec::analyzer::testing {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+
+inline constexpr uint64_t kComm = 0xc0ffee0000000001ull;
+inline constexpr uint64_t kOtherComm = 0xbeef000000000002ull;
+inline constexpr int64_t kSec = 1'000'000'000;
+inline constexpr int64_t kT0 = 1'700'000'000 * kSec;
+inline constexpr int kFloat = 7;  // ncclFloat32
+inline constexpr int kInt32 = 2;
+inline constexpr int kSum = 0;
+inline constexpr int kMax = 2;
+
+// Call sites by name: each gets a symbolized one-frame stack in every rank that uses it.
+struct Site {
+  std::string function;
+  int line;
+};
+inline const Site kTrain{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 27};
+inline const Site kSave{"(anonymous namespace)::saveCheckpoint(ncclComm*, int)", 33};
+inline const Site kLoss{"logLoss(ncclComm*)", 40};
+
+struct Op {
+  Site site;
+  uint64_t count = 4096;
+  OpType op = OpType::kAllReduce;
+  int dtype = kFloat;
+  int redop = kSum;
+  int root = -1;
+  uint64_t comm = kComm;
+};
+
+class Job {
+ public:
+  explicit Job(int world) : ranks_(world) {
+    for (int r = 0; r < world; ++r) {
+      ranks_[r].global_rank = r;
+      ranks_[r].world_size = world;
+      ranks_[r].pid = 100 + r;
+      ranks_[r].run_id = "run";
+      ranks_[r].heartbeat_ns = kT0 + 100 * kSec;
+    }
+  }
+  // Appends completed ops to `rank`'s stream, then optionally one still pending.
+  Job& ops(int rank, const std::vector<Op>& ops, bool last_pending = false) {
+    RankData& r = ranks_[rank];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& o = ops[i];
+      EventRecord e;
+      e.index = r.events.size();
+      e.op = o.op;
+      e.comm_id = o.comm;
+      e.op_seq = ++seq_[rank][o.comm];
+      e.count = o.count;
+      e.dtype = o.dtype;
+      e.redop = o.redop;
+      e.peer = o.root;
+      e.rank = rank;
+      e.nranks = static_cast<int>(ranks_.size());
+      e.stack_id = stackFor(r, o.site);
+      e.enqueue_ns = kT0 + static_cast<int64_t>(e.index) * kSec;
+      const bool pending = last_pending && i + 1 == ops.size();
+      e.state = pending ? EventState::kEnqueued : EventState::kCompleted;
+      e.end_ns = pending ? 0 : e.enqueue_ns + 1000;
+      r.events.push_back(e);
+      r.events_total = r.events.size();
+    }
+    return *this;
+  }
+  RankData& rank(int r) { return ranks_[r]; }
+  format::LoadedSet set() const { return format::LoadedSet{ranks_, {}}; }
+  Verdict diagnose() const { return analyzer::diagnose(set()); }
+
+ private:
+  static uint32_t stackFor(RankData& r, const Site& s) {
+    for (const auto& [id, st] : r.stacks) {
+      if (st.frames[0].function == s.function && st.frames[0].line == s.line) return id;
+    }
+    format::Stack st;
+    st.id = static_cast<uint32_t>(r.stacks.size());
+    // The same binary at a different load address in each process.
+    st.frames.push_back(
+        {0x5550000 + 0x1000 * static_cast<uint64_t>(r.global_rank) + static_cast<uint64_t>(s.line),
+         "/opt/train", static_cast<uint64_t>(s.line), s.function, "train.cc", s.line});
+    st.symbolized = true;
+    r.stacks[st.id] = st;
+    return st.id;
+  }
+  std::vector<RankData> ranks_;
+  std::map<int, std::map<uint64_t, uint64_t>> seq_;
+};
+
+inline std::vector<Op> repeat(const Op& op, int n) { return std::vector<Op>(n, op); }
+inline std::vector<Op> concat(std::vector<Op> a, const std::vector<Op>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace ncclrec::analyzer::testing
