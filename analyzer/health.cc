@@ -97,7 +97,7 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
       const bool mostly_last = static_cast<double>(n) >= kSlowShare * static_cast<double>(full);
       const bool costly = total_wait > 0 &&
                           waited >= kSlowWaitShare * static_cast<double>(total_wait) &&
-                          waited >= kSlowWaitOfSpan * span;
+                          waited >= kSlowWaitOfSpan * span && waited >= kSlowMinWaitNs;
       if (!mostly_last && !costly) continue;
       // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
       // them is last in 6 or more about 5 % of the time): the share must also be unlikely when

@@ -18,13 +18,15 @@ namespace ncclrec::analyzer {
 // one rank enqueued last in a share of them that chance (every rank equally likely to be last)
 // would give one of the ranks less often than kSlowChance, and either that share is at least
 // kSlowShare, or the others' waiting for it (each collective's last enqueue minus the one before)
-// is at least kSlowWaitShare of all their waiting and kSlowWaitOfSpan of the time the collectives
-// span: a rank late to one collective of each step is a straggler too.
+// is at least kSlowWaitShare of all their waiting, kSlowWaitOfSpan of the time the collectives
+// span and kSlowMinWaitNs in all: a rank late to one collective of each step is a straggler too,
+// a rank a few microseconds late in a short run is not.
 inline constexpr size_t kSlowMinOps = 8;
 inline constexpr double kSlowShare = 0.75;
 inline constexpr double kSlowChance = 1e-3;
 inline constexpr double kSlowWaitShare = 0.75;
 inline constexpr double kSlowWaitOfSpan = 0.05;
+inline constexpr double kSlowMinWaitNs = 100e6;
 std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols);
 
 }  // namespace ncclrec::analyzer
