@@ -1,13 +1,16 @@
 // loadDump, loadFile and loadPaths (reader.h); black boxes are parsed in bbox_reader.cc.
 #include "recorder/format/reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -24,15 +27,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The file in one read() where the kernel allows: a dump is written whole and then renamed into
+// place, so its size is known and fixed (a file that shrinks meanwhile is read to its new end).
 StatusOr<std::string> readWholeFile(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec) return Status::error(path + ": " + ec.message());
-  if (!fs::is_regular_file(st)) return Status::error(path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::error(path + ": read error");
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Status::error(path + ": " + std::strerror(errno));
+  const auto fail = [&](const std::string& why) {
+    ::close(fd);
+    return Status::error(path + ": " + why);
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t used = 0;
+  while (used < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + used, bytes.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::string("read error: ") + std::strerror(errno));
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(used);
   return bytes;
 }
 
