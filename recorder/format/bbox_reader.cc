@@ -15,6 +15,7 @@
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/prefault.h"
 #include "recorder/format/reader.h"
 
 namespace ncclrec::format {
@@ -133,7 +134,7 @@ void readEvents(const BboxHeader* h, uint64_t write_index, RankData* out) {
   const uint64_t first = write_index > h->ring_capacity ? write_index - h->ring_capacity : 0;
   out->events_total = write_index;
   out->events_lost = first;
-  out->events.reserve(write_index - first);
+  reserveAndPrefault(&out->events, write_index - first);
   for (uint64_t i = first; i < write_index; ++i) {
     Event e;
     if (readEvent(h, i, &e)) {

@@ -9,6 +9,8 @@
 #include <exception>
 #include <string>
 
+#include "recorder/format/prefault.h"
+
 namespace ncclrec::format {
 namespace {
 
@@ -258,7 +260,7 @@ RankData fromProto(const pb::Dump& p) {
   d.events_total = p.events_total();
   d.events_lost = p.events_lost();
   d.stacks_dropped = p.stacks_dropped();
-  d.events.reserve(p.events_size());
+  reserveAndPrefault(&d.events, static_cast<size_t>(p.events_size()));
   for (const pb::Event& e : p.events()) d.events.push_back(fromProto(e));
   for (const pb::Comm& c : p.comms()) d.comms.push_back(fromProto(c));
   for (const pb::Stack& s : p.stacks()) d.stacks[s.id()] = fromProto(s);

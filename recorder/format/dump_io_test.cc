@@ -148,6 +148,36 @@ TEST(DumpIoTest, WriteThenLoadEqualsAndLeavesNoTempFile) {
   EXPECT_EQ(*by_content, expected);
 }
 
+// Many pages of events: the reader reserves and pre-faults the event vector (prefault.h) and
+// reads the file in as few read() calls as the kernel allows; neither may change what is read.
+TEST(DumpIoTest, ManyPagesOfEventsLoadUnchanged) {
+  testing::TempDir dir;
+  const std::string path = dir.file("big.ncclrec.pb");
+  RankData d = fullRankData();
+  const EventRecord pattern = d.events.back();
+  for (uint64_t i = 102; i < 102 + 20000; ++i) {
+    EventRecord e = pattern;
+    e.index = i;
+    e.op_seq = i;
+    e.end_ns = static_cast<int64_t>(i) * 1000;
+    d.events.push_back(e);
+  }
+  d.events_total = d.events.back().index + 1;
+  ASSERT_TRUE(writeDumpFile(d, path).ok());
+  StatusOr<RankData> loaded = loadDump(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  d.source_path = path;
+  EXPECT_EQ(*loaded, d);
+}
+
+// A FIFO with a dump's name must be refused, not waited on for a writer.
+TEST(DumpIoTest, FifoIsRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  const std::string path = dir.file("fifo.ncclrec.pb");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_EQ(loadDump(path).status().message(), path + ": not a regular file");
+}
+
 TEST(DumpIoTest, WriteFailureNamesThePath) {
   const Status st = writeDumpFile(fullRankData(), "/nonexistent-dir/x.ncclrec.pb");
   ASSERT_FALSE(st.ok());
