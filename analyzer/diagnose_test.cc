@@ -347,6 +347,20 @@ TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
   EXPECT_NE(v.headline.find("comm beef0000"), std::string::npos) << v.headline;
 }
 
+TEST(DiagnoseTest, DeadlockLeavesOutRanksThatOnlyWaitOnIt) {
+  // The cycle of CrossCommunicatorDeadlockIsACycle, with ranks 2 and 3 also blocked in A#2: they
+  // wait for rank 1 (which never issued it) but not for rank 0 (which did), and nobody waits for
+  // them, so they are bystanders, not part of the deadlock.
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(4);
+  job.ops(0, {{kTrain}, on_b, {kTrain}}, true).ops(1, {{kTrain}, on_b, on_b}, true);
+  job.ops(2, repeat({kTrain}, 2), true).ops(3, repeat({kTrain}, 2), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
+}
+
 TEST(DiagnoseTest, CrossCommunicatorDeadlockIsACycle) {
   // Both ran A#1 and B#1; then rank 0 issues A#2 while rank 1 issues B#2: each waits for the
   // other, in a different communicator.

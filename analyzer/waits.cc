@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ncclrec::analyzer {
@@ -186,16 +187,30 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolT
     }
   }
   // i waits for j: j belongs to the communicator i is blocked in and has not issued that seq.
+  // Each communicator's processes sorted by how far they got, so a blocked process looks only at
+  // those behind it (thousands of ranks blocked in one communicator would otherwise cost N^2).
+  std::map<uint64_t, std::vector<std::pair<uint64_t, size_t>>> by_progress;  // (reached, process)
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    if (blocked[i] == nullptr) continue;
+    const uint64_t comm = blocked[i]->comm_id;
+    auto [it, added] = by_progress.try_emplace(comm);
+    if (!added) continue;
+    for (int member : members[comm]) {
+      const auto j = process_of.find({comm, member});
+      if (j == process_of.end()) continue;
+      const auto r = reached.find({j->second, comm});
+      it->second.emplace_back(r == reached.end() ? 0 : r->second, j->second);
+    }
+    std::sort(it->second.begin(), it->second.end());
+  }
   std::vector<std::vector<size_t>> waits_for(set.ranks.size());
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     if (blocked[i] == nullptr) continue;
-    for (int member : members[blocked[i]->comm_id]) {
-      const auto j = process_of.find({blocked[i]->comm_id, member});
-      if (j == process_of.end() || j->second == i) continue;
-      if (reached[{j->second, blocked[i]->comm_id}] < blocked[i]->op_seq) {
-        waits_for[i].push_back(j->second);
-      }
+    for (const auto& [progress, j] : by_progress[blocked[i]->comm_id]) {
+      if (progress >= blocked[i]->op_seq) break;
+      if (j != i) waits_for[i].push_back(j);
     }
+    std::sort(waits_for[i].begin(), waits_for[i].end());  // a stable search order: by process
   }
   // Depth-first search for a cycle; only blocked processes have edges.
   std::vector<int> color(set.ranks.size(), 0);  // 0 new, 1 on the path, 2 done
