@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "analyzer/diagnose.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/report.h"
+#include "analyzer/trace.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -155,6 +157,28 @@ TEST(DeviceCollisionTest, OnlyTheCollidingRanksAreCulprits) {
   ASSERT_EQ(v.tables.size(), 1u);
   EXPECT_EQ(v.tables[0].marked, (std::vector<bool>{true, true, false}));
   EXPECT_EQ(v.tables[0].rows[2][6].op.state, EventState::kCompleted);
+}
+
+TEST(DeviceCollisionTest, TraceMarksTheRefusedInits) {
+  const format::LoadedSet set{job({{"h", 0, ""}, {"h", 0, ""}, {"h", 1, "", 0}}), {}};
+  const Verdict v = diagnose(set);
+  ASSERT_EQ(v.cls, VerdictClass::kDeviceCollision) << v.headline;
+  std::ostringstream out;
+  writeTrace(set, v, out);
+  std::map<int, std::string> color;  // pid (= rank) -> its init slice's cname
+  int marks = 0;
+  const nlohmann::json doc = nlohmann::json::parse(out.str());
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "i") {
+      ++marks;
+      EXPECT_EQ(e["name"], "device_collision");
+    }
+    if (e["ph"] == "X" && e["name"] == "ncclCommInitRank") {
+      color[e["pid"].get<int>()] = e.value("cname", "");
+    }
+  }
+  EXPECT_EQ(color, (std::map<int, std::string>{{0, "terrible"}, {1, "terrible"}, {2, "bad"}}));
+  EXPECT_EQ(marks, 2);
 }
 
 TEST(DeviceCollisionTest, TextAndJsonCarryTheTable) {

@@ -16,6 +16,17 @@ bool culprit(const Verdict& v, int rank) {
   return std::find(v.ranks.begin(), v.ranks.end(), rank) != v.ranks.end();
 }
 
+// The verdict's op in a rank's stream: the collective or p2p op with its seq on its communicator;
+// for a verdict on a call that takes no seq (a communicator's creation, for device_collision), that
+// call on that communicator.
+bool divergent(const Verdict& v, const format::EventRecord& e) {
+  if (e.comm_id != v.comm_id || v.comm_id == 0) return false;
+  if (v.seq != 0) {
+    return e.op_seq == v.seq && format::isCollective(e.op) == format::isCollective(v.op);
+  }
+  return v.op != format::OpType::kUnknown && e.op == v.op && e.op_seq == 0;
+}
+
 }  // namespace
 
 void writeTrace(const format::LoadedSet& set, const Verdict& v, std::ostream& out) {
@@ -76,12 +87,11 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, std::ostream& ou
                       {"dtype", std::string(format::dataTypeName(e.dtype))},
                       {"state", std::string(format::stateName(e.state))},
                       {"call_site", callSite(r, e)}}}};
-      const bool divergent = e.comm_id == v.comm_id && v.seq != 0 && e.op_seq == v.seq &&
-                             format::isCollective(e.op) == format::isCollective(v.op);
-      if (divergent) slice["cname"] = culprit(v, r.global_rank) ? "terrible" : "bad";
+      const bool marked = divergent(v, e);
+      if (marked) slice["cname"] = culprit(v, r.global_rank) ? "terrible" : "bad";
       if (!done) slice["args"]["pending"] = true;
       emit(slice);
-      if (divergent && culprit(v, r.global_rank)) {
+      if (marked && culprit(v, r.global_rank)) {
         emit({{"ph", "i"},
               {"s", "p"},
               {"name", std::string(verdictClassName(v.cls))},
