@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "analyzer/devices.h"
 #include "analyzer/engine.h"
@@ -248,8 +252,36 @@ Verdict Engine::run() {
     }
     return t;
   };
+  // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
+  // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,
+  // whichever of the two ops was enqueued first.
+  std::map<size_t, std::vector<const CommStreams*>> pending_in;  // rank -> comms it waits in
+  for (const CommStreams& c : comms_) {
+    for (const Stream& s : c.streams) {
+      if (!s.ops.empty() && isIncomplete(*s.ops.back().e)) pending_in[s.rank].push_back(&c);
+    }
+  }
+  std::set<const CommStreams*> waited_on;
+  for (const CommStreams& a : comms_) {
+    uint64_t first_pending = UINT64_MAX;
+    for (const Stream& s : a.streams) {
+      for (const Op& o : s.ops) {
+        if (isIncomplete(*o.e)) first_pending = std::min(first_pending, o.e->op_seq);
+      }
+    }
+    if (first_pending == UINT64_MAX) continue;
+    for (const Stream& s : a.streams) {
+      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending) continue;  // issued it
+      const auto it = pending_in.find(s.rank);
+      if (it == pending_in.end()) continue;
+      for (const CommStreams* b : it->second) {
+        if (b != &a) waited_on.insert(b);
+      }
+    }
+  }
   std::stable_sort(order.begin(), order.end(), [&](const CommStreams* a, const CommStreams* b) {
-    return pendingSince(*a) < pendingSince(*b);
+    return std::make_pair(waited_on.contains(a), pendingSince(*a)) <
+           std::make_pair(waited_on.contains(b), pendingSince(*b));
   });
   for (const CommStreams* c : order) {
     if (diagnoseComm(*c, v)) {

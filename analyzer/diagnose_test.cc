@@ -347,6 +347,25 @@ TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
   EXPECT_NE(v.headline.find("comm beef0000"), std::string::npos) << v.headline;
 }
 
+TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
+  // Ranks 0 and 2 wait in A#3 for rank 1, which waits in B#2 for rank 3, which is in host code.
+  // Rank 1's B#2 was enqueued before the others' A#3; the verdict is still rank 1 blocked in B
+  // (the start of the chain), not rank 3 stuck (which it would be were B diagnosed first).
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(4);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
+  job.rank(1).events.back().enqueue_ns = kT0 + kSec;  // before ranks 0 and 2 enqueue A#3 (2 s)
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("ncclAllReduce #2 on comm beef0000"), std::string::npos) << v.headline;
+  EXPECT_NE(v.headline.find("ranks 0,2 wait for it in ncclAllReduce #3 on comm c0ffee00"),
+            std::string::npos)
+      << v.headline;
+}
+
 TEST(DiagnoseTest, DeadlockLeavesOutRanksThatOnlyWaitOnIt) {
   // The cycle of CrossCommunicatorDeadlockIsACycle, with ranks 2 and 3 also blocked in A#2: they
   // wait for rank 1 (which never issued it) but not for rank 0 (which did), and nobody waits for

@@ -89,7 +89,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
         (std::all_of(going.begin(), going.end(),
                      [&](size_t g) { return c.streams[g].ops[p].e->state == EventState::kFailed; })
              ? " failed in "
-             : " wait for it in ") +
+             : (others.size() == 1 ? " waits" : " wait") + std::string(" for it in ")) +
         std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq);
     return;
   }
@@ -126,7 +126,8 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     v.site = siteAt(rd, *pending);
     v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
                  std::to_string(pending->op_seq) + " on comm " + hex8(pending->comm_id) + " from " +
-                 describeCallSite(v.site) + " while " + ranksWord(others) + " wait for it in " +
+                 describeCallSite(v.site) + " while " + ranksWord(others) +
+                 (others.size() == 1 ? " waits" : " wait") + " for it in " +
                  std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
                  " on comm " + hex8(c.comm_id);
     return;
@@ -142,8 +143,8 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                                       std::to_string(last->op_seq) + " from " +
                                       describeCallSite(v.site) + ")" + since
                                 : " never came") +
-               "; " + ranksWord(others) + " wait in " + std::string(format::opName(v.op)) + " #" +
-               std::to_string(v.seq);
+               "; " + ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
+               std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
 }
 
 }  // namespace ncclrec::analyzer::engine
