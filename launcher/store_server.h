@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "launcher/frame_server.h"
 #include "recorder/format/status.h"
 
 namespace ncclrec::launcher {
@@ -20,7 +20,7 @@ class StoreServer {
  public:
   struct Stats {
     uint64_t accepted = 0;
-    uint64_t dropped = 0;  // connections closed for a protocol violation
+    uint64_t dropped = 0;  // connections closed for a protocol violation or a wrong token
   };
 
   // Listens on `bind_addr` ("" or "0.0.0.0": every interface) and `port` (0: a free port) and
@@ -32,21 +32,15 @@ class StoreServer {
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
 
-  int port() const { return port_; }
-  Stats stats() const { return {accepted_.load(), dropped_.load()}; }
+  int port() const;
+  Stats stats() const;
 
  private:
-  StoreServer(int listen_fd, int port, int wake_read, int wake_write, std::string token);
-  void serve();
+  StoreServer();
 
-  int listen_fd_;
-  int port_;
-  int wake_read_;
-  int wake_write_;
-  std::string token_;
-  std::atomic<uint64_t> accepted_{0};
-  std::atomic<uint64_t> dropped_{0};
-  std::thread thread_;
+  std::atomic<uint64_t> refused_{0};                // wrong tokens
+  std::unique_ptr<FrameServer::Protocol> service_;  // declared first: outlives frames_' thread
+  std::unique_ptr<FrameServer> frames_;
 };
 
 }  // namespace ncclrec::launcher

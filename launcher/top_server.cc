@@ -1,11 +1,6 @@
 #include "launcher/top_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,12 +55,6 @@ bool sameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-std::string frame(const std::string& body) {
-  std::string out(4, '\0');
-  for (int i = 0; i < 4; ++i) out[size_t(i)] = static_cast<char>((body.size() >> (8 * i)) & 0xff);
-  return out + body;
-}
-
 // The attempt directory cxxrun writes now: the highest attempt_N under the run directory.
 std::string newestAttempt(const std::string& run_dir) {
   std::error_code ec;
@@ -93,13 +82,6 @@ void trim(format::RankData* d, size_t max_events) {
   for (auto it = d->stacks.begin(); it != d->stacks.end();)
     it = used.contains(it->first) ? std::next(it) : d->stacks.erase(it);
 }
-
-struct Conn {
-  int fd = -1;
-  bool closing = false;
-  std::string in;
-  std::string out;
-};
 
 // What the server thread keeps between requests.
 class Replier {
@@ -209,131 +191,62 @@ class Replier {
   std::vector<std::string> peers_;
 };
 
+// TopRequest frames in, TopReply frames out; a wrong token or an undecodable request is answered
+// with `error` set, then the connection is closed.
+class TopProtocol : public FrameServer::Protocol {
+ public:
+  TopProtocol(const TopServer::Config& config, std::string self, TopServer::Counters* counters)
+      : config_(config), replier_(config, std::move(self)), counters_(counters) {}
+
+  bool onFrame(FrameServer::Conn& c, std::string_view body) override {
+    format::pb::TopRequest request;
+    const bool decoded = request.ParseFromArray(body.data(), static_cast<int>(body.size()));
+    ++counters_->requests;
+    if (!decoded || !sameToken(request.token(), config_.token)) {
+      ++counters_->refused;
+      format::pb::TopReply refusal;
+      refusal.set_error(decoded ? "wrong job token" : "request does not decode");
+      c.out += FrameServer::frame(refusal.SerializeAsString());
+      c.closing = true;
+      return true;
+    }
+    c.out += FrameServer::frame(replier_.answer(request));
+    counters_->reads.store(replier_.reads);
+    return true;
+  }
+
+ private:
+  const TopServer::Config& config_;
+  Replier replier_;
+  TopServer::Counters* counters_;
+};
+
 }  // namespace
 
 format::StatusOr<std::unique_ptr<TopServer>> TopServer::start(Config config) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(config.port));
-  if (config.bind_addr.empty() || config.bind_addr == "0.0.0.0") {
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  } else if (inet_pton(AF_INET, config.bind_addr.c_str(), &addr.sin_addr) != 1) {
-    return format::Status::error("ncclrec-top server: cannot listen on '" + config.bind_addr +
-                                 "': not an IPv4 address");
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    return format::Status::error(std::string("ncclrec-top server: socket: ") + strerror(errno));
-  }
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
-    const int e = errno;
-    close(fd);
-    return format::Status::error("ncclrec-top server: cannot listen on port " +
-                                 std::to_string(config.port) + ": " + strerror(e));
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
-    close(fd);
-    return format::Status::error(std::string("ncclrec-top server: pipe: ") + strerror(errno));
-  }
-  std::unique_ptr<TopServer> server(
-      new TopServer(std::move(config), fd, ntohs(addr.sin_port), pipefd[0], pipefd[1]));
-  server->thread_ = std::thread([s = server.get()] { s->serve(); });
+  auto listening =
+      FrameServer::listen("ncclrec-top server", config.bind_addr, config.port, kMaxRequest);
+  if (!listening.ok()) return listening.status();
+  std::unique_ptr<TopServer> server(new TopServer(std::move(config)));
+  server->frames_ = std::move(listening).value();
+  server->protocol_ =
+      std::make_unique<TopProtocol>(server->config_, server->endpoint(), &server->counters_);
+  server->frames_->serve(server->protocol_.get());
   return server;
 }
 
-TopServer::TopServer(Config config, int listen_fd, int port, int wake_read, int wake_write)
-    : config_(std::move(config)),
-      listen_fd_(listen_fd),
-      port_(port),
-      wake_read_(wake_read),
-      wake_write_(wake_write) {}
+TopServer::TopServer(Config config) : config_(std::move(config)) {}
 
 TopServer::~TopServer() {
-  const char c = 'x';
-  (void)!write(wake_write_, &c, 1);
-  if (thread_.joinable()) thread_.join();
-  close(listen_fd_);
-  close(wake_read_);
-  close(wake_write_);
+  frames_.reset();  // stops the thread before the endpoint file goes
   if (!remove_on_stop_.empty()) ::unlink(remove_on_stop_.c_str());
 }
 
-void TopServer::serve() {
-  Replier replier(config_, endpoint());
-  std::map<uint64_t, Conn> conns;
-  uint64_t next_id = 1;
-  std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;
-  for (;;) {
-    fds.clear();
-    ids.clear();
-    fds.push_back({wake_read_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
-    for (auto& [id, c] : conns) {
-      fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
-      ids.push_back(id);
-    }
-    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
-    if (fds[0].revents != 0) break;
-    if (fds[1].revents & POLLIN) {
-      for (int cfd;
-           (cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
-        const int one = 1;
-        setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        conns[next_id++].fd = cfd;
-        ++accepted_;
-      }
-    }
-    for (size_t i = 2; i < fds.size(); ++i) {
-      auto it = conns.find(ids[i - 2]);
-      Conn& c = it->second;
-      bool drop = false;
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[65536];
-        const ssize_t n = read(c.fd, buf, sizeof(buf));
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) drop = true;
-        if (n > 0) c.in.append(buf, static_cast<size_t>(n));
-        while (!drop && !c.closing && c.in.size() >= 4) {
-          const uint32_t len = store::readU32(c.in.data());
-          if (len > kMaxRequest) {
-            ++refused_;
-            drop = true;
-            break;
-          }
-          if (c.in.size() - 4 < len) break;
-          format::pb::TopRequest request;
-          const bool decoded = request.ParseFromArray(c.in.data() + 4, static_cast<int>(len));
-          c.in.erase(0, 4 + size_t{len});
-          ++requests_;
-          if (!decoded || !sameToken(request.token(), config_.token)) {
-            ++refused_;
-            format::pb::TopReply refusal;
-            refusal.set_error(decoded ? "wrong job token" : "request does not decode");
-            c.out += frame(refusal.SerializeAsString());
-            c.closing = true;
-            break;
-          }
-          c.out += frame(replier.answer(request));
-          reads_.store(replier.reads);
-        }
-      }
-      if (!drop && !c.out.empty()) {
-        const ssize_t n = write(c.fd, c.out.data(), c.out.size());
-        if (n < 0 && errno != EAGAIN && errno != EINTR) drop = true;
-        if (n > 0) c.out.erase(0, static_cast<size_t>(n));
-      }
-      if (drop || (c.closing && c.out.empty())) {
-        close(c.fd);
-        conns.erase(it);
-      }
-    }
-  }
-  for (auto& [id, c] : conns) close(c.fd);
+int TopServer::port() const { return frames_->port(); }
+
+TopServer::Stats TopServer::stats() const {
+  return {frames_->accepted(), counters_.requests.load(),
+          counters_.refused.load() + frames_->violations(), counters_.reads.load()};
 }
 
 std::unique_ptr<TopServer> startTopServer(const Options& o, const JobFacts& facts,

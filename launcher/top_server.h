@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "launcher/frame_server.h"
 #include "launcher/options.h"
 #include "launcher/worker_env.h"
 #include "recorder/format/status.h"
@@ -50,27 +50,25 @@ class TopServer {
   // Removes `path` (the endpoint file) when the server stops: it names a live server only.
   void removeOnStop(std::string path) { remove_on_stop_ = std::move(path); }
 
-  int port() const { return port_; }
-  std::string endpoint() const { return config_.advertise_host + ":" + std::to_string(port_); }
-  Stats stats() const {
-    return {accepted_.load(), requests_.load(), refused_.load(), reads_.load()};
-  }
+  int port() const;
+  std::string endpoint() const { return config_.advertise_host + ":" + std::to_string(port()); }
+  Stats stats() const;
+
+  // Kept by the server thread, read by stats().
+  struct Counters {
+    std::atomic<uint64_t> requests{0};
+    std::atomic<uint64_t> refused{0};  // wrong token or undecodable (oversize: the FrameServer's)
+    std::atomic<uint64_t> reads{0};
+  };
 
  private:
-  TopServer(Config config, int listen_fd, int port, int wake_read, int wake_write);
-  void serve();
+  explicit TopServer(Config config);
 
   Config config_;
-  int listen_fd_;
-  int port_;
-  int wake_read_;
-  int wake_write_;
-  std::atomic<uint64_t> accepted_{0};
-  std::atomic<uint64_t> requests_{0};
-  std::atomic<uint64_t> refused_{0};
-  std::atomic<uint64_t> reads_{0};
+  Counters counters_;
   std::string remove_on_stop_;
-  std::thread thread_;
+  std::unique_ptr<FrameServer::Protocol> protocol_;  // declared first: outlives frames_' thread
+  std::unique_ptr<FrameServer> frames_;
 };
 
 // The agent's hook: serves this node for ncclrec-top until the returned server is destroyed.
