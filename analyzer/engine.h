@@ -94,10 +94,7 @@ inline bool unfinished(const EventRecord& e) {
   return isIncomplete(e) || e.state == EventState::kFailed;
 }
 
-inline bool hasRoot(OpType op) {
-  return op == OpType::kBroadcast || op == OpType::kBcast || op == OpType::kReduce ||
-         op == OpType::kGather || op == OpType::kScatter;
-}
+using format::hasRoot;
 
 inline std::string hex8(uint64_t v) {
   char buf[17];
@@ -203,7 +200,6 @@ class Engine {
 
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
   void addStatus(Verdict& v) const;
-  EvidenceOp evidenceOp(size_t rank, const EventRecord& e) const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
 
   const format::LoadedSet& set_;

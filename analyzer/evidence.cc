@@ -6,20 +6,6 @@
 
 namespace ncclrec::analyzer::engine {
 
-EvidenceOp Engine::evidenceOp(size_t rank, const EventRecord& e) const {
-  EvidenceOp o;
-  o.seq = e.op_seq;
-  o.op = e.op;
-  o.count = e.count;
-  o.dtype = e.dtype;
-  o.redop = e.redop;
-  o.root = hasRoot(e.op) ? e.peer : -1;
-  o.state = e.state;
-  o.result = e.result;
-  o.site = siteAt(set_.ranks[rank], e);
-  return o;
-}
-
 void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
   const size_t from = p >= kContextBefore ? p - kContextBefore : 0;
   struct Row {
@@ -31,7 +17,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
     Row r;
     for (size_t i = from; i < s.ops.size() && i <= p + kContextAfter; ++i) {
       r.sig.emplace_back(s.ops[i].key, s.ops[i].e->state);
-      r.row.ops.push_back(evidenceOp(s.rank, *s.ops[i].e));
+      r.row.ops.push_back(evidenceOpOf(set_.ranks[s.rank], *s.ops[i].e, symbols_));
     }
     const RankData& rd = set_.ranks[s.rank];
     if (rd.exited) {

@@ -62,17 +62,13 @@ int exitCodeFor(VerdictClass c) {
 
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
                         const SymbolTable& symbols) {
-  using format::OpType;
   EvidenceOp o;
   o.seq = e.op_seq;
   o.op = e.op;
   o.count = e.count;
   o.dtype = e.dtype;
   o.redop = e.redop;
-  const bool rooted = e.op == OpType::kBroadcast || e.op == OpType::kBcast ||
-                      e.op == OpType::kReduce || e.op == OpType::kGather ||
-                      e.op == OpType::kScatter;
-  o.root = rooted ? e.peer : -1;
+  o.root = format::hasRoot(e.op) ? e.peer : -1;
   o.state = e.state;
   o.result = e.result;
   o.site = callSiteOf(rank, e, symbols);

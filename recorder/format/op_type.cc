@@ -68,6 +68,11 @@ bool isCollective(OpType op) { return op >= OpType::kAllReduce && op <= OpType::
 
 bool isP2p(OpType op) { return op == OpType::kSend || op == OpType::kRecv; }
 
+bool hasRoot(OpType op) {
+  return op == OpType::kBroadcast || op == OpType::kBcast || op == OpType::kReduce ||
+         op == OpType::kGather || op == OpType::kScatter;
+}
+
 bool isCommLifecycle(OpType op) {
   switch (op) {
     case OpType::kCommInitRank:

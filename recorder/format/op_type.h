@@ -50,6 +50,8 @@ std::string_view opName(OpType op);
 OpType opFromName(std::string_view name);
 bool isCollective(OpType op);
 bool isP2p(OpType op);
+// A collective with a root rank (broadcast, bcast, reduce, gather, scatter): the event's peer.
+bool hasRoot(OpType op);
 // Creates, splits, shrinks, finalizes, destroys, aborts or revokes a communicator.
 bool isCommLifecycle(OpType op);
 

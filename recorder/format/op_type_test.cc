@@ -32,6 +32,10 @@ TEST(OpTypeTest, Classes) {
   EXPECT_FALSE(isCollective(OpType::kSend));
   EXPECT_TRUE(isP2p(OpType::kRecv));
   EXPECT_FALSE(isP2p(OpType::kGroupEnd));
+  EXPECT_TRUE(hasRoot(OpType::kBcast));
+  EXPECT_TRUE(hasRoot(OpType::kScatter));
+  EXPECT_FALSE(hasRoot(OpType::kAllReduce));
+  EXPECT_FALSE(hasRoot(OpType::kSend));
   EXPECT_TRUE(isCommLifecycle(OpType::kCommSplit));
   EXPECT_TRUE(isCommLifecycle(OpType::kCommRevoke));
   EXPECT_FALSE(isCommLifecycle(OpType::kCommGetAsyncError));
