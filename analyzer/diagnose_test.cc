@@ -345,6 +345,8 @@ TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
   EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{1});
   EXPECT_NE(v.headline.find("comm beef0000"), std::string::npos) << v.headline;
+  // Nobody else holds comm beef0000: nothing to say about what rank 1 waits for there.
+  EXPECT_EQ(v.headline.find("there it waits"), std::string::npos) << v.headline;
 }
 
 TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
@@ -364,6 +366,28 @@ TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
   EXPECT_NE(v.headline.find("ranks 0,2 wait for it in ncclAllReduce #3 on comm c0ffee00"),
             std::string::npos)
       << v.headline;
+  // The next link: what rank 1 waits for there.
+  EXPECT_NE(v.headline.find("; there it waits for rank 3, in host code: its last NCCL op "
+                            "(ncclAllReduce #1 from logLoss() train.cc:40) completed"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, BlockedElsewhereSaysHowTheRankItWaitsForIs) {
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  for (const auto& [mark, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"exited", ", which exited"}, {"crashed", ", which crashed (SIGSEGV)"}}) {
+    Job job(4);
+    job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+    job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
+    if (mark == "exited") job.rank(3).exited = true;
+    if (mark == "crashed") job.rank(3).fatal_signal = 11;
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << mark << ": " << v.headline;
+    EXPECT_NE(v.headline.find("; there it waits for rank 3" + phrase), std::string::npos)
+        << mark << ": " << v.headline;
+  }
 }
 
 TEST(DiagnoseTest, DeadlockLeavesOutRanksThatOnlyWaitOnIt) {

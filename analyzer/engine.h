@@ -190,6 +190,14 @@ class Engine {
   bool diagnoseComm(const CommStreams& c, Verdict& v);
   bool classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
                              Verdict& v);
+  // A rank's newest collective or p2p call still pending (nullptr when none), and its newest one.
+  std::pair<const EventRecord*, const EventRecord*> lastOps(const RankData& rd) const;
+  // "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago".
+  std::string lastOpPhrase(const RankData& rd, const EventRecord* last) const;
+  // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
+  // last NCCL op
+  // ..." (the ranks of that communicator that have not issued it; how the one rank is, if one).
+  std::string waitsThereFor(const EventRecord& pending, size_t self) const;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;

@@ -1,6 +1,9 @@
 // Classifying a stream that stopped while others wait: exited, crashed, blocked elsewhere, or
 // stuck in host code.
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analyzer/engine.h"
 
@@ -114,13 +117,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     return;
   }
   // Alive: either waiting in an op of another communicator, or in host code.
-  const EventRecord* pending = nullptr;
-  const EventRecord* last = nullptr;
-  for (const EventRecord& e : rd.events) {
-    if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
-    last = &e;
-    if (isIncomplete(e)) pending = &e;
-  }
+  const auto [pending, last] = lastOps(rd);
   if (pending != nullptr && pending->comm_id != c.comm_id) {
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(rd, *pending);
@@ -129,22 +126,60 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                  describeCallSite(v.site) + " while " + ranksWord(others) +
                  (others.size() == 1 ? " waits" : " wait") + " for it in " +
                  std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
-                 " on comm " + hex8(c.comm_id);
+                 " on comm " + hex8(c.comm_id) + waitsThereFor(*pending, stopped.rank);
     return;
   }
   v.cls = VerdictClass::kRankStuckInHost;
-  std::string since;
-  if (last != nullptr) {
-    v.site = siteAt(rd, *last);
-    if (last->end_ns > 0) since = " completed " + seconds(now_ - last->end_ns) + " ago";
-  }
-  v.headline = who + " is alive but stuck in host code: its last NCCL op" +
-               (last != nullptr ? " (" + std::string(format::opName(last->op)) + " #" +
-                                      std::to_string(last->op_seq) + " from " +
-                                      describeCallSite(v.site) + ")" + since
-                                : " never came") +
-               "; " + ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
+  if (last != nullptr) v.site = siteAt(rd, *last);
+  v.headline = who + " is alive but stuck in host code: " + lastOpPhrase(rd, last) + "; " +
+               ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
                std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+}
+
+std::pair<const EventRecord*, const EventRecord*> Engine::lastOps(const RankData& rd) const {
+  const EventRecord* pending = nullptr;
+  const EventRecord* last = nullptr;
+  for (const EventRecord& e : rd.events) {
+    if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
+    last = &e;
+    if (isIncomplete(e)) pending = &e;
+  }
+  return {pending, last};
+}
+
+std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) const {
+  if (last == nullptr) return "its last NCCL op never came";
+  return "its last NCCL op (" + std::string(format::opName(last->op)) + " #" +
+         std::to_string(last->op_seq) + " from " + describeCallSite(siteAt(rd, *last)) + ")" +
+         (last->end_ns > 0 ? " completed " + seconds(now_ - last->end_ns) + " ago" : "");
+}
+
+std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const {
+  if (!format::isCollective(pending.op)) return "";  // p2p pairs by peer, not by seq
+  const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
+    return c.comm_id == pending.comm_id;
+  });
+  if (there == comms_.end()) return "";
+  std::vector<size_t> behind;  // streams of `there` that have not issued pending's seq
+  for (size_t s = 0; s < there->streams.size(); ++s) {
+    const Stream& st = there->streams[s];
+    if (st.rank == self) continue;
+    if (st.ops.empty() || st.ops.back().e->op_seq < pending.op_seq) behind.push_back(s);
+  }
+  if (behind.empty()) return "";
+  std::string out = "; there it waits for " + ranksWord(ranksOf(*there, behind));
+  if (behind.size() != 1) return out;
+  const size_t rank = there->streams[behind.front()].rank;
+  const RankData& rd = set_.ranks[rank];
+  if (rd.exited) return out + ", which exited";
+  if (rd.fatal_signal != 0) return out + ", which crashed (" + signalName(rd.fatal_signal) + ")";
+  if (dead(rank)) return out + ", which died without an exit mark";
+  const auto [its_pending, its_last] = lastOps(rd);
+  if (its_pending != nullptr && its_pending->comm_id != pending.comm_id) {
+    return out + ", itself blocked in " + std::string(format::opName(its_pending->op)) + " #" +
+           std::to_string(its_pending->op_seq) + " on comm " + hex8(its_pending->comm_id);
+  }
+  return out + ", in host code: " + lastOpPhrase(rd, its_last);
 }
 
 }  // namespace ncclrec::analyzer::engine
