@@ -41,6 +41,13 @@ ncclResult_t validate(const Check& k, const OpArgs& a) {
       return fail(ncclInvalidArgument, "%s: reduction operation %d was created for %s, not %s",
                   k.name, op, dtypeName(c.preMulSumOps[op - ncclNumOps].dtype), dtypeName(a.dtype));
     }
+    // NCCL builds no fp8 kernels for avg or premulsum: it refuses them at the call (2.28.9,
+    // measured on an H100; ncclRedOpCreatePreMulSum itself succeeds).
+    if ((a.dtype == ncclFloat8e4m3 || a.dtype == ncclFloat8e5m2) &&
+        (op == ncclAvg || op >= ncclNumOps)) {
+      return fail(ncclInvalidArgument, "%s: %s is not supported for %s", k.name,
+                  op == ncclAvg ? "ncclAvg" : "a premulsum reduction", dtypeName(a.dtype));
+    }
   }
   if (k.hasRoot && (a.root < 0 || a.root >= c.nranks)) {
     return fail(ncclInvalidArgument, "%s: %s %d out of range for nranks %d", k.name,

@@ -157,6 +157,23 @@ void reductions(ncclComm_t comm, ncclDataType_t t, size_t count, bool inPlace) {
     ncclRedOp_t rop = makeOp(op, t, comm, &created);
     auto mine = [&](size_t i) { return input(op, t, gRank, i); };
     auto want = [&](size_t i) { return reference(op, t, i, gN); };
+    if (isFp8(t) && (op == kAvg || op == kPreMulSum)) {
+      // NCCL has no fp8 avg or premulsum (2.28.9 on an H100): every reduction refuses them.
+      DevBuf buf(count * gN * es);
+      CHECK(
+          ncclAllReduce(buf.get(), buf.get(), count, t, rop, comm, gStream) == ncclInvalidArgument,
+          "AllReduce type %d op %s: expected ncclInvalidArgument", static_cast<int>(t),
+          kOpNames[op]);
+      CHECK(
+          ncclReduce(buf.get(), buf.get(), count, t, rop, 0, comm, gStream) == ncclInvalidArgument,
+          "Reduce type %d op %s: expected ncclInvalidArgument", static_cast<int>(t), kOpNames[op]);
+      CHECK(ncclReduceScatter(buf.get(), buf.get(), count, t, rop, comm, gStream) ==
+                ncclInvalidArgument,
+            "ReduceScatter type %d op %s: expected ncclInvalidArgument", static_cast<int>(t),
+            kOpNames[op]);
+      if (created) NCCL_OK(ncclRedOpDestroy(rop, comm));
+      continue;
+    }
     {  // AllReduce
       DevBuf send(count * es), recv(count * es);
       fill(send, t, count, 0, mine);

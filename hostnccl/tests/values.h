@@ -36,6 +36,7 @@ inline size_t typeSize(ncclDataType_t t) {
 inline bool isSigned(ncclDataType_t t) {
   return t != ncclUint8 && t != ncclUint32 && t != ncclUint64;
 }
+inline bool isFp8(ncclDataType_t t) { return t == ncclFloat8e4m3 || t == ncclFloat8e5m2; }
 inline bool isFloat(ncclDataType_t t) {
   return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 ||
          t == ncclFloat8e4m3 || t == ncclFloat8e5m2;
