@@ -27,6 +27,20 @@ const char* workerPath() {
 
 bool realNccl() { return std::getenv("HOSTNCCL_CONFORMANCE_REAL_NCCL") != nullptr; }
 
+// GPUs on this machine: the /dev/nvidiaN device files.
+int gpuCount() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos) {
+      ++n;
+    }
+  }
+  return n;
+}
+
 struct Expect {
   int killedRank = -1;     // this rank is expected to die by SIGKILL
   int exitEarlyRank = -1;  // this rank may exit 0 at any time
@@ -36,6 +50,12 @@ struct Expect {
 // unexpected exit, and kills everything after `limit`.
 void runRanks(const std::string& scenario, int n, std::vector<std::string> env = {},
               Expect expect = {}, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  // Real NCCL refuses two ranks on one GPU ("Duplicate GPU detected"), which only the
+  // duplicate_device scenario wants.
+  if (realNccl() && scenario != "duplicate_device" && n > gpuCount()) {
+    GTEST_SKIP() << scenario << " on " << n << " ranks needs " << n
+                 << " GPUs with real NCCL; this machine has " << gpuCount();
+  }
   auto dir = std::filesystem::temp_directory_path() /
              ("hostnccl-conf-" + std::to_string(getpid()) + "-" + scenario + "-" +
               std::to_string(n) + "-" + std::to_string(std::rand()));
