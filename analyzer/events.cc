@@ -94,8 +94,13 @@ bool isComplete(const EventRecord& e) {
   return e.state == EventState::kCompleted || e.state == EventState::kFailed || e.end_ns > 0;
 }
 
-// {"took" or "age", nanoseconds}; nanoseconds < 0 when unknown.
+// {"took", "within" or "age", nanoseconds}; nanoseconds < 0 when unknown. An op completed through
+// CUDA events has its start and end stamped when the watchdog saw them fire, once per poll
+// (NCCLREC_POLL_MS), so only "completed within this long of its enqueue" is known of it.
 std::pair<std::string_view, int64_t> timing(const RankData& rank, const EventRecord& e) {
+  if (isComplete(e) && (e.flags & format::kEventCudaTimed) != 0) {
+    return {"within", e.end_ns > 0 && e.enqueue_ns > 0 ? e.end_ns - e.enqueue_ns : -1};
+  }
   if (isComplete(e)) {
     const int64_t from = e.start_ns != 0 ? e.start_ns : e.enqueue_ns;
     return {"took", e.end_ns > 0 && from > 0 ? e.end_ns - from : -1};
@@ -206,7 +211,9 @@ Json eventJson(const RankData& r, const EventRecord& e) {
   j["start_ns"] = e.start_ns;
   j["end_ns"] = e.end_ns;
   const auto [what, ns] = timing(r, e);
-  j[what == "took" ? "duration_ns" : "age_ns"] = valueOrNull(ns >= 0, ns);
+  j[what == "took"     ? "duration_ns"
+    : what == "within" ? "completed_within_ns"
+                       : "age_ns"] = valueOrNull(ns >= 0, ns);
   j["stack_id"] = valueOrNull(e.stack_id != format::kNoStack, e.stack_id);
   j["call_site"] = callSite(r, e);
   return j;

@@ -249,6 +249,31 @@ TEST_F(EventsTest, DumpsShowTheirReasonAndSymbolizedCallSite) {
   EXPECT_NE(lines[5].find("age 60.0s"), std::string::npos) << lines[5];  // to the dump time
 }
 
+// On a GPU the watchdog stamps start and end when it sees the CUDA events fire, once per poll: the
+// listing says how soon after its enqueue the op was seen complete, not a duration.
+TEST_F(EventsTest, CudaTimedOpsSayWithinHowLongTheyCompleted) {
+  format::RankData d = *format::loadBlackBox(dir_.file("rank0.bbox"));
+  d.source = format::SourceKind::kDump;
+  format::EventRecord& e = d.events.at(0);
+  e.flags |= format::kEventCudaTimed;
+  e.start_ns = e.end_ns = e.enqueue_ns + 200'000'000;  // both seen at one poll
+  ASSERT_TRUE(format::writeDumpFile(d, dir_.file("rank0.ncclrec.pb")).ok());
+  EventsOptions o;
+  o.rank = 0;
+  ASSERT_EQ(run(o), kExitOk) << err_.str();
+  const std::vector<std::string> lines = outLines();
+  ASSERT_GE(lines.size(), 4u) << out_.str();
+  EXPECT_NE(lines[2].find(" within 200"), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[2].find("took"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("took 1.50ms"), std::string::npos) << lines[3];  // host-timed: as before
+  o.json = true;
+  ASSERT_EQ(run(o), kExitOk) << err_.str();
+  const nlohmann::json doc = nlohmann::json::parse(out_.str());
+  const nlohmann::json& ar = doc["ranks"][0]["events"][0];
+  EXPECT_EQ(ar["completed_within_ns"], 200'000'000);
+  EXPECT_FALSE(ar.contains("duration_ns"));
+}
+
 TEST_F(EventsTest, BadPathsAreOneLineAndExitOne) {
   const std::string missing = dir_.file("nope.bbox");
   EXPECT_EQ(run({}, {missing}), kExitBadInput);
