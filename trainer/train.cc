@@ -17,9 +17,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "trainer/checkpoint_file.h"
@@ -75,7 +77,19 @@ std::vector<float> toVector(const at::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-std::string stateKey(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// LibTorch keys an optimizer's per-parameter state by the parameter's TensorImpl: by its address
+// as text up to 2.x's early releases (1.13 here), by the pointer itself since (2.11 on the GPU
+// machine). The map's key type says which.
+template <typename StateMap>
+typename StateMap::key_type stateKey(const StateMap&, const at::Tensor& p) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream text;
+    text << p.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 // Every rank evaluates its shard of the evaluation set (padding excluded) and one all-reduce
 // makes the metric job-wide. noinline: the call site of the evaluation collective.
@@ -267,7 +281,7 @@ void Trainer::resume() {
         } else {
           auto state = std::make_unique<torch::optim::SGDParamState>();
           state->momentum_buffer(value.clone());
-          optimizer_->state()[stateKey(params[i])] = std::move(state);
+          optimizer_->state()[stateKey(optimizer_->state(), params[i])] = std::move(state);
         }
       }
     }
@@ -425,7 +439,7 @@ Checkpoint Trainer::makeCheckpoint(int64_t step) const {
   for (size_t i = 0; i < params.size(); ++i) {
     const std::vector<int64_t> shape(params[i].sizes().begin(), params[i].sizes().end());
     c.tensors.push_back({"param/" + names[i], shape, toVector(params[i])});
-    const auto it = optimizer_->state().find(stateKey(params[i]));
+    const auto it = optimizer_->state().find(stateKey(optimizer_->state(), params[i]));
     if (it == optimizer_->state().end()) continue;
     const auto& state = static_cast<const torch::optim::SGDParamState&>(*it->second);
     if (state.momentum_buffer().defined()) {
