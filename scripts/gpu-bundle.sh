@@ -20,4 +20,6 @@ ldd "$build/bin/ncclrec-analyze" "$build/lib/libncclrec_dump.so" |
   grep -oE '/[^ ]*/lib(protobuf|dw|elf|lzma|bz2|z|zstd)\.so[^ ]*' | sort -u |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 strip --strip-debug "$bundle"/bin/* "$bundle"/lib/*
+# CLI11's headers, for building ncclrec-trainer there against that machine's LibTorch.
+mkdir -p "$bundle/include" && cp -r /usr/include/CLI "$bundle/include/"
 echo "gpu-bundle: $(du -sh "$bundle" | cut -f1) in $bundle; on the GPU machine: tests/gpu/run_checks.sh $bundle OUT_DIR"

@@ -74,6 +74,9 @@ ls "$out/held" 2>&1 | tee -a "$out/summary.txt"
 ls "$out/held"/*.hang.ncclrec.pb > /dev/null 2>&1 || rc=1
 verdict "a held all-reduce stays incomplete and the watchdog dumps it" $rc
 "$analyze" --events --last 5 "$out/held" 2>&1 | tee -a "$out/summary.txt" | head -20
+step "5. ncclrec-trainer on cuda:0 (built here against this PyTorch), without and with the shim"
+bash "$here/trainer_check.sh" "$bundle" /tmp/ncclrec-trainer-check 3 400 2>&1 | tee -a "$out/summary.txt"
+verdict "ncclrec-trainer runs on the GPU under the shim" "${PIPESTATUS[0]}"
 tar czf "$out/dumps.tgz" -C "$out" loop torch held 2>/dev/null
 rm -rf "$out/loop" "$out/torch" "$out/held"
 echo "$failed check(s) failed" | tee -a "$out/summary.txt"
