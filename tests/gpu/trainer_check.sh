@@ -3,9 +3,10 @@
 # LibTorch and NCCL (only the trainer's sources; CLI11's headers come in the bundle), then runs it
 # on cuda:0 without and with the shim, alternating (ABBA), and prints the ratio of the median step
 # times. Prints "trainer ratio R" last; exits 1 when it cannot build or run.
-#   trainer_check.sh BUNDLE WORK_DIR [ROUNDS] [STEPS]
+#   trainer_check.sh BUNDLE WORK_DIR [ROUNDS] [STEPS] [TRAINER_ARGS...]
 set -uo pipefail
 bundle=$(realpath "$1") work=$2 rounds=${3:-3} steps=${4:-400}
+extra=("${@:5}")
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 torch_dir=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))') || exit 1
 abi=$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))') || exit 1
@@ -25,7 +26,7 @@ run() {  # run direct|shim ROUND: prints the median step time in ms
   local out
   out=$(cd "$work" && LD_LIBRARY_PATH=$bundle/lib LD_PRELOAD=$pre NCCLREC_DIR="$work/rec-$1" \
         NCCLREC_RUN_ID="trainer-$1-$2" ./ncclrec-trainer --device cuda --steps "$steps" \
-        --eval-every 0 --log-every "$steps" 2>&1)
+        --eval-every 0 --log-every "$steps" "${extra[@]}" 2>&1)
   echo "$1 $(grep 'done:' <<< "$out")" >&2
   sed -n 's/.*step time median \([0-9.]*\) ms.*/\1/p' <<< "$out"
 }
@@ -37,6 +38,7 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 d=$(median "${direct[@]}") s=$(median "${shim[@]}")
 [[ -n $d && -n $s ]] || { echo "trainer: a run printed no step time"; exit 1; }
-"$bundle/bin/ncclrec-analyze" --events --last 3 "$work/rec-shim" 2>&1 | tail -4 | cut -c1-150
+LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/ncclrec-analyze" --events --last 3 "$work/rec-shim" 2>&1 |
+  tail -4 | cut -c1-150
 echo "trainer median step time: direct $d ms, shim $s ms ($((2 * rounds)) runs each)"
 echo "trainer ratio $(awk -v a="$s" -v b="$d" 'BEGIN {printf "%.3f", a / b}')"
