@@ -98,7 +98,8 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
       const bool costly = total_wait > 0 &&
                           waited >= kSlowWaitShare * static_cast<double>(total_wait) &&
                           waited >= kSlowWaitOfSpan * span && waited >= kSlowMinWaitNs;
-      if (!mostly_last && !costly) continue;
+      // Either way the waiting must matter: a rank last by microseconds is not slow.
+      if ((!mostly_last && !costly) || waited < kSlowMinWaitNs) continue;
       // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
       // them is last in 6 or more about 5 % of the time): the share must also be unlikely when
       // every rank is equally likely to be last.

@@ -16,11 +16,11 @@ namespace ncclrec::analyzer {
 
 // Over the completed collectives issued by every rank of a communicator (at least kSlowMinOps),
 // one rank enqueued last in a share of them that chance (every rank equally likely to be last)
-// would give one of the ranks less often than kSlowChance, and either that share is at least
-// kSlowShare, or the others' waiting for it (each collective's last enqueue minus the one before)
-// is at least kSlowWaitShare of all their waiting, kSlowWaitOfSpan of the time the collectives
-// span and kSlowMinWaitNs in all: a rank late to one collective of each step is a straggler too,
-// a rank a few microseconds late in a short run is not.
+// would give one of the ranks less often than kSlowChance, the others waited for it (each
+// collective's last enqueue minus the one before) kSlowMinWaitNs in all, and either that share is
+// at least kSlowShare, or their waiting for it is at least kSlowWaitShare of all their waiting and
+// kSlowWaitOfSpan of the time the collectives span: a rank late to one collective of each step is
+// a straggler too, a rank a few microseconds late in a short run is not.
 inline constexpr size_t kSlowMinOps = 8;
 inline constexpr double kSlowShare = 0.75;
 inline constexpr double kSlowChance = 1e-3;
