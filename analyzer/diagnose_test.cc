@@ -308,6 +308,20 @@ TEST(DiagnoseTest, RankWhosePeersLostTheConnectionCrashed) {
   EXPECT_EQ(v.ranks, std::vector<int>{1});
   EXPECT_NE(v.headline.find("ranks 0,2 failed in their 3rd (NCCL error 6)"), std::string::npos)
       << v.headline;
+
+  // Analyzed soon after the kill: rank 0 has not noticed yet (still pending, alive, heartbeat
+  // fresh), ranks 1-2 already failed with the remote error. One peer's error is enough.
+  Job soon(4);
+  soon.ops(0, repeat({kTrain}, 3), true).ops(3, repeat({kTrain}, 2));
+  soon.ops(1, repeat({kTrain}, 3)).ops(2, repeat({kTrain}, 3));
+  for (int r : {1, 2}) {
+    soon.rank(r).events.back().state = EventState::kFailed;
+    soon.rank(r).events.back().result = 6;  // ncclRemoteError
+    soon.rank(r).exited = true;
+  }
+  const Verdict w = soon.diagnose();
+  EXPECT_EQ(w.cls, VerdictClass::kRankCrashed) << w.headline;
+  EXPECT_EQ(w.ranks, std::vector<int>{3});
 }
 
 TEST(DiagnoseTest, BlackBoxRankBorrowsSymbolsAndAlignsWithDumps) {

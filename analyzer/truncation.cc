@@ -11,11 +11,14 @@ namespace ncclrec::analyzer::engine {
 
 void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                                 const std::vector<size_t>& going, Verdict& v) {
-  // The others failed at the op this rank never issued: the transport lost it, so it is gone.
-  const Op& next = c.streams[going.front()].ops[p];
-  const bool peers_lost_it =
-      next.e->state == EventState::kFailed &&
-      (next.e->result == kNcclRemoteError || next.e->result == kNcclSystemError);
+  // Others failed at the op this rank never issued: the transport lost it, so it is gone.
+  // One is enough: the others may still be waiting to notice (a run analyzed 0.2 s after the
+  // kill had rank 0 pending and ranks 1-2 failed).
+  const bool peers_lost_it = std::any_of(going.begin(), going.end(), [&](size_t g) {
+    const EventRecord& e = *c.streams[g].ops[p].e;
+    return e.state == EventState::kFailed &&
+           (e.result == kNcclRemoteError || e.result == kNcclSystemError);
+  });
   const auto kind = [&](size_t s) -> int {
     const RankData& r = set_.ranks[c.streams[s].rank];
     if (r.exited) return 0;
