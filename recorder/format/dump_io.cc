@@ -139,6 +139,7 @@ void toProto(const Stack& s, pb::Stack* p) {
     pf->set_function(f.function);
     pf->set_file(f.file);
     pf->set_line(f.line);
+    pf->set_python(f.python);
   }
 }
 
@@ -155,6 +156,7 @@ Stack fromProto(const pb::Stack& p) {
     f.function = pf.function();
     f.file = pf.file();
     f.line = pf.line();
+    f.python = pf.python();
     s.frames.push_back(std::move(f));
   }
   return s;

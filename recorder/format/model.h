@@ -13,19 +13,26 @@
 
 namespace ncclrec::format {
 
+// One frame of a call stack: native (a return address, symbolized from debug info) or Python
+// (a code object and instruction offset, named from the code object's metadata).
 struct Frame {
-  uint64_t address = 0;        // absolute return address in the recorded process
+  uint64_t address = 0;        // absolute return address in the recorded process; 0 for Python
   std::string module;          // path of the ELF object holding it, "" when unknown
   uint64_t module_offset = 0;  // address - module load bias
   std::string function;        // demangled; "" when unknown
   std::string file;            // source file from debug info; "" when unknown
   int line = 0;                // 0 when unknown
+  // Python frames: `function` is the code object's qualified name (co_qualname, else co_name),
+  // `file` its co_filename, `line` the line of the instruction being run; module is "".
+  bool python = false;
   friend bool operator==(const Frame&, const Frame&) = default;
 };
 
 struct Stack {
   uint32_t id = 0;
-  std::vector<Frame> frames;  // innermost (the caller of the NCCL function) first
+  // Python frames first (innermost first), then native frames (innermost, the caller of the NCCL
+  // function, first). A stack recorded on a thread without Python frames has native ones only.
+  std::vector<Frame> frames;
   bool symbolized = false;    // function names resolved (dumps); bboxes hold addresses only
   friend bool operator==(const Stack&, const Stack&) = default;
 };
