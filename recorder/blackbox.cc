@@ -61,7 +61,8 @@ bool makeDirectories(const std::string& dir, std::string* error) {
   return true;
 }
 
-std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* error) {
+std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* error,
+                                           const PythonRegions& python) {
   if (!makeDirectories(params.dir, error)) return nullptr;
   const std::string host = hostName();
   const std::string base = params.dir + "/" + host + "." + std::to_string(getpid());
@@ -79,9 +80,10 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
     *error = "cannot create a black box named " + base + "*.bbox: all names taken";
     return nullptr;
   }
-  const uint32_t stack_depth = static_cast<uint32_t>(params.stack_depth);
+  const uint32_t stack_depth = static_cast<uint32_t>(params.stack_depth) + python.depth;
   const format::BboxGeometry g = format::computeGeometry(
-      params.ring_capacity, params.max_comms, params.max_stacks, stack_depth, kModuleCapacity);
+      params.ring_capacity, params.max_comms, params.max_stacks, stack_depth, kModuleCapacity,
+      python.code_capacity, python.blob_bytes);
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(g.file_bytes));
   if (rc != 0) {
     *error = "cannot reserve " + std::to_string(g.file_bytes >> 20) + " MiB for " + path + ": " +
@@ -99,7 +101,8 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   }
   auto* h = static_cast<format::BboxHeader*>(map);
   format::initHeader(h, params.ring_capacity, params.max_comms, params.max_stacks, stack_depth,
-                     kModuleCapacity);
+                     kModuleCapacity, python.code_capacity, python.blob_bytes);
+  h->python_depth = python.depth;
   h->pid = getpid();
   h->global_rank = envInt("RANK", -1);
   h->world_size = envInt("WORLD_SIZE", -1);

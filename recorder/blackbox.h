@@ -13,12 +13,21 @@ namespace ncclrec::recorder {
 
 inline constexpr uint32_t kModuleCapacity = 1024;
 
+// What a Python process adds to its black box (all zero otherwise).
+struct PythonRegions {
+  uint32_t depth = 0;  // Python frames per stack, on top of the native ones
+  uint32_t code_capacity = 0;
+  uint64_t blob_bytes = 0;
+};
+
 class BlackBox {
  public:
   // Creates the dump directory (0700) when missing and a new file "<host>.<pid>.bbox" (0600) in
   // it, with its space reserved up front (a full disk fails here, not later with SIGBUS), and
-  // fills the header's identity. nullptr with `error` set on failure.
-  static std::unique_ptr<BlackBox> create(const Params& params, std::string* error);
+  // fills the header's identity. nullptr with `error` set on failure. A Python process
+  // (python_frames.h) asks for `python.depth` frames more per stack and the Python regions.
+  static std::unique_ptr<BlackBox> create(const Params& params, std::string* error,
+                                          const PythonRegions& python = PythonRegions());
   ~BlackBox();
   BlackBox(const BlackBox&) = delete;
   BlackBox& operator=(const BlackBox&) = delete;

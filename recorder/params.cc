@@ -127,6 +127,7 @@ Params readParams(std::vector<std::string>* problems) {
   while (cap < buffer) cap <<= 1;
   p.ring_capacity = cap;
   p.stack_depth = static_cast<int>(r.integer("NCCLREC_STACK_DEPTH", 0, 64));
+  p.python_depth = static_cast<int>(r.integer("NCCLREC_PYTHON_DEPTH", 0, 64));
   p.unwind = static_cast<UnwindChoice>(r.choice("NCCLREC_UNWIND"));
   p.max_comms = static_cast<uint32_t>(r.integer("NCCLREC_MAX_COMMS", 1, 1 << 20));
   p.max_stacks = static_cast<uint32_t>(r.integer("NCCLREC_MAX_STACKS", 1, 1 << 20));

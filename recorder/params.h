@@ -16,6 +16,7 @@ struct Params {
   bool disable = false;
   uint32_t ring_capacity = 0;  // NCCLREC_BUFFER rounded up to a power of two
   int stack_depth = 16;
+  int python_depth = 32;
   UnwindChoice unwind = UnwindChoice::kAuto;
   uint32_t max_comms = 4096;
   uint32_t max_stacks = 4096;

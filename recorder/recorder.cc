@@ -13,6 +13,7 @@
 #include "recorder/format/bbox_ring.h"
 #include "recorder/log.h"
 #include "recorder/modules.h"
+#include "recorder/python_frames.h"
 #include "recorder/signals.h"
 #include "recorder/stacks.h"
 #include "recorder/watchdog.h"
@@ -118,10 +119,29 @@ Recorder* Recorder::get() {
 }
 
 bool Recorder::init(std::string* error) {
-  box_ = BlackBox::create(params_, error);
+  PythonRegions regions;
+  if (params_.python_depth > 0) {
+    std::string why;
+    python_ = PythonFrames::detect(&why);
+    if (!why.empty())
+      NCCLREC_WARN(kLogStack, "no Python frames: %s; native stacks only", why.c_str());
+    if (python_) {
+      regions.depth = static_cast<uint32_t>(params_.python_depth);
+      regions.code_capacity = PythonFrames::kCodeCapacity;
+      regions.blob_bytes = PythonFrames::kBlobBytes;
+    }
+  }
+  box_ = BlackBox::create(params_, error, regions);
   if (!box_) return false;
   format::BboxHeader* h = box_->header();
   comms_ = std::make_unique<CommTable>(h, params_.max_comms);
+  if (python_ && python_->attach(h)) {
+    python_depth_ = params_.python_depth;
+    NCCLREC_INFO(kLogStack, "stacks: up to %d Python frames (CPython %u.%u)", python_depth_,
+                 python_->version() >> 8, python_->version() & 0xff);
+  } else {
+    python_.reset();
+  }
   if (params_.stack_depth > 0) {
     const char* why = nullptr;
     const auto mode = params_.unwind == UnwindChoice::kLibunwind      ? UnwindMode::kLibunwind
@@ -131,8 +151,8 @@ bool Recorder::init(std::string* error) {
     if (why != nullptr) NCCLREC_INFO(kLogStack, "stacks: %s", why);
     NCCLREC_INFO(kLogStack, "stacks: %d frames with %s", params_.stack_depth,
                  libunwind ? "libunwind" : "frame pointers");
-    stacks_ = std::make_unique<StackTable>(h);
   }
+  if (h->stack_depth > 0) stacks_ = std::make_unique<StackTable>(h);
   writeModuleMap(h);
   if (params_.completion != CompletionChoice::kHost) {
     std::string why;
@@ -165,8 +185,13 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   CallHandle call;
   format::BboxHeader* h = box_->header();
   uint64_t frames[format::kMaxStackDepth];
-  int depth = 0;
-  if (stacks_) depth = captureStack(frames, params_.stack_depth, skip_frames + 1);
+  // Python frames first (the thread's own, read without the GIL), then native return addresses.
+  const int py_depth = python_ ? python_->capture(frames, python_depth_) : 0;
+  int native_depth = 0;
+  if (stacks_ && params_.stack_depth > 0) {
+    native_depth = captureStack(frames + py_depth, params_.stack_depth, skip_frames + 1);
+  }
+  const int depth = py_depth + native_depth;
   const int64_t now = realtimeNs();
 
   uint64_t index = 0;
@@ -203,7 +228,9 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   e->aux64 = a.aux64;
   uint32_t flags = 0;
   if (group_depth > 0) flags |= format::kEventInGroup;
-  if (depth == params_.stack_depth && depth > 0) flags |= format::kEventStackTruncated;
+  if ((native_depth == params_.stack_depth && native_depth > 0) ||
+      (py_depth == python_depth_ && py_depth > 0))
+    flags |= format::kEventStackTruncated;
   // CUDA markers go around calls that launch work now; grouped ops launch at GroupEnd.
   if (cuda_ && group_depth == 0 && takesStream(a.op)) {
     call.cuda_ticket = cuda_->beforeCall(const_cast<void*>(a.stream));

@@ -29,6 +29,7 @@
 namespace ncclrec::recorder {
 
 class CudaCompletion;
+class PythonFrames;
 class StackTable;
 class Watchdog;
 
@@ -121,6 +122,8 @@ class Recorder {
   std::unique_ptr<BlackBox> box_;
   std::unique_ptr<CommTable> comms_;
   std::unique_ptr<StackTable> stacks_;
+  std::unique_ptr<PythonFrames> python_;  // nullptr outside CPython processes
+  int python_depth_ = 0;                  // Python frames per stack in use (0 without python_)
   std::unique_ptr<CudaCompletion> cuda_;
   std::unique_ptr<Watchdog> watchdog_;
   std::mutex dump_mutex_;

@@ -290,6 +290,10 @@ bool BboxWatch::internStacks(const std::vector<uint32_t>& ids) {
     const auto* frames = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(r) +
                                                            offsetof(format::StackRecord, frames));
     for (uint32_t f = 0; f < depth; ++f) {
+      if (format::isPythonFrameWord(frames[f])) {
+        s.frames.push_back(format::pythonFrameOf(*h, frames[f]));
+        continue;
+      }
       format::Frame frame;
       frame.address = frames[f];
       for (const format::Module& m : modules_) {

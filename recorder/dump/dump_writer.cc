@@ -33,6 +33,7 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
   dump::Symbolizer symbolizer(request->symbolize_lines != 0);
   for (auto& [id, stack] : data.stacks) {
     for (format::Frame& frame : stack.frames) {
+      if (frame.python) continue;  // named from the black box's code records already
       format::Frame resolved = symbolizer.symbolize(frame.address);
       if (resolved.module.empty()) resolved.module = frame.module;
       if (resolved.module_offset == 0) resolved.module_offset = frame.module_offset;

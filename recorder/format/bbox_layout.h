@@ -3,6 +3,7 @@
 //
 //   [BboxHeader, 4 KiB][Event x ring_capacity][CommRecord x comm_capacity]
 //   [StackRecord x stack_capacity][ModuleRecord x module_capacity]
+//   [PyCodeRecord x pycode_capacity][Python blob, pyblob_bytes]   (only in Python processes)
 //
 // All offsets and sizes are in the header, so a reader never assumes them. Every struct is
 // trivially copyable with a fixed size (static_asserts below); multi-byte fields are the host's
@@ -16,9 +17,10 @@
 //   event of index seq/2-1. Fields updated after publication (state, start_ns, end_ns, result;
 //   aux64 and device of the calls that create communicators) are single aligned words written
 //   with atomic stores; readers load them atomically.
-// - Comm, stack and module records: `valid` is stored last with release; a reader ignores records
-//   whose `valid` is not kValidMark. Their other fields never change after that, except the
-//   counters documented as live.
+// - Comm, stack, module and Python code records: `valid` is stored last with release; a reader
+//   ignores records whose `valid` is not kValidMark. Their other fields never change after that,
+//   except the counters documented as live. Blob bytes a PyCodeRecord points at are written
+//   before its `valid`.
 #pragma once
 
 #include <atomic>
@@ -33,7 +35,9 @@ inline constexpr uint32_t kBboxVersion = 1;
 inline constexpr uint32_t kValidMark = 0x56414c44;  // "VALD"
 inline constexpr uint32_t kNoStack = 0xffffffffu;
 inline constexpr uint32_t kNoComm = 0xffffffffu;
-inline constexpr uint32_t kMaxStackDepth = 64;
+// Frames per interned stack: native (NCCLREC_STACK_DEPTH, at most 64) plus Python
+// (NCCLREC_PYTHON_DEPTH, at most 64).
+inline constexpr uint32_t kMaxStackDepth = 128;
 inline constexpr size_t kHeaderBytes = 4096;
 
 // Flags on Event::flags.
@@ -135,6 +139,47 @@ struct StackRecord {
 };
 inline constexpr size_t stackRecordBytes(uint32_t depth) { return 16 + 8 * size_t{depth}; }
 
+// A stack frame word is a native return address, or a Python frame: bit 63 set, bits 32..62 the
+// index of its PyCodeRecord, bits 0..31 the byte offset of the instruction being run in the code
+// object's bytecode (kPyNoOffset when unknown: the line is then the code's first line). User-space
+// return addresses never have bit 63 set. Python frames come first in a stack, innermost first.
+inline constexpr uint64_t kPyFrameTag = uint64_t{1} << 63;
+inline constexpr uint32_t kPyNoOffset = 0xffffffffu;
+inline constexpr uint32_t kPyNoCode = 0x7fffffffu;  // code object not recorded (table full)
+inline constexpr bool isPythonFrameWord(uint64_t word) { return (word & kPyFrameTag) != 0; }
+inline constexpr uint64_t pythonFrameWord(uint32_t code_index, uint32_t offset) {
+  return kPyFrameTag | (uint64_t{code_index & 0x7fffffffu} << 32) | offset;
+}
+inline constexpr uint32_t pythonCodeIndex(uint64_t word) {
+  return static_cast<uint32_t>(word >> 32) & 0x7fffffffu;
+}
+inline constexpr uint32_t pythonOffset(uint64_t word) { return static_cast<uint32_t>(word); }
+
+// PyCodeRecord::line_format: how its line table is encoded (recorder/format/python_lines.h).
+inline constexpr uint32_t kPyLinesNone = 0;
+inline constexpr uint32_t kPyLinesLnotab = 1;     // CPython 3.9 co_lnotab
+inline constexpr uint32_t kPyLinesPep626 = 2;     // CPython 3.10 co_linetable
+inline constexpr uint32_t kPyLinesLocations = 3;  // CPython 3.11+ co_linetable (locations table)
+
+// One Python code object, copied the first time a frame of it was recorded, so dumps and the
+// black boxes of killed processes name Python frames without the process. Strings and the line
+// table live in the blob region; offsets are from the blob's start. 64 bytes.
+struct PyCodeRecord {
+  uint32_t valid;
+  uint32_t line_format;  // kPyLines*
+  uint64_t code;         // address of the code object in the recorded process
+  uint64_t fingerprint;  // tells a code object from a later one at the same address
+  int32_t first_line;    // co_firstlineno
+  uint32_t filename_len;
+  uint32_t qualname_len;
+  uint32_t linetable_len;
+  uint64_t filename_off;  // co_filename, UTF-8
+  uint64_t qualname_off;  // co_qualname (co_name before 3.11), UTF-8
+  uint64_t linetable_off;
+};
+static_assert(sizeof(PyCodeRecord) == 64);
+static_assert(std::is_trivially_copyable_v<PyCodeRecord>);
+
 // One loaded ELF object, for offline symbolization. 512 bytes.
 struct ModuleRecord {
   uint32_t valid;
@@ -191,6 +236,19 @@ struct BboxHeader {
   uint32_t last_dump_reason;  // DumpReason
   int64_t last_dump_ns;
   int64_t hang_event_index;  // index of the op the watchdog declared hung, -1 if none
+
+  // Python (all zero in a process without a supported CPython interpreter). stack_depth above
+  // counts native and Python frames together; python_depth is the Python share.
+  uint32_t python_version;  // (major << 8) | minor, e.g. 0x030b for 3.11; 0 when none
+  uint32_t python_depth;
+  uint64_t pycode_offset;
+  uint32_t pycode_bytes;  // sizeof(PyCodeRecord)
+  uint32_t pycode_capacity;
+  uint64_t pyblob_offset;
+  uint64_t pyblob_bytes;
+  uint32_t pycode_count;    // live: records claimed
+  uint32_t pycode_dropped;  // live: code objects not recorded (records or blob full)
+  uint64_t pyblob_used;     // live: blob bytes claimed
 };
 static_assert(sizeof(BboxHeader) <= kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<BboxHeader>);

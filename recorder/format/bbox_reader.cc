@@ -16,6 +16,7 @@
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/prefault.h"
+#include "recorder/format/python_lines.h"
 #include "recorder/format/reader.h"
 
 namespace ncclrec::format {
@@ -94,6 +95,16 @@ Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& 
       !regionFits(h.module_offset, h.module_capacity, h.module_bytes, size)) {
     return fail(path, "truncated black box (tables extend past the " + std::to_string(size) +
                           " bytes of the file)");
+  }
+  if (h.pycode_capacity > 0) {
+    if (h.pycode_bytes != sizeof(PyCodeRecord) || h.pycode_offset % 8 != 0) {
+      return fail(path, "corrupt black box header (Python code records)");
+    }
+    if (!regionFits(h.pycode_offset, h.pycode_capacity, h.pycode_bytes, size) ||
+        !regionFits(h.pyblob_offset, 1, h.pyblob_bytes, size)) {
+      return fail(path, "truncated black box (Python tables extend past the " +
+                            std::to_string(size) + " bytes of the file)");
+    }
   }
   return okStatus();
 }
@@ -209,6 +220,10 @@ void readStacks(const BboxHeader* h, RankData* out) {
     const auto* frames = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(r) +
                                                            offsetof(StackRecord, frames));
     for (uint32_t f = 0; f < depth; ++f) {
+      if (isPythonFrameWord(frames[f])) {
+        s.frames.push_back(pythonFrameOf(*h, frames[f]));
+        continue;
+      }
       Frame frame;
       frame.address = frames[f];
       if (const Module* m = moduleFor(out->modules, frame.address)) {
@@ -219,6 +234,12 @@ void readStacks(const BboxHeader* h, RankData* out) {
     }
     out->stacks.emplace(i, std::move(s));
   }
+}
+
+// A blob slice of a code record, or "" when it does not lie inside the blob.
+std::string_view blobSlice(const BboxHeader& h, uint64_t offset, uint32_t length) {
+  if (offset > h.pyblob_bytes || length > h.pyblob_bytes - offset) return {};
+  return {reinterpret_cast<const char*>(pyBlob(&h)) + offset, length};
 }
 
 struct AlignedFree {
@@ -275,6 +296,24 @@ StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string sourc
 }
 
 }  // namespace
+
+Frame pythonFrameOf(const BboxHeader& h, uint64_t word) {
+  Frame frame;
+  frame.python = true;
+  frame.function = "<unknown>";
+  const uint32_t index = pythonCodeIndex(word);
+  if (h.pycode_capacity == 0 || index >= h.pycode_capacity) return frame;
+  const PyCodeRecord& r = pyCodeRecords(&h)[index];
+  if (loadLive(r.valid) != kValidMark) return frame;
+  frame.function = std::string(blobSlice(h, r.qualname_off, r.qualname_len));
+  if (frame.function.empty()) frame.function = "<unknown>";
+  frame.file = std::string(blobSlice(h, r.filename_off, r.filename_len));
+  const std::string_view table = blobSlice(h, r.linetable_off, r.linetable_len);
+  const uint32_t offset = pythonOffset(word);
+  frame.line = pythonLine(r.line_format, reinterpret_cast<const uint8_t*>(table.data()),
+                          table.size(), r.first_line, offset == kPyNoOffset ? -1 : offset);
+  return frame;
+}
 
 StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path) {
   // The dump writer calls this inside the recorded process: allocation failure is a Status too.

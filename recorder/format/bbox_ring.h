@@ -85,28 +85,36 @@ inline bool readEvent(const BboxHeader* header, uint64_t index, Event* out) {
 
 // Geometry of a black box for the given capacities; offsets are page aligned.
 struct BboxGeometry {
-  uint64_t ring_offset, comm_offset, stack_offset, module_offset, file_bytes;
+  uint64_t ring_offset, comm_offset, stack_offset, module_offset, pycode_offset, pyblob_offset,
+      file_bytes;
 };
 inline uint64_t roundUpToPage(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
+// The Python regions (pycode_capacity records, pyblob_bytes of blob) are empty by default.
 inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capacity,
                                     uint32_t stack_capacity, uint32_t stack_depth,
-                                    uint32_t module_capacity) {
+                                    uint32_t module_capacity, uint32_t pycode_capacity = 0,
+                                    uint64_t pyblob_bytes = 0) {
   BboxGeometry g{};
   g.ring_offset = kHeaderBytes;
   g.comm_offset = roundUpToPage(g.ring_offset + uint64_t{ring_capacity} * sizeof(Event));
   g.stack_offset = roundUpToPage(g.comm_offset + uint64_t{comm_capacity} * sizeof(CommRecord));
   g.module_offset =
       roundUpToPage(g.stack_offset + uint64_t{stack_capacity} * stackRecordBytes(stack_depth));
-  g.file_bytes = roundUpToPage(g.module_offset + uint64_t{module_capacity} * sizeof(ModuleRecord));
+  g.pycode_offset =
+      roundUpToPage(g.module_offset + uint64_t{module_capacity} * sizeof(ModuleRecord));
+  g.pyblob_offset =
+      roundUpToPage(g.pycode_offset + uint64_t{pycode_capacity} * sizeof(PyCodeRecord));
+  g.file_bytes = roundUpToPage(g.pyblob_offset + pyblob_bytes);
   return g;
 }
 
 // Fills a zeroed header for a new black box with the given capacities (ring_capacity must be a
 // power of two). Identity fields (pid, host, ...) are the caller's.
 inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capacity,
-                       uint32_t stack_capacity, uint32_t stack_depth, uint32_t module_capacity) {
-  const BboxGeometry g =
-      computeGeometry(ring_capacity, comm_capacity, stack_capacity, stack_depth, module_capacity);
+                       uint32_t stack_capacity, uint32_t stack_depth, uint32_t module_capacity,
+                       uint32_t pycode_capacity = 0, uint64_t pyblob_bytes = 0) {
+  const BboxGeometry g = computeGeometry(ring_capacity, comm_capacity, stack_capacity, stack_depth,
+                                         module_capacity, pycode_capacity, pyblob_bytes);
   std::memcpy(h->magic, kBboxMagic, sizeof(kBboxMagic));
   h->version = kBboxVersion;
   h->header_bytes = kHeaderBytes;
@@ -128,6 +136,13 @@ inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capa
   h->world_size = -1;
   h->local_rank = -1;
   h->hang_event_index = -1;
+  if (pycode_capacity > 0) {
+    h->pycode_offset = g.pycode_offset;
+    h->pycode_bytes = sizeof(PyCodeRecord);
+    h->pycode_capacity = pycode_capacity;
+    h->pyblob_offset = g.pyblob_offset;
+    h->pyblob_bytes = pyblob_bytes;
+  }
 }
 
 inline CommRecord* commRecords(BboxHeader* h) {
@@ -150,6 +165,18 @@ inline ModuleRecord* moduleRecords(BboxHeader* h) {
 inline const ModuleRecord* moduleRecords(const BboxHeader* h) {
   return reinterpret_cast<const ModuleRecord*>(reinterpret_cast<const uint8_t*>(h) +
                                                h->module_offset);
+}
+
+inline PyCodeRecord* pyCodeRecords(BboxHeader* h) {
+  return reinterpret_cast<PyCodeRecord*>(reinterpret_cast<uint8_t*>(h) + h->pycode_offset);
+}
+inline const PyCodeRecord* pyCodeRecords(const BboxHeader* h) {
+  return reinterpret_cast<const PyCodeRecord*>(reinterpret_cast<const uint8_t*>(h) +
+                                               h->pycode_offset);
+}
+inline uint8_t* pyBlob(BboxHeader* h) { return reinterpret_cast<uint8_t*>(h) + h->pyblob_offset; }
+inline const uint8_t* pyBlob(const BboxHeader* h) {
+  return reinterpret_cast<const uint8_t*>(h) + h->pyblob_offset;
 }
 
 }  // namespace ncclrec::format

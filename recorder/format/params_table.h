@@ -31,6 +31,8 @@ struct ParamSpec {
     "Events kept per process (ring size, rounded up to a power of two)")                           \
   X(NCCLREC_STACK_DEPTH, kInt, "16", "",                                                           \
     "Return addresses captured per call (0 = no stacks, max 64)")                                  \
+  X(NCCLREC_PYTHON_DEPTH, kInt, "32", "",                                                          \
+    "Python frames captured per call on threads running Python (0 = none, max 64)")                \
   X(NCCLREC_UNWIND, kChoice, "auto", "auto|libunwind|fp",                                          \
     "Stack walker: libunwind (dlopen'ed, accurate), fp (frame pointers), auto = libunwind if "     \
     "found")                                                                                       \

@@ -29,6 +29,12 @@ StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string sour
 // open (ncclrec-top) and re-read it themselves. "PATH: why" on failure.
 Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path);
 
+// Names the Python frame `word` (isPythonFrameWord) of a black box whose header passed
+// checkBlackBoxHeader: function = qualified name, file, line from the code record it points at.
+// A record not published, not recorded (table full) or out of range gives "<unknown>" with
+// line 0. Reads only inside the header's Python regions.
+Frame pythonFrameOf(const BboxHeader& h, uint64_t word);
+
 // Maps `path` read-only and parses it.
 StatusOr<RankData> loadBlackBox(const std::string& path);
 

@@ -1,0 +1,39 @@
+// Test helper: prints the Python frames of every event of a black box or dump, for
+// frames_check.py to compare with what the program saw (traceback.extract_stack()).
+//   print_frames FILE
+// Output, one line per event that has Python frames, then one per frame (innermost first):
+//   E <tab> index <tab> op name <tab> tid <tab> truncated(0|1)
+//   F <tab> file <tab> function <tab> line
+// Exit 0, or 2 with one line on stderr when FILE cannot be read.
+#include <cstdio>
+
+#include "recorder/format/bbox_layout.h"
+#include "recorder/format/op_type.h"
+#include "recorder/format/reader.h"
+
+int main(int argc, char** argv) {
+  using namespace ncclrec::format;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: print_frames FILE\n");
+    return 2;
+  }
+  auto loaded = loadFile(argv[1]);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.status().message().c_str());
+    return 2;
+  }
+  const RankData& rank = loaded.value();
+  for (const EventRecord& e : rank.events) {
+    const auto it = rank.stacks.find(e.stack_id);
+    if (it == rank.stacks.end() || it->second.frames.empty() || !it->second.frames[0].python)
+      continue;
+    std::printf("E\t%llu\t%s\t%u\t%d\n", static_cast<unsigned long long>(e.index),
+                std::string(opName(e.op)).c_str(), e.tid,
+                (e.flags & kEventStackTruncated) != 0 ? 1 : 0);
+    for (const Frame& f : it->second.frames) {
+      if (!f.python) break;
+      std::printf("F\t%s\t%s\t%d\n", f.file.c_str(), f.function.c_str(), f.line);
+    }
+  }
+  return 0;
+}
