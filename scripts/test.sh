@@ -24,12 +24,14 @@ if [ -z "$sanitize" ]; then
   exec ctest --output-on-failure -j "$jobs" --timeout 300
 fi
 
-# Sanitizer runs build and run only the code loaded into users' processes and its tests.
+# Sanitizer runs build and run only the code loaded into users' processes and its tests (the
+# Python tests preload the instrumented shim into CPython).
 build="$root/build-$sanitize"
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUILD_TYPE=Debug \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_interpose_test \
-  ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda
+  ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda \
+  ncclrec_print_frames ncclrec_python_layout_print
 cd "$build"
-exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose'
+exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python'

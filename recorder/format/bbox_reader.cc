@@ -310,8 +310,9 @@ Frame pythonFrameOf(const BboxHeader& h, uint64_t word) {
   frame.file = std::string(blobSlice(h, r.filename_off, r.filename_len));
   const std::string_view table = blobSlice(h, r.linetable_off, r.linetable_len);
   const uint32_t offset = pythonOffset(word);
-  frame.line = pythonLine(r.line_format, reinterpret_cast<const uint8_t*>(table.data()),
-                          table.size(), r.first_line, offset == kPyNoOffset ? -1 : offset);
+  frame.line =
+      pythonLine(r.line_format, reinterpret_cast<const uint8_t*>(table.data()), table.size(),
+                 r.first_line, offset == kPyNoOffset ? int64_t{-1} : int64_t{offset});
   return frame;
 }
 

@@ -351,6 +351,53 @@ TEST(BboxReaderTest, FuzzNeverCrashes) {
   }
 }
 
+TEST(BboxReaderTest, PythonFramesAreNamedFromTheCodeRecords) {
+  BboxCapacities caps;
+  caps.pycodes = 4;
+  caps.pyblob = 4096;
+  BboxBuilder b(caps);
+  b.header()->python_version = 0x030b;
+  // 3.11 locations: [0,4) line first+2, [4,6) first+3.
+  const uint32_t code = b.addPythonCode("/job/train.py", "Trainer.save_checkpoint", 30,
+                                        kPyLinesLocations, {0xe9, 0x04, 0xd8, 0x00, 0x00});
+  const uint32_t stack = b.addStack({pythonFrameWord(code, 4), pythonFrameWord(code, kPyNoOffset),
+                                     pythonFrameWord(3, 0), pythonFrameWord(99, 0), kLibBase + 8});
+  auto parsed = parseBlackBox(b.data(), b.size(), "py.bbox");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const std::vector<Frame>& f = parsed.value().stacks.at(stack).frames;
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_TRUE(f[0].python);
+  EXPECT_EQ(f[0].function, "Trainer.save_checkpoint");
+  EXPECT_EQ(f[0].file, "/job/train.py");
+  EXPECT_EQ(f[0].line, 33);
+  EXPECT_EQ(f[0].address, 0u);
+  EXPECT_EQ(f[1].line, 30);  // not started: the code's first line
+  // A record never published and one past the table: named unknown, never read out of bounds.
+  EXPECT_TRUE(f[2].python);
+  EXPECT_EQ(f[2].function, "<unknown>");
+  EXPECT_EQ(f[3].function, "<unknown>");
+  EXPECT_FALSE(f[4].python);
+  EXPECT_EQ(f[4].address, kLibBase + 8);
+}
+
+TEST(BboxReaderTest, PythonRegionsPastTheFileAreAnError) {
+  BboxCapacities caps;
+  caps.pycodes = 4;
+  caps.pyblob = 4096;
+  BboxBuilder b(caps);
+  b.header()->pyblob_bytes = 1u << 30;
+  auto parsed = parseBlackBox(b.data(), b.size(), "py.bbox");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("py.bbox: truncated black box (Python tables"),
+            std::string::npos)
+      << parsed.status().message();
+  b.header()->pyblob_bytes = 4096;
+  b.header()->pycode_bytes = 32;
+  parsed = parseBlackBox(b.data(), b.size(), "py.bbox");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("Python code records"), std::string::npos);
+}
+
 TEST(BboxReaderTest, LoadsFromFile) {
   testing::TempDir dir;
   ASSERT_FALSE(dir.path().empty());

@@ -14,6 +14,7 @@ fi
 version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/sanitizer_env.sh"
 depth=${NCCLREC_PYTHON_DEPTH:-32}
 set +e
 NCCLREC_DIR="$work/dumps" NCCLREC_PYTHON_DEPTH=$depth NCCLREC_DEBUG=INFO \

@@ -4,6 +4,7 @@
 // Output, one line per event that has Python frames, then one per frame (innermost first):
 //   E <tab> index <tab> op name <tab> tid <tab> truncated(0|1)
 //   F <tab> file <tab> function <tab> line
+// and a last line: N <tab> events in the file <tab> events with native frames only.
 // Exit 0, or 2 with one line on stderr when FILE cannot be read.
 #include <cstdio>
 
@@ -23,10 +24,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const RankData& rank = loaded.value();
+  size_t native_only = 0;
   for (const EventRecord& e : rank.events) {
     const auto it = rank.stacks.find(e.stack_id);
-    if (it == rank.stacks.end() || it->second.frames.empty() || !it->second.frames[0].python)
+    if (it == rank.stacks.end() || it->second.frames.empty()) continue;
+    if (!it->second.frames[0].python) {
+      ++native_only;
       continue;
+    }
     std::printf("E\t%llu\t%s\t%u\t%d\n", static_cast<unsigned long long>(e.index),
                 std::string(opName(e.op)).c_str(), e.tid,
                 (e.flags & kEventStackTruncated) != 0 ? 1 : 0);
@@ -35,5 +40,6 @@ int main(int argc, char** argv) {
       std::printf("F\t%s\t%s\t%d\n", f.file.c_str(), f.function.c_str(), f.line);
     }
   }
+  std::printf("N\t%zu\t%zu\n", rank.events.size(), native_only);
   return 0;
 }

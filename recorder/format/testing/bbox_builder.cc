@@ -14,13 +14,35 @@ void BboxBuilder::Free::operator()(uint8_t* p) const {
 }
 
 BboxBuilder::BboxBuilder(BboxCapacities caps) {
-  const BboxGeometry g =
-      computeGeometry(caps.ring, caps.comms, caps.stacks, caps.stack_depth, caps.modules);
+  const BboxGeometry g = computeGeometry(caps.ring, caps.comms, caps.stacks, caps.stack_depth,
+                                         caps.modules, caps.pycodes, caps.pyblob);
   size_ = g.file_bytes;
   bytes_.reset(static_cast<uint8_t*>(::operator new (size_, std::align_val_t{4096})));
   std::memset(bytes_.get(), 0, size_);
   header_ = reinterpret_cast<BboxHeader*>(bytes_.get());
-  initHeader(header_, caps.ring, caps.comms, caps.stacks, caps.stack_depth, caps.modules);
+  initHeader(header_, caps.ring, caps.comms, caps.stacks, caps.stack_depth, caps.modules,
+             caps.pycodes, caps.pyblob);
+}
+
+uint32_t BboxBuilder::addPythonCode(const std::string& file, const std::string& qualname,
+                                    int first_line, uint32_t line_format,
+                                    const std::vector<uint8_t>& line_table) {
+  const uint32_t i = header_->pycode_count++;
+  PyCodeRecord& r = pyCodeRecords(header_)[i];
+  auto put = [&](const void* data, size_t n, uint64_t* off, uint32_t* len) {
+    *off = header_->pyblob_used;
+    *len = static_cast<uint32_t>(n);
+    std::memcpy(pyBlob(header_) + header_->pyblob_used, data, n);
+    header_->pyblob_used += n;
+  };
+  put(file.data(), file.size(), &r.filename_off, &r.filename_len);
+  put(qualname.data(), qualname.size(), &r.qualname_off, &r.qualname_len);
+  put(line_table.data(), line_table.size(), &r.linetable_off, &r.linetable_len);
+  r.code = 0x1000 + i;
+  r.first_line = first_line;
+  r.line_format = line_format;
+  r.valid = kValidMark;
+  return i;
 }
 
 uint64_t BboxBuilder::addEvent(const Event& e) {

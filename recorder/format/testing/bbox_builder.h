@@ -19,6 +19,8 @@ struct BboxCapacities {
   uint32_t stacks = 8;
   uint32_t stack_depth = 8;
   uint32_t modules = 4;
+  uint32_t pycodes = 0;  // Python code records (0: no Python regions)
+  uint64_t pyblob = 0;   // Python blob bytes
 };
 
 class BboxBuilder {
@@ -39,6 +41,10 @@ class BboxBuilder {
   uint32_t addStack(const std::vector<uint64_t>& frames);
   void addModule(const std::string& path, uint64_t base, uint64_t size,
                  const std::vector<uint8_t>& build_id);
+  // Publishes a Python code record (needs caps.pycodes and caps.pyblob); returns its index, for
+  // pythonFrameWord(index, offset) frames in addStack.
+  uint32_t addPythonCode(const std::string& file, const std::string& qualname, int first_line,
+                         uint32_t line_format, const std::vector<uint8_t>& line_table);
 
   const uint8_t* data() const { return bytes_.get(); }
   size_t size() const { return size_; }
