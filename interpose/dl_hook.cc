@@ -39,7 +39,8 @@ const void* objectOf(const void* address) {
 void* wrapperOf(const char* name) {
   for (const Wrapped& w : kWrapped) {
     if (std::strcmp(w.name, name) != 0) continue;
-    if (objectOf(w.wrapper) != objectOf(reinterpret_cast<const void*>(&wrapperOf))) return nullptr;
+    static const void* const self = objectOf(reinterpret_cast<const void*>(&wrapperOf));
+    if (objectOf(w.wrapper) != self) return nullptr;
     return w.wrapper;
   }
   return nullptr;

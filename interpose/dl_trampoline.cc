@@ -12,12 +12,11 @@
 //   - anything else: jump to libc's function, found at the first lookup of the process (before
 //     any constructor, when a sanitizer runtime looks up its interceptors' targets).
 // This file is compiled with -fno-sanitize=all: the first lookup can come before the sanitizer
-// runtime is initialized.
+// runtime is initialized. For the same reason it uses the __atomic builtins, not std::atomic
+// (recorder/real_dl.cc says why).
 //
 // x86_64 and aarch64. Elsewhere nothing is defined: libncclrec.so exports no dlsym, and calls made
 // through dlsym handles are not recorded (docs/recorder.md).
-#include <atomic>
-
 #include "recorder/real_dl.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -26,27 +25,24 @@ extern "C" {
 
 // libc's functions, or nullptr until the first lookup that is not redirected. Read by the
 // trampolines with a plain load (aligned, so never torn); every writer stores the same value.
-__attribute__((visibility("hidden"))) std::atomic<void*> ncclrecDlsymTarget{nullptr};
-__attribute__((visibility("hidden"))) std::atomic<void*> ncclrecDlvsymTarget{nullptr};
+__attribute__((visibility("hidden"))) void* ncclrecDlsymTarget = nullptr;
+__attribute__((visibility("hidden"))) void* ncclrecDlvsymTarget = nullptr;
 
 // The slow path of the trampolines: libc's function, nullptr where it cannot be found (the
 // trampoline then answers nullptr).
 __attribute__((visibility("hidden"), used)) void* ncclrecFindDlsymTarget() {
   void* f = reinterpret_cast<void*>(ncclrec::recorder::libcDlsym());
-  ncclrecDlsymTarget.store(f, std::memory_order_relaxed);
+  __atomic_store_n(&ncclrecDlsymTarget, f, __ATOMIC_RELAXED);
   return f;
 }
 
 __attribute__((visibility("hidden"), used)) void* ncclrecFindDlvsymTarget() {
   void* f = reinterpret_cast<void*>(ncclrec::recorder::libcDlvsym());
-  ncclrecDlvsymTarget.store(f, std::memory_order_relaxed);
+  __atomic_store_n(&ncclrecDlvsymTarget, f, __ATOMIC_RELAXED);
   return f;
 }
 
 }  // extern "C"
-
-static_assert(sizeof(std::atomic<void*>) == sizeof(void*) &&
-              std::atomic<void*>::is_always_lock_free);
 
 // clang-format off
 #if defined(__x86_64__)

@@ -3,13 +3,14 @@
 #include <elf.h>
 #include <link.h>
 
-#include <atomic>
 #include <cstdint>
 
 // Compiled with -fno-sanitize=all (recorder/CMakeLists.txt), and nothing here may call a function
 // a sanitizer intercepts (strcmp, strlen, dl_iterate_phdr...): the first caller can be a
 // sanitizer runtime looking up its interceptors' targets before it has any. No function-local
-// statics either (their guards are intercepted too).
+// statics (their guards are intercepted too), and no std::atomic: in a -O0 build its members are
+// out-of-line functions the linker may take from an instrumented file; the __atomic builtins are
+// always inline.
 namespace ncclrec::recorder {
 namespace {
 
@@ -159,25 +160,25 @@ void* findLibcFunction(const char* name) {
   return findIn("libdl.so.", name);
 }
 
-std::atomic<DlsymFn> g_dlsym{nullptr};
-std::atomic<DlvsymFn> g_dlvsym{nullptr};
+DlsymFn g_dlsym = nullptr;  // __atomic builtins only
+DlvsymFn g_dlvsym = nullptr;
 
 }  // namespace
 
 DlsymFn libcDlsym() {
-  DlsymFn f = g_dlsym.load(std::memory_order_acquire);
+  DlsymFn f = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
   if (f == nullptr) {
     f = reinterpret_cast<DlsymFn>(findLibcFunction("dlsym"));
-    if (f != nullptr) g_dlsym.store(f, std::memory_order_release);
+    if (f != nullptr) __atomic_store_n(&g_dlsym, f, __ATOMIC_RELEASE);
   }
   return f;
 }
 
 DlvsymFn libcDlvsym() {
-  DlvsymFn f = g_dlvsym.load(std::memory_order_acquire);
+  DlvsymFn f = __atomic_load_n(&g_dlvsym, __ATOMIC_ACQUIRE);
   if (f == nullptr) {
     f = reinterpret_cast<DlvsymFn>(findLibcFunction("dlvsym"));
-    if (f != nullptr) g_dlvsym.store(f, std::memory_order_release);
+    if (f != nullptr) __atomic_store_n(&g_dlvsym, f, __ATOMIC_RELEASE);
   }
   return f;
 }
