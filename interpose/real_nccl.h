@@ -1,6 +1,11 @@
-// The real NCCL entry points the shim forwards to, resolved once at the first call: NCCL's
-// pnccl* aliases first (they bypass any other interposer), the nccl* names only for a library
-// without the alias. A symbol the loaded NCCL lacks stays nullptr and its wrapper says so once.
+// The real NCCL entry points the shim forwards to: NCCL's pnccl* aliases first (they bypass any
+// other interposer), the nccl* names only for a library without the alias. A symbol the loaded
+// NCCL lacks stays nullptr and its wrapper says so once.
+//
+// One library per process, the first seen: the one the first wrapped call finds (linked, preloaded
+// or dlopen'ed as libnccl.so.2), or the one a dlsym on a handle found first (interpose/dl_hook.cc),
+// whichever comes first. A library adopted through dlsym also replaces a first resolution that
+// found none.
 #pragma once
 
 #include <nccl.h>
@@ -53,9 +58,18 @@ struct RealNccl {
   // hostnccl's emulated current device (docs/hostnccl.md). Present only in hostnccl, so it also
   // says the devices are emulated; nullptr with NVIDIA's NCCL, which is fine.
   int (*hostncclGetDevice)(int* device) = nullptr;
+  // The link map of the library the functions come from; nullptr when none was found.
+  const void* library = nullptr;
 };
 
+// The functions, resolved at the first call (one acquire load after that).
 const RealNccl& realNccl();
+
+// Whether the wrappers forward to the library that defines `symbol`, a dlsym answer for a wrapped
+// name. While they forward to none (nothing resolved yet, or nothing found), that library becomes
+// theirs; `*adopted` then says it was resolved now, with calls to the dynamic linker that may have
+// left an error for dlerror(). Never for the main program or for a library it cannot hold open.
+bool forwardsTo(const void* symbol, bool* adopted);
 
 // Says once per entry point, on stderr, that the loaded NCCL lacks it; returns the code the
 // wrapper gives back (ncclInvalidUsage).

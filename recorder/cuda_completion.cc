@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "recorder/clock.h"
+#include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -58,7 +59,7 @@ namespace {
 template <typename Fn>
 bool resolve(void* handle, std::initializer_list<const char*> names, Fn* fn, const char** missing) {
   for (const char* name : names) {
-    if (void* sym = dlsym(handle, name)) {
+    if (void* sym = realDlsym(handle, name)) {
       *fn = reinterpret_cast<Fn>(sym);
       return true;
     }

@@ -7,6 +7,7 @@
 
 #include "recorder/cuda_completion.h"
 #include "recorder/format/bbox_layout.h"
+#include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -24,7 +25,7 @@ struct Driver {
 
 void* firstSymbol(void* handle, std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    if (void* sym = dlsym(handle, name)) return sym;
+    if (void* sym = realDlsym(handle, name)) return sym;
   }
   return nullptr;
 }

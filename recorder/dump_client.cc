@@ -7,6 +7,7 @@
 
 #include "recorder/dump/dump_api.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/real_dl.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder {
@@ -37,7 +38,7 @@ NcclrecWriteDumpFn loadWriter(const std::string& configured, std::string* error)
         if (!configured.empty()) break;  // an explicit path that fails is the answer
         continue;
       }
-      fn = reinterpret_cast<NcclrecWriteDumpFn>(dlsym(handle, "ncclrecWriteDump"));
+      fn = reinterpret_cast<NcclrecWriteDumpFn>(realDlsym(handle, "ncclrecWriteDump"));
       if (fn != nullptr) return;
       load_error = c + " has no ncclrecWriteDump";
     }

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "recorder/format/bbox_ring.h"
+#include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -68,13 +69,13 @@ inline uint64_t mix(uint64_t x) {
 // (major, minor) of the interpreter: Py_Version from 3.11, else parsed from Py_GetVersion()'s
 // "3.10.13 (main, ...".
 bool interpreterVersion(int* major, int* minor) {
-  if (const auto* hex = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"))) {
+  if (const auto* hex = static_cast<const unsigned long*>(realDlsym(RTLD_DEFAULT, "Py_Version"))) {
     *major = static_cast<int>((*hex >> 24) & 0xff);
     *minor = static_cast<int>((*hex >> 16) & 0xff);
     return true;
   }
   using GetVersionFn = const char* (*)();
-  const auto get = reinterpret_cast<GetVersionFn>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
+  const auto get = reinterpret_cast<GetVersionFn>(realDlsym(RTLD_DEFAULT, "Py_GetVersion"));
   if (get == nullptr) return false;
   const char* text = get();
   return text != nullptr && std::sscanf(text, "%d.%d", major, minor) == 2;
@@ -93,8 +94,8 @@ const PythonLayout* pythonLayout(int major, int minor) {
 std::unique_ptr<PythonFrames> PythonFrames::detect(std::string* why) {
   why->clear();
   const auto get_state =
-      reinterpret_cast<GetThreadStateFn>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
-  const void* code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+      reinterpret_cast<GetThreadStateFn>(realDlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
+  const void* code_type = realDlsym(RTLD_DEFAULT, "PyCode_Type");
   if (get_state == nullptr || code_type == nullptr) return nullptr;  // not a Python process
   int major = 0;
   int minor = 0;
@@ -112,9 +113,9 @@ std::unique_ptr<PythonFrames> PythonFrames::detect(std::string* why) {
   }
   // A default build's type objects have ob_type at offset 8 pointing at PyType_Type; a
   // free-threaded or Py_TRACE_REFS build moves it, and every other offset with it.
-  const void* type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
-  const void* str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-  const void* bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
+  const void* type_type = realDlsym(RTLD_DEFAULT, "PyType_Type");
+  const void* str_type = realDlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  const void* bytes_type = realDlsym(RTLD_DEFAULT, "PyBytes_Type");
   if (type_type == nullptr || str_type == nullptr || bytes_type == nullptr ||
       load<const void*>(static_cast<const uint8_t*>(code_type), kObType) != type_type) {
     std::snprintf(text, sizeof(text),

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "recorder/format/bbox_ring.h"
+#include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -77,9 +78,9 @@ void preferPerThreadCache(void* handle) {
   if (kUnwArchPrefix[0] == '\0') return;
   char name[64];
   std::snprintf(name, sizeof(name), "%slocal_addr_space", kUnwArchPrefix);
-  auto* address_space = static_cast<void**>(dlsym(handle, name));
+  auto* address_space = static_cast<void**>(realDlsym(handle, name));
   std::snprintf(name, sizeof(name), "%sset_caching_policy", kUnwArchPrefix);
-  auto set_policy = reinterpret_cast<UnwSetCachingPolicyFn>(dlsym(handle, name));
+  auto set_policy = reinterpret_cast<UnwSetCachingPolicyFn>(realDlsym(handle, name));
   if (address_space != nullptr && set_policy != nullptr) {
     set_policy(*address_space, kUnwCachePerThread);
   }
@@ -177,7 +178,7 @@ bool initUnwinder(UnwindMode mode, const char** reason) {
     if (g_libunwind == nullptr) {
       setReason("libunwind not loaded, using frame pointers", dlerror());
     } else {
-      auto backtrace = reinterpret_cast<UnwBacktraceFn>(dlsym(g_libunwind, "unw_backtrace"));
+      auto backtrace = reinterpret_cast<UnwBacktraceFn>(realDlsym(g_libunwind, "unw_backtrace"));
       if (backtrace == nullptr) {
         setReason("libunwind has no unw_backtrace, using frame pointers", dlerror());
       } else {

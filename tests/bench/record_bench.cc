@@ -16,8 +16,17 @@
 //   ncclrec-bench: recording=<on|off> stack_depth=<n> unwinder=<none|fp|libunwind> frames=<n>
 //   ncclrec-bench: threads=<t> direct_ns=<x> wrapped_ns=<y> added_ns=<y-x> ratio=<y/x>
 //
+// The dlsym rows time a lookup through libncclrec.so's exported dlsym (the program's dlsym binds
+// to it, as under LD_PRELOAD) next to libc's own dlsym, called directly:
+//   ncclrec-bench: dlsym lookup=<handle>:<name> direct_ns=<x> hooked_ns=<y> added_ns=<y-x>
+//   ratio=<y/x>
+// for a lookup the shim passes on (RTLD_DEFAULT and a handle) and one it redirects (a wrapped
+// name on the libnccl handle). run_record_bench.sh runs them once, in a process of their own
+// (--benchmark_filter=^dlsym).
+//
 // Exit status: 0 measured; 1 bad command line; 2 setup failed (NCCL init, shim not in front of
-// the stub); 3 the wrapped call did not record what the configuration asks for (events or frames).
+// the stub); 3 the wrapped call did not record what the configuration asks for (events or frames),
+// or a hooked lookup did not answer what it must.
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -143,7 +152,72 @@ struct Setup {
 };
 Setup g_setup;
 
+// The dlsym lookups timed, each through the shim's dlsym and through libc's.
+struct Lookup {
+  const char* label;
+  void* handle;
+  const char* name;
+};
+using DlsymFn = void* (*)(void*, const char*);
+DlsymFn g_libc_dlsym = nullptr;
+std::vector<Lookup> g_lookups;
+
+// libc's dlsym, asked for by version: the shim's unversioned dlsym cannot be the answer.
+DlsymFn findLibcDlsym() {
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  if (libc == nullptr) return nullptr;
+  void* f = dlvsym(libc, "dlsym", "GLIBC_2.34");
+#if defined(__x86_64__)
+  if (f == nullptr) f = dlvsym(libc, "dlsym", "GLIBC_2.2.5");
+#elif defined(__aarch64__)
+  if (f == nullptr) f = dlvsym(libc, "dlsym", "GLIBC_2.17");
+#endif
+  return reinterpret_cast<DlsymFn>(f);
+}
+
+const char* objectOf(const void* p) {
+  Dl_info info;
+  return p != nullptr && dladdr(p, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname
+                                                                            : "nothing";
+}
+
+bool initLookups(std::string* error) {
+  g_libc_dlsym = findLibcDlsym();
+  if (g_libc_dlsym == nullptr ||
+      reinterpret_cast<void*>(g_libc_dlsym) == dlsym(RTLD_DEFAULT, "dlsym") ||
+      std::strstr(objectOf(reinterpret_cast<void*>(&dlsym)), "libncclrec") == nullptr) {
+    *error = "the program's dlsym is not libncclrec.so's, or libc's dlsym cannot be found";
+    return false;
+  }
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  void* nccl = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  g_lookups = {{"default:malloc", RTLD_DEFAULT, "malloc"},
+               {"libc:getpid", libc, "getpid"},
+               {"libnccl:ncclAllReduce", nccl, "ncclAllReduce"}};
+  for (const Lookup& l : g_lookups) {
+    void* hooked = dlsym(l.handle, l.name);
+    void* direct = g_libc_dlsym(l.handle, l.name);
+    const bool redirected = std::strncmp(l.name, "nccl", 4) == 0;
+    if (hooked == nullptr || direct == nullptr ||
+        (redirected ? std::strstr(objectOf(hooked), "libncclrec") == nullptr : hooked != direct)) {
+      *error = std::string("dlsym ") + l.label + " answers " + objectOf(hooked) +
+               ", libc's dlsym " + objectOf(direct);
+      return false;
+    }
+  }
+  return true;
+}
+
+void runLookups(benchmark::State& state, const Lookup& l, bool hooked) {
+  const DlsymFn fn = hooked ? &dlsym : g_libc_dlsym;
+  for (auto _ : state) {
+    void* p = fn(l.handle, l.name);
+    benchmark::DoNotOptimize(p);
+  }
+}
+
 bool init(std::string* error) {
+  if (!initLookups(error)) return false;
   Dl_info info;
   void* wrapped = dlsym(RTLD_DEFAULT, "ncclAllReduce");
   if (wrapped == nullptr || dladdr(wrapped, &info) == 0 || info.dli_fname == nullptr ||
@@ -280,6 +354,14 @@ int main(int argc, char** argv) {
         ->Threads(threads)
         ->Unit(benchmark::kNanosecond);
   }
+  for (const Lookup& l : g_lookups) {
+    benchmark::RegisterBenchmark((std::string("dlsym_direct/") + l.label).c_str(),
+                                 [&l](benchmark::State& s) { runLookups(s, l, false); })
+        ->Unit(benchmark::kNanosecond);
+    benchmark::RegisterBenchmark((std::string("dlsym_hooked/") + l.label).c_str(),
+                                 [&l](benchmark::State& s) { runLookups(s, l, true); })
+        ->Unit(benchmark::kNanosecond);
+  }
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
@@ -293,6 +375,14 @@ int main(int argc, char** argv) {
         "ncclrec-bench: threads=%d direct_ns=%.1f wrapped_ns=%.1f added_ns=%.1f "
         "ratio=%.2f\n",
         threads, direct, wrapped, wrapped - direct, wrapped / direct);
+  }
+  for (const Lookup& l : g_lookups) {
+    const double direct = reporter.median(std::string("dlsym_direct/") + l.label, 1);
+    const double hooked = reporter.median(std::string("dlsym_hooked/") + l.label, 1);
+    if (direct <= 0 || hooked <= 0) continue;
+    std::printf(
+        "ncclrec-bench: dlsym lookup=%s direct_ns=%.1f hooked_ns=%.1f added_ns=%.1f ratio=%.2f\n",
+        l.label, direct, hooked, hooked - direct, hooked / direct);
   }
   std::fflush(stdout);
   if (!g_setup.problem.empty()) {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs ncclrec_record_bench once per recorder configuration (the recorder reads NCCLREC_* once per
-# process) and prints one table: config, threads, direct ns, wrapped ns, added ns, ratio.
+# process) and prints one table: config, threads, direct ns, wrapped ns, added ns, ratio. Then
+# once more for the cost of a dlsym through the shim: lookup, libc's dlsym ns, the shim's, ratio.
 # See docs/performance.md.
 #
 # Usage: run_record_bench.sh [--bench PATH] [--min-time SECONDS] [--repetitions N] [-- ARGS...]
 #   --bench        the benchmark binary (default: build/bin/ncclrec_record_bench of this tree)
 #   --min-time     --benchmark_min_time per benchmark and repetition (default 0.5)
 #   --repetitions  repetitions per benchmark; the table shows the median (default 5)
-#   ARGS           GoogleBenchmark flags passed to every run (a filter must keep both benchmarks)
+#   ARGS           GoogleBenchmark flags passed to the record runs (a filter must keep both)
 # Exit status: 0 every configuration ran and printed its rows; 1 one did not (its output is
 # shown); 2 bad usage. Timings are reported, never judged.
 set -u
@@ -18,7 +19,7 @@ min_time=0.5
 repetitions=5
 extra=()
 
-usage() { sed -n '5,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '7,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 die_usage() { echo "run_record_bench.sh: $1" >&2; usage; exit 2; }
 
 while [[ $# -gt 0 ]]; do
@@ -58,7 +59,8 @@ for entry in "${configs[@]}"; do
   out="$(env NCCLREC_DISABLE=0 NCCLREC_STACK_DEPTH=16 NCCLREC_UNWIND=auto \
            NCCLREC_COMPLETION=host NCCLREC_DUMP_ON_EXIT=0 NCCLREC_DIR="${run_dir}" "${vars[@]}" \
            "${bench}" --benchmark_min_time="${min_time}" --benchmark_repetitions="${repetitions}" \
-           --benchmark_enable_random_interleaving=true "${extra[@]}" 2>&1)"
+           --benchmark_enable_random_interleaving=true '--benchmark_filter=^(direct|wrapped)/' \
+           "${extra[@]}" 2>&1)"
   rc=$?
   config_line="$(grep '^ncclrec-bench: recording=' <<< "${out}")"
   lines="$(grep '^ncclrec-bench: threads=' <<< "${out}")"
@@ -83,6 +85,29 @@ printf '%-34s %7s %10s %11s %9s %7s\n' config threads "direct ns" "wrapped ns" "
 # Single-thread rows first, then the contended ones.
 for r in "${rows[@]}"; do [[ "$(awk '{print $(NF-4)}' <<< "${r}")" == 1 ]] && echo "${r}"; done
 for r in "${rows[@]}"; do [[ "$(awk '{print $(NF-4)}' <<< "${r}")" != 1 ]] && echo "${r}"; done
+
+# dlsym: one process, recording off (lookups never record).
+out="$(env NCCLREC_DISABLE=1 NCCLREC_DIR="${dir}/dlsym" "${bench}" \
+         --benchmark_min_time="${min_time}" --benchmark_repetitions="${repetitions}" \
+         --benchmark_enable_random_interleaving=true '--benchmark_filter=^dlsym_' 2>&1)"
+rc=$?
+lines="$(grep '^ncclrec-bench: dlsym ' <<< "${out}")"
+if [[ ${rc} -ne 0 || $(grep -c . <<< "${lines}") -lt 3 ]]; then
+  echo "run_record_bench.sh: the dlsym run failed (exit ${rc}); its output:" >&2
+  echo "${out}" >&2
+  status=1
+else
+  echo
+  printf '%-34s %10s %11s %9s %7s\n' "dlsym lookup" "libc ns" "shim ns" "added ns" ratio
+  while read -r line; do
+    declare -A f=()
+    for kv in ${line#ncclrec-bench: dlsym }; do f["${kv%%=*}"]="${kv#*=}"; done
+    printf '%-34s %10s %11s %9s %7s\n' "${f[lookup]}" "${f[direct_ns]}" "${f[hooked_ns]}" \
+      "${f[added_ns]}" "${f[ratio]}"
+    unset f
+  done <<< "${lines}"
+fi
+
 echo
 for n in "${notes[@]}"; do echo "  ${n}"; done
 echo "  CPU ns per call, median of ${repetitions} repetition(s) of ${min_time} s; $(nproc) CPUs"
