@@ -1,0 +1,87 @@
+"""What every Python sample shares, so that each one shows only its bug (samples/common/sample.h
+for the C++ samples): the mode, the binding style, the rank and world size from the launcher
+(RANK, WORLD_SIZE, as cxxrun and torchrun set them), the ncclUniqueId exchange through a file, and
+the job's communicator.
+
+Every sample runs as `python3 <name>.py [faulty|healthy] [handle|global]`: `faulty` (the default)
+has the bug, `healthy` is the same program with the fix and runs to completion; the second argument
+picks how ncclpy reaches NCCL (default: $NCCLPY_BINDING, else handle).
+"""
+import ctypes
+import os
+import sys
+import tempfile
+import time
+
+import ncclpy
+
+MODES = ("faulty", "healthy")
+
+
+class Job:
+    def __init__(self, rank, world, healthy, comm):
+        self.rank = rank
+        self.world = world
+        self.healthy = healthy  # run the fixed program
+        self.comm = comm
+
+
+def share_unique_id(rank, path, timeout_s=60.0):
+    """Rank 0 makes the id and publishes it at `path` atomically (temporary name, then rename);
+    the others wait for the file. Give every run a fresh path."""
+    if rank == 0:
+        uid = ncclpy.get_unique_id()
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(bytes(uid))
+        os.rename(tmp, path)
+        return uid
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            if len(data) == ctypes.sizeof(ncclpy.UniqueId):
+                return ncclpy.UniqueId.from_buffer_copy(data)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    sys.exit("rank %d: no unique id at %s after %.0f s (is rank 0 running?)" % (rank, path, timeout_s))
+
+
+def id_file(name):
+    """$NCCLREC_SAMPLE_ID_FILE, else a name of this job in the temporary folder: cxxrun gives
+    every job its own run id and master port (a run id given twice still gets a fresh port)."""
+    path = os.environ.get("NCCLREC_SAMPLE_ID_FILE")
+    if path:
+        return path
+    job = "%s-%s-%s" % (os.environ.get("TORCHELASTIC_RUN_ID", "local"),
+                        os.environ.get("MASTER_PORT", "0"),
+                        os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    return os.path.join(tempfile.gettempdir(), "ncclrec-py-%s-%s.id" % (name, job))
+
+
+def start(name, argv=None):
+    """Parses the arguments, loads NCCL, makes the job's communicator of all ranks and waits until
+    every rank has joined (a barrier, as scripts do after init_process_group). A bad argument ends
+    the process with exit code 2 and a usage line."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    mode = args[0] if args else "faulty"
+    style = args[1] if len(args) > 1 else None
+    if len(args) > 2 or mode not in MODES or (style is not None and style not in ncclpy.BINDINGS):
+        print("usage: %s [faulty|healthy] [handle|global] (got %s)" % (name, " ".join(args)),
+              file=sys.stderr)
+        sys.exit(2)
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    ncclpy.load(style)
+    if rank == 0:
+        print("%s (%s): NCCL through ctypes, %s style" % (name, mode, ncclpy.binding), flush=True)
+    comm = ncclpy.comm_init_rank(world, share_unique_id(rank, id_file(name)), rank)
+    ncclpy.barrier(comm)
+    return Job(rank, world, mode == "healthy", comm)
+
+
+def finish(job):
+    ncclpy.comm_destroy(job.comm)
+    print("rank %d: finished" % job.rank, flush=True)
