@@ -1,15 +1,19 @@
-// End to end, no GPU: every sample of samples/ (the list is NCCLREC_HOST_SAMPLES, from
-// samples/CMakeLists.txt) runs with 4 ranks under cxxrun --nccl=host with libncclrec.so preloaded.
-//   faulty: cxxrun must end as samples/<name>/expected.json says (exit 3 and report.json for a
+// End to end, no GPU: every sample of samples/ runs with 4 ranks under cxxrun --nccl=host with
+// libncclrec.so preloaded. The C++ samples are NCCLREC_HOST_SAMPLES (samples/CMakeLists.txt); the
+// Python ones, NCCLREC_PYTHON_SAMPLES, run with NCCLREC_PYTHON in each binding style of
+// samples/python/ncclpy.py (handle: dlsym on libnccl's handle; global: dlsym in the global scope).
+//   faulty: cxxrun must end as the sample's expected.json says (exit 3 and report.json for a
 //           hang; 1 and report.json with reason "failure" when a rank dies, exits early or gets
 //           an NCCL error, because cxxrun's fail-fast stops the job before anything hangs on
 //           hostnccl; 0 for a straggler), and the verdict (report.json, or for a job that
 //           succeeded ncclrec-analyze --json on the dumps) must name the expected class, culprit
-//           ranks and call-site function. For a hang it also prints the time from the hang to the
+//           ranks and call-site function, and the call site's file (base name) and line where
+//           expected.json has them. For a hang it also prints the time from the hang to the
 //           verdict (docs/performance.md).
-//   healthy: cxxrun exits 0 and ncclrec-analyze finds no_hang in the dumps.
+//   healthy: cxxrun exits 0 and ncclrec-analyze finds no_hang in the dumps of all ranks.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,13 +37,53 @@ constexpr const char* kRunId = "e2e";
 constexpr double kTimeoutS = 2;  // NCCLREC_TIMEOUT
 constexpr int kRanks = 4;
 
-std::vector<std::string> samples() {
+// A C++ sample (samples/<name>, the binary sample_<name>) or a Python one
+// (samples/python/<name>/<name>.py, in one binding style).
+struct Sample {
+  std::string name;
+  std::string binding;  // Python: "handle" or "global"; empty for a C++ sample
+
+  bool python() const { return !binding.empty(); }
+  std::string sourceDir() const {
+    return std::string(NCCLREC_SAMPLES_SRC) + (python() ? "/python/" : "/") + name;
+  }
+  // The program and its arguments, after cxxrun's own.
+  std::vector<std::string> command(const std::string& mode) const {
+    if (python()) return {NCCLREC_PYTHON, sourceDir() + "/" + name + ".py", mode, binding};
+    return {std::string(NCCLREC_SAMPLES_BIN) + "/sample_" + name, mode};
+  }
+};
+
+void PrintTo(const Sample& sample, std::ostream* os) {
+  *os << (sample.python() ? "python " + sample.name + " (" + sample.binding + ")" : sample.name);
+}
+
+std::vector<std::string> splitList(const std::string& csv) {
   std::vector<std::string> out;
-  std::stringstream list(NCCLREC_HOST_SAMPLES);
+  std::stringstream list(csv);
   for (std::string name; std::getline(list, name, ',');) {
     if (!name.empty()) out.push_back(name);
   }
   return out;
+}
+
+std::vector<Sample> cxxSamples() {
+  std::vector<Sample> out;
+  for (const std::string& name : splitList(NCCLREC_HOST_SAMPLES)) out.push_back({name, ""});
+  return out;
+}
+
+std::vector<Sample> pythonSamples() {
+  std::vector<Sample> out;
+  for (const std::string& name : splitList(NCCLREC_PYTHON_SAMPLES)) {
+    for (const char* binding : {"handle", "global"}) out.push_back({name, binding});
+  }
+  return out;
+}
+
+std::string baseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 Json readJson(const std::string& path) {
@@ -53,7 +97,7 @@ struct SampleRun {
   std::string dump_dir;  // the attempt's NCCLREC_DIR
 };
 
-SampleRun runSample(const ncclrec::support::TempDir& dir, const std::string& sample,
+SampleRun runSample(const ncclrec::support::TempDir& dir, const Sample& sample,
                     const std::string& mode) {
   ncclrec::support::SpawnOptions o;
   o.argv = {NCCLREC_CXXRUN,
@@ -64,14 +108,19 @@ SampleRun runSample(const ncclrec::support::TempDir& dir, const std::string& sam
             "--monitor-interval",
             "0.05",
             "--run-id",
-            kRunId,
-            std::string(NCCLREC_SAMPLES_BIN) + "/sample_" + sample,
-            mode};
+            kRunId};
+  for (const std::string& arg : sample.command(mode)) o.argv.push_back(arg);
   o.ld_preload = NCCLREC_SHIM;
   o.env = {{"NCCLREC_DIR", dir.path() + "/dumps"},
            {"NCCLREC_TIMEOUT", std::to_string(kTimeoutS)},
            {"NCCLREC_POLL_MS", "100"}};
   o.unset_env = {"CXXRUN_STORE", "CXXRUN_TOKEN", "NCCLREC_RUN_ID", "HOSTNCCL_TIMEOUT"};
+  if (sample.python()) {
+    // The Python samples share the unique id through a file; no bytecode in the source tree.
+    o.env["NCCLREC_SAMPLE_ID_FILE"] = dir.path() + "/unique.id";
+    o.env["PYTHONDONTWRITEBYTECODE"] = "1";
+    o.unset_env.push_back("NCCLPY_BINDING");
+  }
   o.cwd = dir.path();
   return SampleRun{ncclrec::support::runProcess(o, std::chrono::seconds(90)),
                    dir.path() + "/dumps/" + kRunId + "/attempt_0"};
@@ -107,13 +156,23 @@ int64_t mtimeNs(const std::string& path) {
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-class SampleTest : public ::testing::TestWithParam<std::string> {};
+std::string stringOr(const Json& j, const std::string& fallback) {
+  return j.is_string() ? j.get<std::string>() : fallback;
+}
+
+class SampleTest : public ::testing::TestWithParam<Sample> {
+ protected:
+  void SetUp() override {
+    if (GetParam().python() && access(NCCLREC_PYTHON, X_OK) != 0)
+      GTEST_SKIP() << "no Python interpreter at " << NCCLREC_PYTHON << " (NCCLREC_PYTHON)";
+  }
+};
 
 TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
-  const std::string sample = GetParam();
-  const Json expected =
-      readJson(std::string(NCCLREC_SAMPLES_SRC) + "/" + sample + "/expected.json");
-  ASSERT_TRUE(expected.is_object()) << "samples/" << sample << "/expected.json is missing or bad";
+  const Sample& sample = GetParam();
+  const std::string expected_path = sample.sourceDir() + "/expected.json";
+  const Json expected = readJson(expected_path);
+  ASSERT_TRUE(expected.is_object()) << expected_path << " is missing or bad";
   const int want_exit = expected.value("cxxrun_exit", 3);
   ncclrec::support::TempDir dir("ncclrec-sample");
   const SampleRun run = runSample(dir, sample, "faulty");
@@ -144,7 +203,14 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
   EXPECT_EQ(verdict["class"], expected["class"]) << got;
   EXPECT_EQ(verdict["ranks"], expected["ranks"]) << got;
   ASSERT_TRUE(verdict["callsite"].is_object()) << got;
-  EXPECT_EQ(verdict["callsite"]["function"], expected["function"]) << got;
+  const Json& site = verdict["callsite"];
+  EXPECT_EQ(site["function"], expected["function"]) << got;
+  if (expected.contains("file")) {
+    EXPECT_EQ(baseName(stringOr(site["file"], "")), expected["file"]) << got;
+  }
+  if (expected.contains("line")) {
+    EXPECT_EQ(site["line"], expected["line"]) << got;
+  }
 
   if (want_exit == 3) {
     // The report is written just before cxxrun prints it (launcher/hang_report.cc).
@@ -153,7 +219,7 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
     ASSERT_GT(start, 0) << "no op was left pending in the recordings";
     const double latency_s = static_cast<double>(printed - start) / 1e9;
     std::printf("[ latency  ] %s: hang to verdict %.2f s (NCCLREC_TIMEOUT %.1f s + %.2f s)\n",
-                sample.c_str(), latency_s, kTimeoutS, latency_s - kTimeoutS);
+                sample.name.c_str(), latency_s, kTimeoutS, latency_s - kTimeoutS);
     RecordProperty("hang_to_verdict_ms", static_cast<int>(latency_s * 1000));
     EXPECT_GE(latency_s, kTimeoutS * 0.9);
     // Timeout + one watchdog poll + the other ranks' dumps + analysis: far under the 10 s that
@@ -163,7 +229,7 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
 }
 
 TEST_P(SampleTest, HealthyRunFinishesWithNoHang) {
-  const std::string sample = GetParam();
+  const Sample& sample = GetParam();
   ncclrec::support::TempDir dir("ncclrec-sample");
   const SampleRun run = runSample(dir, sample, "healthy");
   ASSERT_TRUE(run.cxxrun.exitedWith(0)) << run.cxxrun.describe();
@@ -174,7 +240,12 @@ TEST_P(SampleTest, HealthyRunFinishesWithNoHang) {
   EXPECT_EQ(doc["ranks"].size(), size_t{kRanks}) << doc["ranks"].dump(2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, SampleTest, ::testing::ValuesIn(samples()),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+// Test names: Samples/...<name> (C++), PythonSamples/...<name>_<binding>.
+INSTANTIATE_TEST_SUITE_P(Samples, SampleTest, ::testing::ValuesIn(cxxSamples()),
+                         [](const ::testing::TestParamInfo<Sample>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(PythonSamples, SampleTest, ::testing::ValuesIn(pythonSamples()),
+                         [](const ::testing::TestParamInfo<Sample>& p) {
+                           return p.param.name + "_" + p.param.binding;
+                         });
 
 }  // namespace
