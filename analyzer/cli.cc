@@ -91,6 +91,7 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
                  "other defaults: substrings of a frame's file path, comma-separated; repeatable")
       ->type_name("PAT[,PAT...]")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one value per occurrence: the PATHs after it are no patterns
       ->excludes(params_opt);
   app.add_option("PATH", paths, "Black boxes, dumps or directories holding them");
 #ifdef NCCLREC_VERSION
