@@ -99,6 +99,14 @@ TEST(DrawGolden, RankDetailOfACrashedRankScrolled) {
   expectGolden(draw(hangSnapshot(), v, 80, 24), "rank5_crashed_scrolled");
 }
 
+// A Python job's rank: the CALL SITE column names the user's function past the project's
+// all_reduce wrapper and ctypes; the stack lists Python frames as file:line function above the
+// native ones, the call-site frame marked.
+TEST(DrawGolden, RankDetailOfAPythonRank) {
+  const Snapshot s = testing::pythonSnapshot();
+  expectGolden(draw(s, rankView(s, 0), 80, 24), "rank0_python");
+}
+
 TEST(DrawGolden, Help) {
   ViewState v;
   v.help = true;
