@@ -73,9 +73,9 @@ void borrowSymbols(CallSite& site, const SymbolTable& symbols) {
 }
 
 CallSites::CallSites(const std::vector<format::RankData>& ranks,
-                     const std::vector<std::string>& library_frames, bool borrow_names)
+                     const std::vector<std::string>& library_frames, bool read_modules)
     : rule_(library_frames) {
-  if (borrow_names) symbols_ = collectSymbols(ranks);
+  symbols_ = collectSymbols(ranks, read_modules);
   rule_.learn(ranks, &symbols_);
 }
 
@@ -86,7 +86,7 @@ CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& eve
   return site;
 }
 
-SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
+SymbolTable collectSymbols(const std::vector<format::RankData>& ranks, bool read_modules) {
   SymbolTable symbols;
   for (const format::RankData& r : ranks) {
     for (const auto& [id, stack] : r.stacks) {
@@ -96,7 +96,7 @@ SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
       }
     }
   }
-  addOfflineSymbols(ranks, symbols);
+  if (read_modules) addOfflineSymbols(ranks, symbols);
   return symbols;
 }
 

@@ -37,9 +37,10 @@ std::string callSiteKey(const CallSite& site);
 
 // Symbolized frames of every dump by "module-basename+offset": a rank read from its black box
 // (addresses only) borrows the names another rank's dump resolved for the same binary. Frames no
-// dump resolved are read from the module files when they are still here (offline_symbols.h).
+// dump resolved are read from the module files when they are still here (offline_symbols.h) and
+// `read_modules` is set.
 using SymbolTable = FrameNames;
-SymbolTable collectSymbols(const std::vector<format::RankData>& ranks);
+SymbolTable collectSymbols(const std::vector<format::RankData>& ranks, bool read_modules = true);
 void borrowSymbols(CallSite& site, const SymbolTable& symbols);
 
 // What the call sites of one analysis need, built once from every loaded rank: the call-site rule
@@ -49,9 +50,10 @@ class CallSites {
   // No ranks: library layers only, nothing is plumbing, no names to borrow.
   CallSites() = default;
   // `library_frames`: patterns added to the default library layers (--library-frames).
-  // `borrow_names`: collect the names dumps resolved (and read module files, offline_symbols.h).
+  // `read_modules`: name what no dump named from the module files (collectSymbols()); the rule
+  // tells callers apart by function, so names can move a call site.
   explicit CallSites(const std::vector<format::RankData>& ranks,
-                     const std::vector<std::string>& library_frames = {}, bool borrow_names = true);
+                     const std::vector<std::string>& library_frames = {}, bool read_modules = true);
   const SiteRule& rule() const { return rule_; }
   const SymbolTable& symbols() const { return symbols_; }
 

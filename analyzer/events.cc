@@ -355,7 +355,8 @@ Status printEvents(const format::LoadedSet& set, const EventsOptions& o, std::os
   }
   // The rule learns from every loaded rank, listed or not: a call site is the same whichever
   // ranks --rank shows.
-  const CallSites sites(set.ranks, o.library_frames);
+  // Names from the dumps only: the listing never read module files, and stays as quick.
+  const CallSites sites(set.ranks, o.library_frames, /*read_modules=*/false);
   if (o.json) {
     printJson(ranks, o, set.warnings, sites.rule(), out);
   } else {
