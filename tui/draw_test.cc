@@ -107,6 +107,20 @@ TEST(DrawGolden, RankDetailOfAPythonRank) {
   expectGolden(draw(s, rankView(s, 0), 80, 24), "rank0_python");
 }
 
+// --library-frames: a layer named by the user is skipped like torch/distributed.
+TEST(DrawRank, LibraryFramesMoveTheCallSite) {
+  Snapshot s = testing::pythonSnapshot();
+  s.library_frames = {"train.py"};
+  analyze(&s);
+  // Every frame of the user's file is a library frame now: the call site is the innermost
+  // Python frame left, the project's wrapper.
+  const std::string frame = draw(s, rankView(s, 0), 80, 24).golden();
+  EXPECT_NE(
+      frame.find("AllReduce    a11ce000     5    1024 enqueued  1m20s all_reduce() comm_util"),
+      std::string::npos)
+      << frame;
+}
+
 TEST(DrawGolden, Help) {
   ViewState v;
   v.help = true;
