@@ -63,26 +63,36 @@ void SiteRule::candidates(const std::vector<format::Frame>& frames,
   for (size_t i = 0; i < frames.size(); ++i) out->push_back(static_cast<uint32_t>(i));
 }
 
-// The function a frame belongs to, across processes: a Python code object by file base name and
-// qualified name; a native frame by module base name and function name, its own or borrowed; an
-// unnamed one by its frame key.
-uint64_t functionKey(const format::Frame& f, uint64_t frame_key, const FrameNames* names) {
+namespace {
+
+uint64_t nativeFunctionKey(const format::Frame& f) {
+  return mix(mix(7, hashOf(baseName(f.module))), hashOf(f.function));
+}
+
+}  // namespace
+
+uint64_t SiteRule::functionKey(const format::Frame& f, uint64_t frame_key) const {
   if (f.python) return mix(mix(6, hashOf(baseName(f.file))), hashOf(f.function));
-  const std::string* function = &f.function;
-  if (function->empty() && names != nullptr && !f.module.empty()) {
-    std::string key(baseName(f.module));
-    key += '+';
-    key += std::to_string(f.module_offset);
-    const auto it = names->find(key);
-    if (it != names->end()) function = &it->second.function;
-  }
-  if (function->empty()) return frame_key;
-  return mix(mix(7, hashOf(baseName(f.module))), hashOf(*function));
+  if (!f.function.empty()) return nativeFunctionKey(f);
+  const auto it = named_.find(frame_key);
+  return it != named_.end() ? it->second : frame_key;
 }
 
 void SiteRule::learn(const std::vector<format::Frame>& frames, const FrameNames* names) {
+  if (names != names_) {
+    // Keyed by frame key, so an unnamed frame finds its name without building a string.
+    names_ = names;
+    named_.clear();
+    if (names != nullptr) {
+      for (const auto& [key, f] : *names) {
+        if (!f.function.empty() && !f.module.empty()) named_[frameKey(f)] = nativeFunctionKey(f);
+      }
+    }
+  }
   std::vector<uint32_t> cand;
   candidates(frames, &cand);
+  // Beyond that many candidates, all plumbing, the call site is the last one learnt.
+  if (cand.size() > kMaxCandidates) cand.resize(kMaxCandidates);
   if (cand.size() < 2) return;
   std::vector<uint64_t> keys, functions;
   keys.reserve(cand.size());
@@ -90,7 +100,7 @@ void SiteRule::learn(const std::vector<format::Frame>& frames, const FrameNames*
   uint64_t stack_hash = 5;
   for (uint32_t i : cand) {
     keys.push_back(frameKey(frames[i]));
-    functions.push_back(functionKey(frames[i], keys.back(), names));
+    functions.push_back(functionKey(frames[i], keys.back()));
     stack_hash = mix(mix(stack_hash, keys.back()), functions.back());
   }
   if (!learnt_.insert(stack_hash).second) return;
@@ -116,6 +126,7 @@ int SiteRule::siteFrame(const std::vector<format::Frame>& frames) const {
   if (frames.empty()) return -1;
   std::vector<uint32_t> cand;
   candidates(frames, &cand);
+  if (cand.size() > kMaxCandidates) cand.resize(kMaxCandidates);
   for (size_t k = 0; k + 1 < cand.size(); ++k) {
     if (!isPlumbing(frames[cand[k]])) return static_cast<int>(cand[k]);
   }

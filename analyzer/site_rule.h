@@ -68,14 +68,24 @@ class SiteRule {
  private:
   // Indices of the candidate frames, innermost first.
   void candidates(const std::vector<format::Frame>& frames, std::vector<uint32_t>* out) const;
+  // The function a frame belongs to, across processes: a Python code object by file base name
+  // and qualified name; a native frame by module base name and function name, its own or
+  // borrowed (named_); an unnamed one by its frame key.
+  uint64_t functionKey(const format::Frame& frame, uint64_t frame_key) const;
+
+  // Only the innermost candidates are learnt and looked at: deeper ones would be the call site
+  // only under that many wrappers, and learning every frame of deep native stacks costs time.
+  static constexpr size_t kMaxCandidates = 24;
 
   struct Next {
     uint64_t first = 0;  // the function of the first caller seen
     bool plumbing = false;
   };
   std::vector<std::string> patterns_;
-  std::unordered_map<uint64_t, Next> next_;  // frame key -> its callers
-  std::unordered_set<uint64_t> learnt_;      // hashes of the candidate keys of stacks learnt
+  std::unordered_map<uint64_t, Next> next_;       // frame key -> its callers
+  std::unordered_set<uint64_t> learnt_;           // hashes of the candidate keys of stacks learnt
+  const FrameNames* names_ = nullptr;             // what named_ was built from
+  std::unordered_map<uint64_t, uint64_t> named_;  // frame key -> function key, from names_
 };
 
 }  // namespace ncclrec::analyzer
