@@ -52,10 +52,11 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
       return kExitBadInput;
     }
   }
-  const Verdict v = diagnose(*set, options.diagnose);
+  const CallSites sites(set->ranks, options.diagnose.library_frames);
+  const Verdict v = diagnose(*set, options.diagnose, sites);
   if (options.trace) {
     std::ofstream file(*options.trace, std::ios::trunc);
-    if (file) writeTrace(*set, v, file);
+    if (file) writeTrace(*set, v, sites.rule(), file);
     if (!file) {
       err << kTool << "--trace " << *options.trace << ": cannot write the file\n";
       return kExitBadInput;

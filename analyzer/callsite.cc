@@ -25,25 +25,35 @@ bool stripSuffix(std::string& s, std::string_view suffix) {
   return true;
 }
 
+void nameFromFrame(CallSite& site) {
+  const format::Frame& f = site.frames[static_cast<size_t>(site.frame)];
+  site.function = f.function;
+  site.file = f.file;
+  site.line = f.line;
+  site.module = baseName(f.module);
+  site.module_offset = f.module_offset;
+  site.python = f.python;
+}
+
 }  // namespace
 
-CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event) {
+CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event,
+                    const SiteRule& rule) {
   CallSite site;
   if (event.stack_id == format::kNoStack) return site;
   const auto it = rank.stacks.find(event.stack_id);
   if (it == rank.stacks.end() || it->second.frames.empty()) return site;
   site.frames = it->second.frames;
-  const format::Frame& inner = site.frames.front();
-  site.function = inner.function;
-  site.file = inner.file;
-  site.line = inner.line;
-  site.module = baseName(inner.module);
-  site.module_offset = inner.module_offset;
+  site.frame = rule.siteFrame(site.frames);
+  nameFromFrame(site);
   return site;
 }
 
 std::string callSiteKey(const CallSite& site) {
   if (!site.known()) return "";
+  if (site.python) {
+    return "py:" + baseName(site.file) + "|" + site.function + "|" + std::to_string(site.line);
+  }
   // module+offset is known in black boxes and dumps alike, so a rank read from its black box
   // compares equal to one read from a symbolized dump.
   if (!site.module.empty()) return site.module + "+" + std::to_string(site.module_offset);
@@ -59,21 +69,24 @@ void borrowSymbols(CallSite& site, const SymbolTable& symbols) {
     f.file = it->second.file;
     f.line = it->second.line;
   }
-  if (!site.frames.empty() && site.function.empty()) {
-    site.function = site.frames.front().function;
-    site.file = site.frames.front().file;
-    site.line = site.frames.front().line;
-  }
+  if (site.known() && site.frame >= 0 && site.function.empty()) nameFromFrame(site);
+}
+
+CallSites::CallSites(const std::vector<format::RankData>& ranks,
+                     const std::vector<std::string>& library_frames, bool read_modules)
+    : rule_(library_frames) {
+  symbols_ = collectSymbols(ranks, read_modules);
+  rule_.learn(ranks, &symbols_);
 }
 
 CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event,
-                    const SymbolTable& symbols) {
-  CallSite site = callSiteOf(rank, event);
-  if (site.known() && site.function.empty()) borrowSymbols(site, symbols);
+                    const CallSites& sites) {
+  CallSite site = callSiteOf(rank, event, sites.rule());
+  if (site.known() && site.function.empty()) borrowSymbols(site, sites.symbols());
   return site;
 }
 
-SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
+SymbolTable collectSymbols(const std::vector<format::RankData>& ranks, bool read_modules) {
   SymbolTable symbols;
   for (const format::RankData& r : ranks) {
     for (const auto& [id, stack] : r.stacks) {
@@ -83,7 +96,7 @@ SymbolTable collectSymbols(const std::vector<format::RankData>& ranks) {
       }
     }
   }
-  addOfflineSymbols(ranks, symbols);
+  if (read_modules) addOfflineSymbols(ranks, symbols);
   return symbols;
 }
 
@@ -115,10 +128,18 @@ std::string shortFunctionName(const std::string& function) {
   return s;
 }
 
+std::string siteFunctionName(const CallSite& site) {
+  if (!site.python) return shortFunctionName(site.function);
+  const size_t dot = site.function.rfind('.');
+  return dot == std::string::npos ? site.function : site.function.substr(dot + 1);
+}
+
 std::string describeCallSite(const CallSite& site) {
   if (!site.known()) return "unknown call site";
   if (!site.function.empty()) {
-    std::string s = shortFunctionName(site.function) + "()";
+    std::string s = siteFunctionName(site);
+    // "<module>", "<lambda>", "<listcomp>": Python's own names of code that is not a function.
+    if (!(site.python && s.starts_with('<'))) s += "()";
     if (!site.file.empty()) {
       s += " " + baseName(site.file);
       if (site.line > 0) s += ":" + std::to_string(site.line);

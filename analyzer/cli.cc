@@ -85,6 +85,14 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
   CLI::Option* last_opt = app.add_option("--last", last, "Only the last N events of each rank")
                               ->type_name("N")
                               ->needs(events_opt);
+  std::vector<std::string> library_frames;
+  app.add_option("--library-frames", library_frames,
+                 "Python library layers the call site skips, besides torch/distributed/ and the "
+                 "other defaults: substrings of a frame's file path, comma-separated; repeatable")
+      ->type_name("PAT[,PAT...]")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // one value per occurrence: the PATHs after it are no patterns
+      ->excludes(params_opt);
   app.add_option("PATH", paths, "Black boxes, dumps or directories holding them");
 #ifdef NCCLREC_VERSION
   app.set_version_flag("--version", NCCLREC_VERSION);
@@ -127,6 +135,7 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
     if (run_opt->count() > 0) options.run = run;
     if (trace_opt->count() > 0) options.trace = trace;
     options.diagnose.stale_heartbeat_ns = static_cast<int64_t>(stale_s * 1e9);
+    options.diagnose.library_frames = library_frames;
     return runAnalyze(paths, options, out, err);
   }
   if (paths.empty()) {
@@ -135,6 +144,7 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
   }
   EventsOptions options;
   options.json = json;
+  options.library_frames = library_frames;
   if (rank_opt->count() > 0) {
     const std::optional<uint64_t> n = parseCount(rank);
     if (!n || *n > static_cast<uint64_t>(std::numeric_limits<int>::max())) {

@@ -71,8 +71,7 @@ std::string devicePhrase(const std::vector<const Attempt*>& group) {
 
 }  // namespace
 
-std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set,
-                                           const SymbolTable& symbols) {
+std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set, const CallSites& sites) {
   // comm -> global rank -> its latest creating call.
   std::map<uint64_t, std::map<int, Attempt>> attempts;
   for (const RankData& r : set.ranks) {
@@ -110,7 +109,7 @@ std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set,
   const Attempt& lead = *collisions.front().front();
   v.comm_id = lead.event->comm_id;
   v.op = lead.event->op;
-  v.site = callSiteOf(*lead.rank, *lead.event, symbols);
+  v.site = callSiteOf(*lead.rank, *lead.event, sites);
   v.stacks = {v.site};
   std::set<int> culprits;
   for (const auto& group : collisions) {
@@ -142,7 +141,7 @@ std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set,
     t.rows.push_back({TableCell::of(int64_t{rank}), textOrNone(a.rank->host),
                       numberOrNone(a.rank->local_rank), numberOrNone(a.device),
                       textOrNone(a.bus_id), textOrNone(a.uuid),
-                      TableCell::of(evidenceOpOf(*a.rank, *a.event, symbols))});
+                      TableCell::of(evidenceOpOf(*a.rank, *a.event, sites))});
     t.marked.push_back(culprits.contains(rank));
   }
   v.tables.push_back(std::move(t));

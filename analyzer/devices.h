@@ -14,7 +14,6 @@ namespace ncclrec::analyzer {
 // on one device: the same PCI bus id when the recorder read it from the CUDA driver (an ordinal
 // alone proves nothing across CUDA_VISIBLE_DEVICES), else the same device number (hostnccl's
 // emulated devices, or a recorder without the driver; the refusal corroborates it).
-std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set,
-                                           const SymbolTable& symbols);
+std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set, const CallSites& sites);
 
 }  // namespace ncclrec::analyzer

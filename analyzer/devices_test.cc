@@ -164,7 +164,7 @@ TEST(DeviceCollisionTest, TraceMarksTheRefusedInits) {
   const Verdict v = diagnose(set);
   ASSERT_EQ(v.cls, VerdictClass::kDeviceCollision) << v.headline;
   std::ostringstream out;
-  writeTrace(set, v, out);
+  writeTrace(set, v, SiteRule{}, out);
   std::map<int, std::string> color;  // pid (= rank) -> its init slice's cname
   int marks = 0;
   const nlohmann::json doc = nlohmann::json::parse(out.str());

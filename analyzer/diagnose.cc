@@ -19,7 +19,7 @@ uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
   const uint32_t cache_key = e.stack_id ^ (static_cast<uint32_t>(e.op) << 24);
   if (const auto it = cache.find(cache_key); it != cache.end()) return it->second;
-  const std::string key = callSiteKey(callSiteOf(set_.ranks[rank], e));
+  const std::string key = callSiteKey(callSiteOf(set_.ranks[rank], e, callsites_.rule()));
   const auto [it, inserted] =
       sites_.emplace(std::make_pair(e.op, key), static_cast<uint32_t>(sites_.size()));
   if (inserted) {
@@ -228,12 +228,11 @@ Verdict Engine::run() {
     now_ = std::max(now_, snapshotTime(r));
     if (r.exited) latest_exit_ns_ = std::max(latest_exit_ns_, r.exit_ns);
   }
-  symbols_ = collectSymbols(set_.ranks);
   // A refused init (ranks sharing a device) explains whatever follows it. Waits that pair by peer
   // or span communicators are decided before the per-slot alignment: a rank blocked in comm B
   // looks, from comm A, like a rank that stopped.
   for (auto* find : {&findDeviceCollision, &findWaitCycle, &findP2pMismatch}) {
-    if (std::optional<Verdict> w = find(set_, symbols_)) {
+    if (std::optional<Verdict> w = find(set_, callsites_)) {
       v = std::move(*w);
       addStatus(v);
       return v;
@@ -379,7 +378,7 @@ Verdict Engine::run() {
     return v;
   }
   if (pending == nullptr) {
-    if (std::optional<Verdict> slow = findSlowRank(set_, symbols_)) {
+    if (std::optional<Verdict> slow = findSlowRank(set_, callsites_)) {
       slow->status = std::move(v.status);
       return std::move(*slow);
     }
@@ -424,7 +423,13 @@ Verdict Engine::run() {
 namespace ncclrec::analyzer {
 
 Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options) {
-  engine::Engine engine(set, options);
+  const CallSites sites(set.ranks, options.library_frames);
+  return diagnose(set, options, sites);
+}
+
+Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
+                 const CallSites& sites) {
+  engine::Engine engine(set, options, sites);
   return engine.run();
 }
 

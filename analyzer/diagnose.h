@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "analyzer/callsite.h"
 #include "analyzer/verdict.h"
 #include "recorder/format/reader.h"
 
@@ -17,8 +20,14 @@ struct DiagnoseOptions {
   // A rank with no exit mark whose last sign of life (heartbeat, dump) is this much older than
   // the newest one of the job is taken for dead (killed, SIGKILL).
   int64_t stale_heartbeat_ns = 2'000'000'000;
+  // Patterns of Python library layers added to the defaults (site_rule.h, --library-frames).
+  std::vector<std::string> library_frames;
 };
 
 Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options = {});
+// With the call sites already learnt from set.ranks (CallSites, callsite.h), shared with the other
+// outputs of one analysis (--trace).
+Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
+                 const CallSites& sites);
 
 }  // namespace ncclrec::analyzer

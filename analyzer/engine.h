@@ -161,8 +161,8 @@ inline std::string subsetCondition(const std::vector<int>& subset, const std::ve
 
 class Engine {
  public:
-  Engine(const format::LoadedSet& set, const DiagnoseOptions& options)
-      : set_(set), options_(options) {}
+  Engine(const format::LoadedSet& set, const DiagnoseOptions& options, const CallSites& callsites)
+      : set_(set), options_(options), callsites_(callsites) {}
 
   Verdict run();
 
@@ -176,10 +176,7 @@ class Engine {
   void buildStreams();
   // The call site, with names borrowed from other ranks' dumps when this rank has none.
   CallSite siteAt(const RankData& rank, const EventRecord& e) const {
-    CallSite site = callSiteOf(rank, e);
-    if (!site.function.empty() || !site.known()) return site;
-    borrowSymbols(site, symbols_);
-    return site;
+    return callSiteOf(rank, e, callsites_);
   }
   uint32_t siteOf(size_t rank, const EventRecord& e);
   int globalRank(size_t rank) const { return set_.ranks[rank].global_rank; }
@@ -212,9 +209,9 @@ class Engine {
 
   const format::LoadedSet& set_;
   const DiagnoseOptions& options_;
+  const CallSites& callsites_;  // the rule and the names, learnt from every rank of set_
   int64_t now_ = 0;
   int64_t latest_exit_ns_ = 0;
-  SymbolTable symbols_;
   std::set<size_t> inferred_dead_;  // ranks found dead from their peers' errors
   std::vector<CommStreams> comms_;
   std::vector<std::unordered_map<uint32_t, uint32_t>> site_cache_;  // per rank: stack id -> site

@@ -9,12 +9,14 @@
 #include <set>
 #include <string_view>
 
+#include "analyzer/callsite.h"
 #include "analyzer/exit_codes.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {
 
+using analyzer::SiteRule;
 using format::EventRecord;
 using format::EventState;
 using format::OpType;
@@ -145,7 +147,7 @@ std::vector<const EventRecord*> selectEvents(const RankData& r, const EventsOpti
 std::string orDash(int v) { return v < 0 ? "-" : std::to_string(v); }
 
 void printText(const std::vector<const RankData*>& ranks, const EventsOptions& o,
-               std::ostream& out) {
+               const SiteRule& rule, std::ostream& out) {
   bool first = true;
   for (const RankData* r : ranks) {
     if (!first) out << '\n';
@@ -182,12 +184,12 @@ void printText(const std::vector<const RankData*>& ranks, const EventsOptions& o
           std::string(format::redOpName(e->redop)).c_str(), orDash(e->peer).c_str(),
           std::string(format::stateName(e->state)).c_str(),
           resultKnown(*e) ? resultName(e->result).c_str() : "-", time.c_str());
-      out << line << callSite(*r, *e) << '\n';
+      out << line << callSite(*r, *e, rule) << '\n';
     }
   }
 }
 
-Json eventJson(const RankData& r, const EventRecord& e) {
+Json eventJson(const RankData& r, const EventRecord& e, const SiteRule& rule) {
   Json j;
   j["index"] = e.index;
   j["op"] = format::opName(e.op);
@@ -215,12 +217,43 @@ Json eventJson(const RankData& r, const EventRecord& e) {
     : what == "within" ? "completed_within_ns"
                        : "age_ns"] = valueOrNull(ns >= 0, ns);
   j["stack_id"] = valueOrNull(e.stack_id != format::kNoStack, e.stack_id);
-  j["call_site"] = callSite(r, e);
+  j["call_site"] = callSite(r, e, rule);
   return j;
 }
 
+// The stacks the listed events use: frames innermost first (Python ones first), and the index
+// of the call-site frame.
+Json stacksJson(const RankData& r, const std::vector<const EventRecord*>& events,
+                const SiteRule& rule) {
+  std::set<uint32_t> ids;
+  for (const EventRecord* e : events) {
+    if (e->stack_id != format::kNoStack) ids.insert(e->stack_id);
+  }
+  Json stacks = Json::array();
+  for (uint32_t id : ids) {
+    const auto it = r.stacks.find(id);
+    if (it == r.stacks.end()) continue;
+    Json st;
+    st["id"] = id;
+    const int site = rule.siteFrame(it->second.frames);
+    st["call_site_frame"] = valueOrNull(site >= 0, site);
+    st["frames"] = Json::array();
+    for (const format::Frame& f : it->second.frames) {
+      st["frames"].push_back({{"function", f.function},
+                              {"file", f.file},
+                              {"line", f.line},
+                              {"module", f.module},
+                              {"module_offset", f.module_offset},
+                              {"address", f.address},
+                              {"python", f.python}});
+    }
+    stacks.push_back(std::move(st));
+  }
+  return stacks;
+}
+
 void printJson(const std::vector<const RankData*>& ranks, const EventsOptions& o,
-               const std::vector<std::string>& warnings, std::ostream& out) {
+               const std::vector<std::string>& warnings, const SiteRule& rule, std::ostream& out) {
   Json doc;
   doc["ranks"] = Json::array();
   for (const RankData* r : ranks) {
@@ -242,7 +275,9 @@ void printJson(const std::vector<const RankData*>& ranks, const EventsOptions& o
     j["dump_detail"] = r->dump_detail;
     j["snapshot_ns"] = snapshotTime(*r);
     j["events"] = Json::array();
-    for (const EventRecord* e : selectEvents(*r, o)) j["events"].push_back(eventJson(*r, *e));
+    const std::vector<const EventRecord*> events = selectEvents(*r, o);
+    for (const EventRecord* e : events) j["events"].push_back(eventJson(*r, *e, rule));
+    j["stacks"] = stacksJson(*r, events, rule);
     doc["ranks"].push_back(std::move(j));
   }
   doc["warnings"] = warnings;
@@ -261,11 +296,19 @@ int64_t snapshotTime(const RankData& r) {
 }
 
 std::string callSite(const RankData& r, const EventRecord& e) {
+  static const SiteRule kLibraryLayersOnly;
+  return callSite(r, e, kLibraryLayersOnly);
+}
+
+std::string callSite(const RankData& r, const EventRecord& e, const SiteRule& rule) {
   const auto it = r.stacks.find(e.stack_id);
   if (e.stack_id == format::kNoStack || it == r.stacks.end() || it->second.frames.empty()) {
     return "-";
   }
-  for (const format::Frame& f : it->second.frames) {
+  const std::vector<format::Frame>& frames = it->second.frames;
+  const size_t site = static_cast<size_t>(rule.siteFrame(frames));
+  for (size_t i = site; i < frames.size(); ++i) {
+    const format::Frame& f = frames[i];
     if (f.function.empty()) continue;
     std::string s = f.function;
     if (!f.file.empty()) {
@@ -273,7 +316,7 @@ std::string callSite(const RankData& r, const EventRecord& e) {
     }
     return s;
   }
-  const format::Frame& f = it->second.frames.front();
+  const format::Frame& f = frames[site];
   char off[32];
   if (!f.module.empty()) {
     std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(f.module_offset));
@@ -310,10 +353,14 @@ Status printEvents(const format::LoadedSet& set, const EventsOptions& o, std::os
     return Status::error("--rank " + std::to_string(*o.rank) +
                          ": no such rank in the recordings (ranks: " + have + ")");
   }
+  // The rule learns from every loaded rank, listed or not: a call site is the same whichever
+  // ranks --rank shows.
+  // Names from the dumps only: the listing never read module files, and stays as quick.
+  const CallSites sites(set.ranks, o.library_frames, /*read_modules=*/false);
   if (o.json) {
-    printJson(ranks, o, set.warnings, out);
+    printJson(ranks, o, set.warnings, sites.rule(), out);
   } else {
-    printText(ranks, o, out);
+    printText(ranks, o, sites.rule(), out);
   }
   return format::okStatus();
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/site_rule.h"
 #include "recorder/format/reader.h"
 #include "recorder/format/status.h"
 
@@ -17,6 +18,7 @@ struct EventsOptions {
   std::optional<std::string> comm;  // only this communicator: hex id or a prefix of its 16 digits
   std::optional<uint64_t> last;     // only the last N events of each rank (after the filters)
   bool json = false;
+  std::vector<std::string> library_frames;  // Python library layers besides the defaults
 };
 
 // Checks the options that are not checked by their type (--comm must be hex).
@@ -37,9 +39,13 @@ int runEvents(const std::vector<std::string>& paths, const EventsOptions& option
 // of its heartbeat, exit and fatal-signal marks, event timestamps and carried-over dump time.
 int64_t snapshotTime(const format::RankData& rank);
 
-// Where an event was issued: the first symbolized function of its stack ("save_checkpoint()
-// train.py:88"), else the innermost frame as module+offset ("libtrain.so+0x1234"), else its
+// Where an event was issued: from the call-site frame `rule` picks (site_rule.h) outward, the
+// first symbolized function ("Trainer.save_checkpoint train.py:88", "saveCheckpoint(int)
+// main.cc:33"), else the call-site frame as module+offset ("libtrain.so+0x1234"), else its
 // address; "-" when the event has no stack.
+std::string callSite(const format::RankData& rank, const format::EventRecord& event,
+                     const analyzer::SiteRule& rule);
+// The same with the default library layers and no plumbing learnt (one rank seen alone).
 std::string callSite(const format::RankData& rank, const format::EventRecord& event);
 
 }  // namespace ncclrec::analyzer

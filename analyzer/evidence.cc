@@ -17,7 +17,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
     Row r;
     for (size_t i = from; i < s.ops.size() && i <= p + kContextAfter; ++i) {
       r.sig.emplace_back(s.ops[i].key, s.ops[i].e->state);
-      r.row.ops.push_back(evidenceOpOf(set_.ranks[s.rank], *s.ops[i].e, symbols_));
+      r.row.ops.push_back(evidenceOpOf(set_.ranks[s.rank], *s.ops[i].e, callsites_));
     }
     const RankData& rd = set_.ranks[s.rank];
     if (rd.exited) {

@@ -29,7 +29,7 @@ double chanceOfBeingLast(size_t n, size_t full, double ranks) {
 
 }  // namespace
 
-std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols) {
+std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSites& sites) {
   // comm -> seq -> (latest enqueue, its rank index, how many ranks issued it)
   struct Slot {
     int64_t earliest = INT64_MAX;
@@ -119,7 +119,7 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTa
         if (s.rank == rank && s.ranks == members[comm] && s.latest - s.second > longest) {
           longest = s.latest - s.second;
           v.op = s.event->op;
-          v.site = callSiteOf(r, *s.event, symbols);
+          v.site = callSiteOf(r, *s.event, sites);
         }
       }
       char share[16];

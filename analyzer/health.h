@@ -27,6 +27,6 @@ inline constexpr double kSlowChance = 1e-3;
 inline constexpr double kSlowWaitShare = 0.75;
 inline constexpr double kSlowWaitOfSpan = 0.05;
 inline constexpr double kSlowMinWaitNs = 100e6;
-std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const SymbolTable& symbols);
+std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSites& sites);
 
 }  // namespace ncclrec::analyzer

@@ -40,7 +40,7 @@ std::string stateWord(format::EventState s) {
 std::string shortSite(const CallSite& s) {
   if (!s.known()) return "?";
   if (s.function.empty()) return describeCallSite(s);
-  return shortFunctionName(s.function) + (s.line > 0 ? ":" + std::to_string(s.line) : "");
+  return siteFunctionName(s) + (s.line > 0 ? ":" + std::to_string(s.line) : "");
 }
 
 // "invalid-usage" (the names of --events).
@@ -126,12 +126,14 @@ std::string pad(const std::string& s, size_t width) {
 
 Json siteJson(const CallSite& s) {
   Json j;
-  j["function"] = s.function.empty() ? Json(nullptr) : Json(shortFunctionName(s.function));
+  j["function"] = s.function.empty() ? Json(nullptr) : Json(siteFunctionName(s));
   j["file"] = s.file.empty() ? Json(nullptr) : Json(s.file);
   j["line"] = s.line > 0 ? Json(s.line) : Json(nullptr);
   j["full_function"] = s.function.empty() ? Json(nullptr) : Json(s.function);
   j["module"] = s.module.empty() ? Json(nullptr) : Json(s.module);
   j["module_offset"] = s.module_offset;
+  j["python"] = s.python;
+  j["frame"] = s.frame >= 0 ? Json(s.frame) : Json(nullptr);
   return j;
 }
 
@@ -226,11 +228,20 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
       out << "  " << describeCallSite(s) << '\n';
       for (size_t i = 0; i < s.frames.size(); ++i) {
         const format::Frame& f = s.frames[i];
+        // '>' marks the call-site frame when it is not the innermost one.
+        const bool marked = static_cast<int>(i) == s.frame && s.frame > 0;
+        out << "  " << (marked ? "> " : "  ") << "#" << i << "  ";
+        if (f.python) {
+          // Python frames read as a traceback does: file:line, then the qualified name.
+          out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
+              << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
+          continue;
+        }
         char addr[64];
         std::snprintf(addr, sizeof(addr), "%s+0x%llx",
                       f.module.empty() ? "?" : baseName(f.module).c_str(),
                       static_cast<unsigned long long>(f.module_offset));
-        out << "    #" << i << "  " << (f.function.empty() ? "??" : f.function);
+        out << (f.function.empty() ? "??" : f.function);
         if (!f.file.empty())
           out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
         out << "  [" << addr << "]\n";
@@ -297,7 +308,8 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
                               {"file", f.file},
                               {"line", f.line},
                               {"module", f.module},
-                              {"module_offset", f.module_offset}});
+                              {"module_offset", f.module_offset},
+                              {"python", f.python}});
     }
     doc["stacks"].push_back(std::move(st));
   }

@@ -29,7 +29,8 @@ bool divergent(const Verdict& v, const format::EventRecord& e) {
 
 }  // namespace
 
-void writeTrace(const format::LoadedSet& set, const Verdict& v, std::ostream& out) {
+void writeTrace(const format::LoadedSet& set, const Verdict& v, const SiteRule& rule,
+                std::ostream& out) {
   int64_t origin = INT64_MAX;
   for (const format::RankData& r : set.ranks) {
     for (const format::EventRecord& e : r.events) {
@@ -86,7 +87,7 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, std::ostream& ou
                      {{"count", e.count},
                       {"dtype", std::string(format::dataTypeName(e.dtype))},
                       {"state", std::string(format::stateName(e.state))},
-                      {"call_site", callSite(r, e)}}}};
+                      {"call_site", callSite(r, e, rule)}}}};
       const bool marked = divergent(v, e);
       if (marked) slice["cname"] = culprit(v, r.global_rank) ? "terrible" : "bad";
       if (!done) slice["args"]["pending"] = true;

@@ -5,11 +5,14 @@
 
 #include <ostream>
 
+#include "analyzer/site_rule.h"
 #include "analyzer/verdict.h"
 #include "recorder/format/reader.h"
 
 namespace ncclrec::analyzer {
 
-void writeTrace(const format::LoadedSet& set, const Verdict& verdict, std::ostream& out);
+// Call sites by `rule`, which has learnt from every rank of `set` (site_rule.h).
+void writeTrace(const format::LoadedSet& set, const Verdict& verdict, const SiteRule& rule,
+                std::ostream& out);
 
 }  // namespace ncclrec::analyzer

@@ -45,7 +45,7 @@ TEST(TraceTest, OneTrackPerRankAndTheDivergentOpMarked) {
   const Verdict v = diagnose(set);
   ASSERT_EQ(v.cls, VerdictClass::kSizeMismatch) << v.headline;
   std::ostringstream out;
-  writeTrace(set, v, out);
+  writeTrace(set, v, SiteRule{}, out);
   const nlohmann::json doc = nlohmann::json::parse(out.str());
   int slices = 0, marks = 0, names = 0;
   for (const auto& e : doc["traceEvents"]) {

@@ -53,11 +53,9 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   uint64_t same = 0;
   for (const Op& o : stopped.ops) same += o.site == waited.site ? 1 : 0;
   const CallSite waited_site = siteAt(set_.ranks[c.streams[going.front()].rank], *waited.e);
-  const std::string what =
-      opNoun(waited.e->op) + "s from " +
-      shortFunctionName(waited_site.function.empty() ? describeCallSite(waited_site)
-                                                     : waited_site.function) +
-      (waited_site.function.empty() ? "" : "()");
+  const std::string what = opNoun(waited.e->op) + "s from " +
+                           (waited_site.function.empty() ? describeCallSite(waited_site)
+                                                         : siteFunctionName(waited_site) + "()");
   std::string others_at =
       ranksWord(others) + (others.size() == 1 ? " is" : " are") + " in their " + ordinal(same + 1);
   if (waited.e->state == EventState::kFailed) {

@@ -61,7 +61,7 @@ int exitCodeFor(VerdictClass c) {
 }
 
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
-                        const SymbolTable& symbols) {
+                        const CallSites& sites) {
   EvidenceOp o;
   o.seq = e.op_seq;
   o.op = e.op;
@@ -71,7 +71,7 @@ EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord&
   o.root = format::hasRoot(e.op) ? e.peer : -1;
   o.state = e.state;
   o.result = e.result;
-  o.site = callSiteOf(rank, e, symbols);
+  o.site = callSiteOf(rank, e, sites);
   return o;
 }
 

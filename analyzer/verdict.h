@@ -108,10 +108,10 @@ struct Verdict {
   std::vector<std::string> missing;  // undecided: what data would decide it
 };
 
-// The evidence cell of one recorded call, its call site named from `symbols` where its own stack
+// The evidence cell of one recorded call, its call site named from `sites` where its own stack
 // has no names.
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
-                        const SymbolTable& symbols);
+                        const CallSites& sites);
 
 // "0", "1-3", "0,2,5-7".
 std::string formatRanks(const std::vector<int>& ranks);

@@ -40,7 +40,7 @@ struct Located {
 
 }  // namespace
 
-std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const SymbolTable& symbols) {
+std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallSites& sites) {
   // (comm, op, my comm rank, peer comm rank) -> by per-peer seq.
   std::map<std::tuple<uint64_t, OpType, int, int>, std::map<uint64_t, Located>> posted;
   std::map<std::pair<uint64_t, int>, int> global_of;  // (comm, comm rank) -> global rank
@@ -90,7 +90,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
           if (list == posted.end()) return TableCell::none();
           const auto it = list->second.find(q);
           if (it == list->second.end()) return TableCell::none();
-          return TableCell::of(evidenceOpOf(*it->second.rank, *it->second.event, symbols));
+          return TableCell::of(evidenceOpOf(*it->second.rank, *it->second.event, sites));
         };
         TableCell send = cellOf(sends), recv = cellOf(recvs);
         if (send.kind == TableCell::Kind::kNone && recv.kind == TableCell::Kind::kNone) continue;
@@ -109,7 +109,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
     if (peer == global_of.end()) continue;  // no data for the peer: nothing to judge by
     const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
     const auto list = posted.find({e.comm_id, other, e.peer, e.rank});
-    const CallSite site = callSiteOf(*w.rank, e, symbols);
+    const CallSite site = callSiteOf(*w.rank, e, sites);
     Verdict v;
     v.tables.push_back(e.op == OpType::kSend ? pairTable(e.comm_id, e.rank, e.peer, e.op_seq)
                                              : pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
@@ -136,13 +136,13 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
       if (n > 0) {
         const Located& last = list->second.rbegin()->second;
         v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
-                      describeCallSite(callSiteOf(*last.rank, *last.event, symbols)) + ")";
+                      describeCallSite(callSiteOf(*last.rank, *last.event, sites)) + ")";
       }
       return v;
     }
     const Located& match = list->second.at(e.op_seq);
     if (match.event->count != e.count || match.event->dtype != e.dtype) {
-      const CallSite other_site = callSiteOf(*match.rank, *match.event, symbols);
+      const CallSite other_site = callSiteOf(*match.rank, *match.event, sites);
       v.headline = me + " moves " + std::to_string(e.count) + " " +
                    std::string(format::dataTypeName(e.dtype)) + "; rank " +
                    std::to_string(peer->second) + "'s matching " +
@@ -156,7 +156,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const Symbo
   return std::nullopt;
 }
 
-std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolTable& symbols) {
+std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSites& sites) {
   // Per process: the collective it is blocked in (its oldest pending one), and how far each
   // communicator got (the highest seq it issued).
   std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> set index
@@ -268,7 +268,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolT
   v.comm_id = e.comm_id;
   v.seq = e.op_seq;
   v.op = e.op;
-  v.site = callSiteOf(first, e, symbols);
+  v.site = callSiteOf(first, e, sites);
   v.headline = ranksWord(v.ranks) + " deadlock across communicators: ";
   EvidenceTable table;
   table.title = "wait cycle";
@@ -282,12 +282,12 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const SymbolT
     table.rows.push_back(
         {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.comm_id)),
          TableCell::of(static_cast<int64_t>(mine.op_seq)),
-         TableCell::of(evidenceOpOf(r, mine, symbols)), TableCell::of(int64_t{next.global_rank}),
+         TableCell::of(evidenceOpOf(r, mine, sites)), TableCell::of(int64_t{next.global_rank}),
          TableCell::of(shortCommId(theirs.comm_id)),
          TableCell::of(static_cast<int64_t>(theirs.op_seq)),
-         TableCell::of(evidenceOpOf(next, theirs, symbols))});
+         TableCell::of(evidenceOpOf(next, theirs, sites))});
     table.marked.push_back(k == 0);
-    const CallSite site = callSiteOf(r, *blocked[cycle[k]], symbols);
+    const CallSite site = callSiteOf(r, *blocked[cycle[k]], sites);
     v.stacks.push_back(site);
     v.headline += k == 0 ? "rank " + std::to_string(r.global_rank) + " waits in "
                          : std::string(", which waits in ");

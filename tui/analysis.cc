@@ -142,6 +142,13 @@ int slowestRank(const Snapshot& s) {
 }  // namespace
 
 void analyze(Snapshot* s) {
+  // Each distinct stack is learnt once however many ranks hold it.
+  auto rule = std::make_shared<analyzer::SiteRule>(s->library_frames);
+  for (const RankEntry& rank : s->ranks) {
+    for (const auto& [id, stack] : *rank.history->stacks)
+      rule->learn(stack.frames, s->symbols.get());
+  }
+  s->site_rule = std::move(rule);
   s->status.assign(s->ranks.size(), RankStatus{});
   s->summary = JobSummary{};
   JobSummary& sum = s->summary;

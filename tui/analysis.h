@@ -7,7 +7,8 @@
 
 namespace ncclrec::tui {
 
-// Fills snapshot->status, ->comms and ->summary from ranks, now_ns and hang_after_s.
+// Fills snapshot->status, ->comms, ->summary and ->site_rule from ranks, symbols, library_frames,
+// now_ns and hang_after_s.
 //
 // A rank lags on a communicator by the number of collectives the most advanced rank issued there
 // beyond its own; the slowest rank lags most (ties: the one silent longest), or, when no rank

@@ -38,6 +38,7 @@ CollectorOptions collectorOptions(const TopOptions& o) {
   c.connect = o.connect;
   c.token = o.token;
   c.hang_after_s = o.hang_after_s;
+  c.library_frames = o.library_frames;
   return c;
 }
 

@@ -210,6 +210,7 @@ std::shared_ptr<const Snapshot> Collector::collect(int64_t now_ns) {
   auto s = std::make_shared<Snapshot>();
   s->now_ns = now_ns;
   s->hang_after_s = options_.hang_after_s;
+  s->library_frames = options_.library_frames;
   if (!options_.dir.empty()) readDir(now_ns, s.get());
   if (!remotes_.empty()) readRemotes(now_ns, s.get());
   // One process read twice (its directory is shared, and an agent sent it too): keep one.

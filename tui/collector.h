@@ -33,7 +33,8 @@ struct CollectorOptions {
   std::vector<std::string> connect;  // cxxrun agents, host:port
   std::string token;                 // the job token the agents want
   double hang_after_s = 60;
-  double remote_timeout_s = 2;  // per agent and refresh
+  double remote_timeout_s = 2;              // per agent and refresh
+  std::vector<std::string> library_frames;  // Snapshot::library_frames
 };
 
 class Collector {

@@ -95,6 +95,12 @@ std::string shortFunction(std::string f) {
 
 std::string named(const format::Frame& f) {
   std::string text = shortFunction(f.function);
+  if (f.python) {
+    // "Trainer.save_checkpoint" -> "save_checkpoint()"; "<module>" stays as Python names it.
+    const size_t dot = f.function.rfind('.');
+    text = dot == std::string::npos ? f.function : f.function.substr(dot + 1);
+    if (!text.starts_with('<')) text += "()";
+  }
   if (!f.file.empty())
     text += " " + baseName(f.file) + (f.line > 0 ? ":" + std::to_string(f.line) : "");
   return text;

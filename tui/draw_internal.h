@@ -31,8 +31,8 @@ std::string rankLabel(const RankEntry& rank);
 std::string fit(const std::string& text, int width);
 // Right aligned in `width` columns (cut on the left when longer).
 std::string fitRight(const std::string& text, int width);
-// A frame as "trainStep() main.cc:33" (its own or borrowed names), else "train+0x1a2b", else
-// the address. *named tells which.
+// A frame as "trainStep() main.cc:33" or "save_checkpoint() train.py:31" (its own or borrowed
+// names), else "train+0x1a2b", else the address. *named tells which.
 std::string frameText(const format::Frame& frame, const SymbolTable& symbols, bool* named);
 
 }  // namespace ncclrec::tui

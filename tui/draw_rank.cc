@@ -48,12 +48,22 @@ std::string livenessText(const Snapshot& s, const RankEntry& r) {
   return "";
 }
 
-// The call site column: the innermost frame of the op's stack.
+// "train.py:31 Trainer.save_checkpoint", as a Python traceback names a frame.
+std::string pythonFrameText(const format::Frame& f) {
+  const size_t slash = f.file.rfind('/');
+  std::string text = slash == std::string::npos ? f.file : f.file.substr(slash + 1);
+  if (f.line > 0) text += ":" + std::to_string(f.line);
+  return text + " " + f.function;
+}
+
+// The call site column: the frame the call-site rule picks (the user's Python frame over library
+// layers and wrappers; else the innermost native frame).
 std::string siteText(const Snapshot& s, const RankEntry& r, const OpView& op) {
   const format::Stack* stack = stackOf(r, op);
   if (stack == nullptr || stack->frames.empty()) return "-";
   bool named = false;
-  return frameText(stack->frames.front(), *s.symbols, &named);
+  const int site = s.site_rule->siteFrame(stack->frames);
+  return frameText(stack->frames[size_t(site)], *s.symbols, &named);
 }
 
 void drawIdentity(Frame& f, const Snapshot& s, const RankEntry& r, int row) {
@@ -141,11 +151,18 @@ void drawStack(Frame& f, const Snapshot& s, const RankEntry& r, const RankStatus
   bool all_named = true;
   const int n = static_cast<int>(stack->frames.size());
   const int shown = std::min({n, kStackRowsMax, l.stack_rows});
+  // '>' marks the call-site frame when it is not the innermost one.
+  const int site = s.site_rule->siteFrame(stack->frames);
   for (int k = 0; k < n; ++k) {
-    bool named = false;
-    const std::string text = frameText(stack->frames[size_t(k)], *s.symbols, &named);
+    const format::Frame& frame = stack->frames[size_t(k)];
+    bool named = true;
+    // Python frames read as a traceback does: file:line, then the qualified name.
+    const std::string text =
+        frame.python ? pythonFrameText(frame) : frameText(frame, *s.symbols, &named);
     all_named &= named;
-    if (k < shown) f.put(row++, 3, "#" + std::to_string(k) + " " + text);
+    if (k >= shown) continue;
+    if (k == site && site > 0) f.put(row, 1, ">", Style::kHeader);
+    f.put(row++, 3, "#" + std::to_string(k) + " " + text);
   }
   if (shown < n && row < statusRow(f.height()))
     f.put(row++, 3, "... " + std::to_string(n - shown) + " more", Style::kDim);

@@ -99,6 +99,28 @@ TEST(DrawGolden, RankDetailOfACrashedRankScrolled) {
   expectGolden(draw(hangSnapshot(), v, 80, 24), "rank5_crashed_scrolled");
 }
 
+// A Python job's rank: the CALL SITE column names the user's function past the project's
+// all_reduce wrapper and ctypes; the stack lists Python frames as file:line function above the
+// native ones, the call-site frame marked.
+TEST(DrawGolden, RankDetailOfAPythonRank) {
+  const Snapshot s = testing::pythonSnapshot();
+  expectGolden(draw(s, rankView(s, 0), 80, 24), "rank0_python");
+}
+
+// --library-frames: a layer named by the user is skipped like torch/distributed.
+TEST(DrawRank, LibraryFramesMoveTheCallSite) {
+  Snapshot s = testing::pythonSnapshot();
+  s.library_frames = {"train.py"};
+  analyze(&s);
+  // Every frame of the user's file is a library frame now: the call site is the innermost
+  // Python frame left, the project's wrapper.
+  const std::string frame = draw(s, rankView(s, 0), 80, 24).golden();
+  EXPECT_NE(
+      frame.find("AllReduce    a11ce000     5    1024 enqueued  1m20s all_reduce() comm_util"),
+      std::string::npos)
+      << frame;
+}
+
 TEST(DrawGolden, Help) {
   ViewState v;
   v.help = true;

@@ -102,6 +102,13 @@ ParsedTopCommandLine parseTopCommandLine(int argc, const char* const* argv, int 
                  "and CPU use (tests/bench/run_top_bench.sh)")
       ->check(CLI::Range(0.1, 3600.0))
       ->type_name("SECONDS");
+  app.add_option("--library-frames", o.library_frames,
+                 "Python library layers the call site skips, besides torch/distributed/ and the "
+                 "other defaults (as ncclrec-analyze's): substrings of a frame's file path, "
+                 "comma-separated; repeatable")
+      ->type_name("PAT[,PAT...]")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -28,6 +28,7 @@ struct TopOptions {
   Screen screen = Screen::kSummary;  // --once's screen
   int rank = -1;                     // --once --screen rank: which global rank (-1: the slowest)
   double bench_s = 0;                // --bench SECONDS
+  std::vector<std::string> library_frames;  // Python library layers besides the defaults
 };
 
 struct ParsedTopCommandLine {

@@ -55,6 +55,11 @@ TEST_F(Options, EnvironmentAndFlags) {
   EXPECT_EQ(p.options->height, 30);
   EXPECT_EQ(p.options->screen, Screen::kRank);
   EXPECT_EQ(p.options->rank, 4);
+  // One value per occurrence (comma-separated patterns): DIR after it stays DIR.
+  p = parse({"--library-frames", "pynccl/,comm/", "--library-frames", "x.py", "d"});
+  ASSERT_TRUE(p.options) << p.message;
+  EXPECT_EQ(p.options->library_frames, (std::vector<std::string>{"pynccl/", "comm/", "x.py"}));
+  EXPECT_EQ(p.options->dir, "d");
 }
 
 TEST_F(Options, BadInputIsOneLineNamingTheFlag) {
@@ -65,6 +70,9 @@ TEST_F(Options, BadInputIsOneLineNamingTheFlag) {
   EXPECT_EQ(p.message, "ncclrec-top: --size 80by24: want WIDTHxHEIGHT, e.g. 80x24");
   p = parse({"--screen", "comms"});
   EXPECT_EQ(p.message, "ncclrec-top: --size, --screen and --rank go with --once");
+  p = parse({"--library-frames"});
+  EXPECT_EQ(p.exit_code, kExitUsage);
+  EXPECT_NE(p.message.find("--library-frames"), std::string::npos) << p.message;
   p = parse({"--frobnicate"});
   EXPECT_EQ(p.exit_code, kExitUsage);
   EXPECT_NE(p.message.find("--frobnicate"), std::string::npos) << p.message;

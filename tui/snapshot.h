@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/site_rule.h"
 #include "recorder/format/model.h"
 #include "recorder/format/op_type.h"
 
@@ -150,7 +151,12 @@ struct Snapshot {
   std::vector<std::string> notes;  // what could not be read, one line each, naming the file
   std::vector<RankEntry> ranks;    // by global rank, then host, then pid
   std::shared_ptr<const SymbolTable> symbols = std::make_shared<const SymbolTable>();
+  std::vector<std::string> library_frames;  // Python library layers besides the defaults
   // Derived.
+  // The call-site rule (analyzer/site_rule.h, the analyzer's), learnt from every rank's stacks
+  // with the borrowed names: which frame of a stack the CALL SITE column shows.
+  std::shared_ptr<const analyzer::SiteRule> site_rule =
+      std::make_shared<const analyzer::SiteRule>();
   std::vector<RankStatus> status;  // parallel to ranks
   std::vector<CommGroup> comms;    // most ranks first, then by id
   JobSummary summary;

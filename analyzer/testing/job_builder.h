@@ -27,10 +27,13 @@ inline constexpr int kInt32 = 2;
 inline constexpr int kSum = 0;
 inline constexpr int kMax = 2;
 
-// Call sites by name: each gets a symbolized one-frame stack in every rank that uses it.
+// Call sites by name: each gets a symbolized one-frame stack in every rank that uses it, or,
+// when `frames` is given, that stack (Python frames first, innermost first; native frames get the
+// rank's load address).
 struct Site {
   std::string function;
   int line;
+  std::vector<format::Frame> frames = {};
 };
 inline const Site kTrain{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 27};
 inline const Site kSave{"(anonymous namespace)::saveCheckpoint(ncclComm*, int)", 33};
@@ -89,6 +92,17 @@ class Job {
 
  private:
   static uint32_t stackFor(RankData& r, const Site& s) {
+    const uint64_t bias = 0x5550000 + 0x1000 * static_cast<uint64_t>(r.global_rank);
+    if (!s.frames.empty()) {
+      std::vector<format::Frame> frames = s.frames;
+      for (format::Frame& f : frames) f.address = f.python ? 0 : bias + f.module_offset;
+      for (const auto& [id, st] : r.stacks) {
+        if (st.frames == frames) return id;
+      }
+      const auto id = static_cast<uint32_t>(r.stacks.size());
+      r.stacks[id] = format::Stack{id, std::move(frames), true};
+      return id;
+    }
     for (const auto& [id, st] : r.stacks) {
       if (st.frames[0].function == s.function && st.frames[0].line == s.line) return id;
     }

@@ -1,6 +1,7 @@
 #include "tui/testing/fixtures.h"
 
 #include <csignal>
+#include <vector>
 
 #include "tui/analysis.h"
 #include "tui/rank_convert.h"
@@ -117,6 +118,50 @@ Snapshot hangSnapshot(double hang_after_s) {
   (*symbols)[symbolKey("/opt/job/train", 0x2000)] = {0,      "/opt/job/train", 0x2000,
                                                      "main", "/src/train.cc",  90};
   s.symbols = symbols;
+  analyze(&s);
+  return s;
+}
+
+Snapshot pythonSnapshot() {
+  const auto py = [](const char* file, const char* qualname, int line) {
+    format::Frame f;
+    f.function = qualname;
+    f.file = file;
+    f.line = line;
+    f.python = true;
+    return f;
+  };
+  const std::vector<format::Frame> below = {
+      py("/usr/lib/python3.11/ctypes/__init__.py", "_FuncPtr.__call__", 400),
+      py("/job/comm_utils.py", "all_reduce", 14)};
+  const std::vector<format::Frame> native = {
+      {0x7f0000006a0a, "/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x6a0a, "ffi_call", "", 0},
+      {0x41d2b3, "/usr/bin/python3.11", 0x1d2b3, "_PyEval_EvalFrameDefault", "", 0}};
+  const auto stack = [&](uint32_t id, std::vector<format::Frame> user) {
+    format::Stack st;
+    st.id = id;
+    st.frames = below;
+    st.frames.insert(st.frames.end(), user.begin(), user.end());
+    st.frames.insert(st.frames.end(), native.begin(), native.end());
+    st.symbolized = true;
+    return st;
+  };
+  Snapshot s;
+  s.now_ns = kT0 + 100 * kSecond;
+  s.source_label = "/dumps/pyjob";
+  for (int r = 0; r < 2; ++r) {
+    format::RankData d = makeRank(r, 2, "node0", kCommWorld, 4, 1);
+    d.exe = "/usr/bin/python3.11";
+    d.stacks[1] = stack(1, {py("/job/train.py", "train_step", 40), py("/job/train.py", "main", 88),
+                            py("/job/train.py", "<module>", 95)});
+    if (r == 0) {
+      d.stacks[2] =
+          stack(2, {py("/job/train.py", "Trainer.save_checkpoint", 31),
+                    py("/job/train.py", "main", 90), py("/job/train.py", "<module>", 95)});
+      d.events.back().stack_id = 2;
+    }
+    addRank(&s, d);
+  }
   analyze(&s);
   return s;
 }

@@ -28,6 +28,11 @@ Snapshot hangSnapshot(double hang_after_s = 60);
 // Two healthy ranks at kT0 + 30.5 s, their last all-reduce completed 0.5 s ago. Analyzed.
 Snapshot healthySnapshot();
 
+// Two ranks of a Python job at kT0 + 100 s, calling NCCL through a project wrapper
+// (comm_utils.py all_reduce) over ctypes: rank 0 waits in a 5th all-reduce from
+// Trainer.save_checkpoint (stack 2), rank 1 in its 5th from train_step (stack 1). Analyzed.
+Snapshot pythonSnapshot();
+
 // `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
 Snapshot manyRanksSnapshot(int n);
 
