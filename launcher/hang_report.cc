@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
 #include "analyzer/events.h"
 #include "analyzer/report.h"
@@ -176,6 +177,9 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
   // launcher did not say which host).
   std::map<std::pair<std::string, int>, const format::RankData*> by_host_pid;
   std::map<int, const format::RankData*> by_pid;
+  // The last op's call site by the verdict's rule (plumbing learnt from every rank), with the
+  // names the dumps hold (no module files read: --events does the same).
+  const analyzer::CallSites sites(ranks, {}, /*read_modules=*/false);
   for (const auto& r : ranks) {
     by_host_pid[{r.host, r.pid}] = &r;
     by_pid[r.pid] = &r;
@@ -270,7 +274,7 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
           std::string(format::opName(e.op)) + " (" + std::string(format::stateName(e.state)) + ")";
       seq = std::to_string(e.op_seq);
       count = std::to_string(e.count);
-      site = analyzer::callSite(r, e);
+      site = analyzer::callSite(r, e, sites.rule());
       const bool incomplete =
           e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
       const int64_t now = analyzer::snapshotTime(r);
