@@ -64,6 +64,10 @@ for op in ncclCommInitRankConfig ncclAllReduce ncclBcast ncclAllGather; do
   grep -q " $op " "$out/torch_events.txt" || rc=1
 done
 verdict "PyTorch's NCCL calls recorded (init config, all_reduce, broadcast, all_gather)" $rc
+# Python frames (docs/python.md): the call site of dist.all_reduce is the script's own line, past
+# torch/distributed's layers.
+grep " ncclAllReduce " "$out/torch_events.txt" | grep -q "torch_check.py:"
+verdict "PyTorch's all_reduce carries the script's Python call site (torch_check.py:LINE)" $?
 
 step "4. an all-reduce held on the GPU stays enqueued; the watchdog dumps it (NCCLREC_TIMEOUT=2)"
 NCCLREC_DIR=$out/held NCCLREC_RUN_ID=held NCCLREC_TIMEOUT=2 HOLD_SECONDS=6 LD_PRELOAD=$shim \
