@@ -34,4 +34,4 @@ cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_interpo
   ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda \
   ncclrec_print_frames ncclrec_python_layout_print
 cd "$build"
-exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python'
+exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python' -LE samples

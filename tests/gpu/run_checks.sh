@@ -66,7 +66,7 @@ done
 verdict "PyTorch's NCCL calls recorded (init config, all_reduce, broadcast, all_gather)" $rc
 # Python frames (docs/python.md): the call site of dist.all_reduce is the script's own line, past
 # torch/distributed's layers.
-grep " ncclAllReduce " "$out/torch_events.txt" | grep -q "torch_check.py:"
+grep " ncclAllReduce " "$out/torch_events.txt" | grep "torch_check.py:" >/dev/null
 verdict "PyTorch's all_reduce carries the script's Python call site (torch_check.py:LINE)" $?
 
 step "4. an all-reduce held on the GPU stays enqueued; the watchdog dumps it (NCCLREC_TIMEOUT=2)"
