@@ -49,7 +49,8 @@ inline bool slotHolds(const Event* slot, uint64_t index) {
 // A seqlock read: the plain copy may overlap a writer reusing the slot, and the sequence word
 // read again afterwards throws such a copy away. ThreadSanitizer cannot see that validation and
 // reports the overlap (seen once in the shim tests under TSan), so the copy is not instrumented.
-__attribute__((no_sanitize("thread"))) inline bool readEvent(const BboxHeader* header, uint64_t index, Event* out) {
+__attribute__((no_sanitize("thread"))) inline bool readEvent(const BboxHeader* header,
+                                                             uint64_t index, Event* out) {
   const Event* slot = &ringSlots(header)[index & (header->ring_capacity - 1)];
   auto& seq = const_cast<uint64_t&>(slot->seq);
   const uint64_t before = atomicField(seq).load(std::memory_order_acquire);

@@ -33,7 +33,7 @@ struct Stack {
   // Python frames first (innermost first), then native frames (innermost, the caller of the NCCL
   // function, first). A stack recorded on a thread without Python frames has native ones only.
   std::vector<Frame> frames;
-  bool symbolized = false;    // function names resolved (dumps); bboxes hold addresses only
+  bool symbolized = false;  // function names resolved (dumps); bboxes hold addresses only
   friend bool operator==(const Stack&, const Stack&) = default;
 };
 
