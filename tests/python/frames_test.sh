@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 depth=${NCCLREC_PYTHON_DEPTH:-32}
 set +e
 NCCLREC_DIR="$work/dumps" NCCLREC_PYTHON_DEPTH=$depth NCCLREC_DEBUG=INFO \
-  LD_PRELOAD="$shim${LD_PRELOAD:+:$LD_PRELOAD}" \
+  LD_PRELOAD="$sanitizer_preload$shim${LD_PRELOAD:+:$LD_PRELOAD}" \
   "$python" "$here/frames_check.py" record "$stub" "$work/expected.json" $mode 2>"$work/stderr"
 rc=$?
 set -e

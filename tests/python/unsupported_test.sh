@@ -11,7 +11,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/sanitizer_env.sh"
-NCCLREC_DIR="$work/dumps" LD_PRELOAD="$shim" "$python" - "$stub" 2>"$work/stderr" <<'PY'
+NCCLREC_DIR="$work/dumps" LD_PRELOAD="$sanitizer_preload$shim" "$python" - "$stub" 2>"$work/stderr" <<'PY'
 import ctypes, sys
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
 api = ctypes.CDLL(None)
