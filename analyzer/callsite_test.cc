@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "recorder/format/testing/frames.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
@@ -51,14 +53,7 @@ TEST(CallSiteTest, FromTheInnermostFrame) {
   EXPECT_EQ(describeCallSite(callSiteOf(r, e, kRule)), "unknown call site");
 }
 
-format::Frame pyFrame(const char* file, const char* qualname, int line) {
-  format::Frame f;
-  f.function = qualname;
-  f.file = file;
-  f.line = line;
-  f.python = true;
-  return f;
-}
+const auto pyFrame = format::testing::pythonFrame;
 
 TEST(CallSiteTest, APythonUserFrame) {
   format::RankData r;

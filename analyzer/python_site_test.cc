@@ -13,6 +13,7 @@
 #include "analyzer/testing/job_builder.h"
 #include "analyzer/testing/run_cli.h"
 #include "recorder/format/dump_io.h"
+#include "recorder/format/testing/frames.h"
 #include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
@@ -21,14 +22,7 @@ namespace {
 using namespace testing;  // Job, Op, Site (analyzer/testing/job_builder.h)
 using format::Frame;
 
-Frame py(const char* file, const char* qualname, int line) {
-  Frame f;
-  f.function = qualname;
-  f.file = file;
-  f.line = line;
-  f.python = true;
-  return f;
-}
+const auto py = format::testing::pythonFrame;
 
 Frame native(const char* module, uint64_t offset, const char* function, const char* file = "",
              int line = 0) {

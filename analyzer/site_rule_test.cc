@@ -4,19 +4,14 @@
 
 #include <vector>
 
+#include "recorder/format/testing/frames.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
 using format::Frame;
 
-Frame py(const char* file, const char* qualname, int line) {
-  Frame f;
-  f.function = qualname;
-  f.file = file;
-  f.line = line;
-  f.python = true;
-  return f;
-}
+const auto py = format::testing::pythonFrame;
 
 Frame native(const char* module, uint64_t offset, const char* function = "") {
   return Frame{0x400000 + offset, module, offset, function, "", 0};

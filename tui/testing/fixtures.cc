@@ -3,6 +3,7 @@
 #include <csignal>
 #include <vector>
 
+#include "recorder/format/testing/frames.h"
 #include "tui/analysis.h"
 #include "tui/rank_convert.h"
 
@@ -123,14 +124,7 @@ Snapshot hangSnapshot(double hang_after_s) {
 }
 
 Snapshot pythonSnapshot() {
-  const auto py = [](const char* file, const char* qualname, int line) {
-    format::Frame f;
-    f.function = qualname;
-    f.file = file;
-    f.line = line;
-    f.python = true;
-    return f;
-  };
+  const auto py = format::testing::pythonFrame;
   const std::vector<format::Frame> below = {
       py("/usr/lib/python3.11/ctypes/__init__.py", "_FuncPtr.__call__", 400),
       py("/job/comm_utils.py", "all_reduce", 14)};
