@@ -84,11 +84,8 @@ Watchdog::~Watchdog() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-std::string Watchdog::triggerPath() const {
-  return recorder_->params().dir + "/" + kTriggerFileName;
-}
-
 bool Watchdog::start(std::string* error) {
+  trigger_path_ = recorder_->params().dir + "/" + kTriggerFileName;
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) {
     *error = std::string("eventfd: ") + strerror(errno);
@@ -96,12 +93,16 @@ bool Watchdog::start(std::string* error) {
   }
   // A trigger file left by an earlier run in a reused directory must not make us dump.
   struct stat st {};
-  if (stat(triggerPath().c_str(), &st) == 0) {
+  if (stat(trigger_path_.c_str(), &st) == 0) {
     trigger_mtime_ns_ = mtimeNs(st);
     trigger_ino_ = st.st_ino;
   }
+  // Returns once the thread runs our code: a fork() right after the first NCCL call then never
+  // copies a thread that is still inside its runtime's start-up (ASan's allocates under a lock
+  // its forked child would inherit taken, and hang on).
   try {
     thread_ = std::thread([this] { run(); });
+    running_.wait(false, std::memory_order_acquire);
   } catch (const std::exception& e) {
     *error = std::string("cannot start the watchdog thread: ") + e.what();
     return false;
@@ -128,6 +129,8 @@ void Watchdog::run() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  running_.store(true, std::memory_order_release);
+  running_.notify_all();
   const int poll_ms = recorder_->params().poll_ms;
   while (!stopping_.load(std::memory_order_relaxed)) {
     pollfd pfd{wake_fd_, POLLIN, 0};
@@ -208,7 +211,7 @@ void Watchdog::checkHang(int64_t now) {
 
 void Watchdog::writeTrigger(const std::string& detail) {
   const format::BboxHeader* h = recorder_->header();
-  const std::string path = triggerPath();
+  const std::string& path = trigger_path_;
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   char text[512];
   const int n =
@@ -235,7 +238,7 @@ void Watchdog::writeTrigger(const std::string& detail) {
 
 void Watchdog::checkTrigger() {
   struct stat st {};
-  const std::string path = triggerPath();
+  const std::string& path = trigger_path_;
   if (stat(path.c_str(), &st) != 0) return;
   if (mtimeNs(st) == trigger_mtime_ns_ && st.st_ino == trigger_ino_) return;
   trigger_mtime_ns_ = mtimeNs(st);

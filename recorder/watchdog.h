@@ -44,12 +44,16 @@ class Watchdog {
   void checkHang(int64_t now);
   void checkTrigger();
   void writeTrigger(const std::string& detail);
-  std::string triggerPath() const;
 
   Recorder* recorder_;
+  // NCCLREC_DIR/ncclrec.trigger, built once: a poll allocates nothing, so a fork() in another
+  // thread never catches the watchdog inside the allocator (a child of a sanitized program would
+  // then deadlock on the allocator's lock at its first allocation or at exit).
+  std::string trigger_path_;
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> running_{false};   // set by the thread once it runs our code (start() waits)
   std::atomic<uint32_t> requests_{0};  // bit (1 << DumpReason)
   uint64_t cursor_ = 0;                // no incomplete event below this index
   int64_t hang_reported_index_ = -1;

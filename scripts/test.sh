@@ -30,8 +30,8 @@ build="$root/build-$sanitize"
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUILD_TYPE=Debug \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_interpose_test \
-  ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl ncclrec_fake_cuda \
-  ncclrec_print_frames ncclrec_python_layout_print
+cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_watchdog_alloc_test \
+  ncclrec_interpose_test ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl \
+  ncclrec_fake_cuda ncclrec_print_frames ncclrec_python_layout_print
 cd "$build"
 exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python' -LE samples
