@@ -78,13 +78,6 @@ int freePort() {
   return port;
 }
 
-std::optional<FileId> fileId(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileId{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                st.st_ino};
-}
-
 namespace {
 
 std::string timeText(int64_t ns) {
@@ -220,7 +213,7 @@ int Agent::run() {
     remote_hang_.clear();
     hang_shared_ = false;
     gathered_ = false;
-    seen_trigger_ = fileId(facts_.dump_dir + "/" + kTriggerFile);
+    seen_trigger_ = format::FileStamp::of(triggerPath());
     if (const int rc = agreeOnMasterPort(); rc != kExitOk) return rc;
     if (!startWorkers()) {
       stopWorkers();
@@ -248,7 +241,7 @@ int Agent::run() {
           hang_shared_ = true;
           publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + signalName(sig) + ")");
         }
-        superviseHang("interrupt", readSmallFile(facts_.dump_dir + "/" + kTriggerFile), asked_ns);
+        superviseHang("interrupt", readSmallFile(triggerPath()), asked_ns);
         stopWorkers();
         return 128 + sig;
       }
@@ -273,7 +266,7 @@ int Agent::run() {
 
 Outcome Agent::monitor() {
   const int interval_ms = std::max(1, static_cast<int>(o_.monitor_interval_s * 1000));
-  const std::string trigger = facts_.dump_dir + "/" + kTriggerFile;
+  const std::string trigger = triggerPath();
   for (;;) {
     pump(interval_ms);
     if (pending_signal_ != 0) return Outcome::kInterrupted;
@@ -296,7 +289,7 @@ Outcome Agent::monitor() {
       pump(0);
       return Outcome::kSucceeded;
     }
-    const auto id = fileId(trigger);
+    const auto id = format::FileStamp::of(trigger);
     if (id && id != seen_trigger_) {
       seen_trigger_ = id;
       // The rank that saw the hang dumped before it wrote the trigger: any dump of this attempt
@@ -310,7 +303,7 @@ Outcome Agent::monitor() {
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       // Every rank that times out writes the trigger again; those written while this report was
       // made belong to it.
-      seen_trigger_ = fileId(trigger);
+      seen_trigger_ = format::FileStamp::of(trigger);
       say("cxxrun: --on-hang=wait: leaving the job running");
     }
   }
@@ -392,17 +385,20 @@ std::vector<WorkerInfo> Agent::workerInfos() const {
 }
 
 std::string Agent::writeTrigger(const std::string& reason, const std::string& detail) {
-  // Same format as the recorder's own trigger (recorder/watchdog.cc): the run id makes every rank
-  // of this run dump with reason "trigger".
-  const std::string path = facts_.dump_dir + "/" + kTriggerFile;
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::ostringstream text;
-  text << "run_id=" << facts_.run_id << "\nhost=" << host_ << "\npid=" << getpid()
-       << "\nrank=-1\nreason=" << reason << "\ndetail=" << detail << "\n";
-  std::ofstream(tmp) << text.str();
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) say("cxxrun: cannot write " + path);
-  seen_trigger_ = fileId(path);
-  return text.str();
+  // The recorder's own trigger format (recorder/format/recording_files.h): the run id makes every
+  // rank of this run dump with reason "trigger".
+  format::TriggerFile trigger;
+  trigger.run_id = facts_.run_id;
+  trigger.host = host_;
+  trigger.pid = getpid();
+  trigger.rank = -1;
+  trigger.reason = reason;
+  trigger.detail = detail;
+  const std::string path = triggerPath();
+  std::string error;
+  if (!trigger.write(path, &error)) say("cxxrun: " + error);
+  seen_trigger_ = format::FileStamp::of(path);
+  return trigger.text();
 }
 
 void Agent::writeOwnTrigger(int signo) {
@@ -411,7 +407,7 @@ void Agent::writeOwnTrigger(int signo) {
                                                       : "hang on another node: " + remote_hang_);
   say("cxxrun: " +
       (signo != 0 ? signalName(signo) + " received" : std::string("another node hung")) +
-      ": asking every rank to dump (" + facts_.dump_dir + "/" + kTriggerFile + ")");
+      ": asking every rank to dump (" + triggerPath() + ")");
 }
 
 void Agent::finishFailure() {

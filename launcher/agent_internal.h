@@ -22,10 +22,10 @@
 #include "launcher/store_client.h"
 #include "launcher/store_server.h"
 #include "launcher/worker_env.h"
+#include "recorder/format/recording_files.h"
 
 namespace ncclrec::launcher {
 
-constexpr const char* kTriggerFile = "ncclrec.trigger";  // recorder/watchdog.h kTriggerFileName
 // Past NCCLREC_DUMP_WAIT, how long node 0 waits for the other nodes' recordings: they wait for
 // their own ranks' dumps as long as node 0 did, starting up to a monitor interval later, then send.
 constexpr double kSendMarginS = 5;
@@ -36,14 +36,6 @@ void say(const std::string& line);
 std::string hostName();
 std::string signalName(int sig);
 int freePort();
-
-struct FileId {
-  int64_t mtime_ns = 0;
-  uint64_t ino = 0;
-  bool operator==(const FileId&) const = default;
-};
-
-std::optional<FileId> fileId(const std::string& path);
 
 struct Stream {
   int fd = -1;       // read end of the worker's pipe; -1 after EOF
@@ -91,6 +83,9 @@ class Agent {
   void finishFailure();
   // Writes the trigger file that makes every rank of this run dump; returns its text.
   std::string writeTrigger(const std::string& reason, const std::string& detail);
+  std::string triggerPath() const {
+    return facts_.dump_dir + "/" + std::string(format::kTriggerFileName);
+  }
   void writeOwnTrigger(int signo);
   std::vector<WorkerInfo> workerInfos() const;
   void printFailureSummary() const;
@@ -139,7 +134,7 @@ class Agent {
   int64_t attempt_start_ns_ = 0;
   std::vector<Worker> workers_;
   std::vector<Failure> failures_;
-  std::optional<FileId> seen_trigger_;
+  std::optional<format::FileStamp> seen_trigger_;
   std::optional<StoreClient> rdzv_;  // multi-node only: this agent's connection to the store
   std::vector<std::string> published_;
   std::string remote_failure_;       // what another node reported as the attempt's first failure

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "recorder/format/recording_files.h"
+
 namespace ncclrec::launcher {
 namespace {
 
@@ -28,7 +30,8 @@ bool isRecordingName(const std::string& name) {
            name.compare(name.size() - tail.size(), tail.size(), tail.data(), tail.size()) == 0;
   };
   return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos && (ends(".ncclrec.pb") || ends(".bbox"));
+         name.find('\0') == std::string::npos &&
+         (ends(format::kDumpSuffix) || ends(format::kBboxSuffix));
 }
 
 // Manifest fields, read without ever throwing: a wrong type gives the fallback.

@@ -14,39 +14,12 @@
 #include "analyzer/events.h"
 #include "analyzer/report.h"
 #include "recorder/format/reader.h"
+#include "recorder/format/recording_files.h"
 
 namespace ncclrec::launcher {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-struct DumpName {
-  int pid = 0;
-  std::string reason;
-};
-
-// HOST.PID.N.REASON.ncclrec.pb; HOST may itself hold dots, so the fields are taken from the end.
-bool parseDumpName(const std::string& name, DumpName* out) {
-  static const std::string kSuffix = ".ncclrec.pb";
-  if (name.size() <= kSuffix.size() ||
-      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
-    return false;
-  std::string stem = name.substr(0, name.size() - kSuffix.size());
-  std::vector<std::string> parts;
-  for (int i = 0; i < 3; ++i) {
-    const size_t dot = stem.rfind('.');
-    if (dot == std::string::npos) return false;
-    parts.push_back(stem.substr(dot + 1));
-    stem.resize(dot);
-  }
-  // parts: REASON, N, PID
-  char* end = nullptr;
-  const long pid = std::strtol(parts[2].c_str(), &end, 10);
-  if (parts[2].empty() || *end != '\0' || pid <= 0) return false;
-  out->pid = static_cast<int>(pid);
-  out->reason = parts[0];
-  return true;
-}
 
 std::string fmtSeconds(int64_t ns) {
   char buf[32];
@@ -59,65 +32,57 @@ std::string pad(std::string s, size_t width) {
   return s;
 }
 
+// Calls fn(path, name, stamp) for each black box and dump of process `pid` in `dir`
+// (recording_files.h names; any instance "PID-K").
+template <typename Fn>
+void forEachRecordingOf(const std::string& dir, int pid, Fn fn) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = readdir(d)) {
+    const std::optional<format::RecordingName> name = format::RecordingName::parse(e->d_name);
+    if (!name || name->pid != pid) continue;
+    const std::string path = dir + "/" + e->d_name;
+    const std::optional<format::FileStamp> stamp = format::FileStamp::of(path);
+    if (stamp) fn(path, *name, *stamp);
+  }
+  closedir(d);
+}
+
 }  // namespace
 
 bool hasDumpOf(const std::string& dir, int pid, int64_t since_ns, const std::string& reason) {
   bool found = false;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (const dirent* e = readdir(d)) {
-      DumpName n;
-      if (!parseDumpName(e->d_name, &n) || n.pid != pid) continue;
-      if (!reason.empty() && n.reason != reason) continue;
-      struct stat st {};
-      if (stat((dir + "/" + e->d_name).c_str(), &st) != 0) continue;
-      const int64_t mtime =
-          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      if (mtime >= since_ns) found = true;
-    }
-    closedir(d);
-  }
+  forEachRecordingOf(
+      dir, pid,
+      [&](const std::string&, const format::RecordingName& name, const format::FileStamp& stamp) {
+        if (name.isDump() && (reason.empty() || name.reason == reason) &&
+            stamp.mtime_ns >= since_ns)
+          found = true;
+      });
   return found;
 }
 
 bool hasBlackBoxOf(const std::string& dir, int pid) {
-  const std::string tail = "." + std::to_string(pid) + ".bbox";
   bool found = false;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (const dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > tail.size() &&
-          name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
-        found = true;
-    }
-    closedir(d);
-  }
+  forEachRecordingOf(dir, pid,
+                     [&](const std::string&, const format::RecordingName& name,
+                         const format::FileStamp&) { found |= !name.isDump(); });
   return found;
 }
 
 std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns) {
   std::string newest, bbox;
   int64_t newest_ns = -1;
-  const std::string bbox_tail = "." + std::to_string(pid) + ".bbox";
-  if (DIR* d = opendir(dir.c_str())) {
-    while (const dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      DumpName n;
-      if (parseDumpName(name, &n) && n.pid == pid) {
-        struct stat st {};
-        if (stat((dir + "/" + name).c_str(), &st) != 0) continue;
-        const int64_t mtime =
-            static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-        if (mtime >= since_ns && mtime > newest_ns) {
-          newest_ns = mtime;
-          newest = dir + "/" + name;
-        }
-      } else if (name.size() > bbox_tail.size() &&
-                 name.compare(name.size() - bbox_tail.size(), bbox_tail.size(), bbox_tail) == 0) {
-        bbox = dir + "/" + name;
-      }
-    }
-    closedir(d);
-  }
+  forEachRecordingOf(dir, pid,
+                     [&](const std::string& path, const format::RecordingName& name,
+                         const format::FileStamp& stamp) {
+                       if (!name.isDump()) {
+                         bbox = path;
+                       } else if (stamp.mtime_ns >= since_ns && stamp.mtime_ns > newest_ns) {
+                         newest_ns = stamp.mtime_ns;
+                         newest = path;
+                       }
+                     });
   return newest.empty() ? bbox : newest;
 }
 
@@ -194,16 +159,11 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
     out << "; first failure: " << in.failure << ")";
   } else if (!in.trigger_text.empty()) {
     out << ")";
-    std::string detail;
-    const size_t at = in.trigger_text.find("detail=");
-    if (at != std::string::npos) {
-      detail = in.trigger_text.substr(at + 7, in.trigger_text.find('\n', at) - at - 7);
-    } else {
-      detail = in.trigger_text.substr(0, in.trigger_text.find('\n'));  // another node's note
-    }
-    const size_t rk = in.trigger_text.find("rank=");
-    if (rk != std::string::npos && in.reason == "hang")
-      out << " by rank " << in.trigger_text.substr(rk + 5, in.trigger_text.find('\n', rk) - rk - 5);
+    const format::TriggerFile trigger = format::TriggerFile::parse(in.trigger_text);
+    std::string detail = trigger.detail;
+    if (detail.empty()) detail = in.trigger_text.substr(0, in.trigger_text.find('\n'));  // a note
+    if (trigger.has_rank && trigger.rank >= 0 && in.reason == "hang")
+      out << " by rank " << trigger.rank;
     if (!detail.empty()) out << ": " << detail;
   } else {
     out << ")";

@@ -64,12 +64,14 @@ bool makeDirectories(const std::string& dir, std::string* error) {
 std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* error,
                                            const PythonRegions& python) {
   if (!makeDirectories(params.dir, error)) return nullptr;
-  const std::string host = hostName();
-  const std::string base = params.dir + "/" + host + "." + std::to_string(getpid());
+  format::RecordingName name;
+  name.host = hostName();
+  name.pid = getpid();
   std::string path;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    path = base + (attempt == 0 ? "" : "-" + std::to_string(attempt)) + ".bbox";
+    name.instance = attempt;
+    path = params.dir + "/" + name.fileName();
     fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) {
       *error = "cannot create " + path + ": " + strerror(errno);
@@ -77,7 +79,9 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
     }
   }
   if (fd < 0) {
-    *error = "cannot create a black box named " + base + "*.bbox: all names taken";
+    name.instance = 0;
+    *error = "cannot create a black box named " + params.dir + "/" + name.fileName() +
+             " or its -1..-99 variants: all names taken";
     return nullptr;
   }
   const uint32_t stack_depth = static_cast<uint32_t>(params.stack_depth) + python.depth;
@@ -109,12 +113,12 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   h->local_rank = envInt("LOCAL_RANK", -1);
   h->start_realtime_ns = realtimeNs();
   h->start_monotonic_ns = monotonicNs();
-  copyString(h->host, sizeof(h->host), host);
+  copyString(h->host, sizeof(h->host), name.host);
   copyString(h->run_id, sizeof(h->run_id), params.run_id);
   char exe[sizeof(h->exe)] = {};
   if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0) exe[0] = '\0';
   copyString(h->exe, sizeof(h->exe), exe);
-  return std::unique_ptr<BlackBox>(new BlackBox(h, g.file_bytes, path));
+  return std::unique_ptr<BlackBox>(new BlackBox(h, g.file_bytes, path, name));
 }
 
 BlackBox::~BlackBox() {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "recorder/format/bbox_layout.h"
+#include "recorder/format/recording_files.h"
 #include "recorder/params.h"
 
 namespace ncclrec::recorder {
@@ -34,17 +35,20 @@ class BlackBox {
 
   format::BboxHeader* header() const { return header_; }
   const std::string& path() const { return path_; }
+  // Its file name in NCCLREC_DIR, parsed (recording_files.h): dumps are named after it.
+  const format::RecordingName& name() const { return name_; }
   size_t bytes() const { return bytes_; }
 
   // After fork, in the child: forget the parent's mapping without writing to it.
   void abandon();
 
  private:
-  BlackBox(format::BboxHeader* header, size_t bytes, std::string path)
-      : header_(header), bytes_(bytes), path_(std::move(path)) {}
+  BlackBox(format::BboxHeader* header, size_t bytes, std::string path, format::RecordingName name)
+      : header_(header), bytes_(bytes), path_(std::move(path)), name_(std::move(name)) {}
   format::BboxHeader* header_;
   size_t bytes_;
   std::string path_;
+  format::RecordingName name_;
 };
 
 // mkdir -p with mode 0700 for the directories it creates. False with `error` on failure.

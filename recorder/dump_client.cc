@@ -54,12 +54,9 @@ bool writeDump(const Recorder& recorder, format::DumpReason reason, const std::s
   NcclrecWriteDumpFn fn = loadWriter(recorder.params().dump_library, error);
   if (fn == nullptr) return false;
   const format::BboxHeader* h = recorder.header();
-  std::string base = recorder.blackBoxPath();
-  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".bbox") == 0)
-    base.resize(base.size() - 5);
   const uint32_t n = format::atomicField(const_cast<uint32_t&>(h->dump_count)).load() + 1;
-  *path = base + "." + std::to_string(n) + "." + std::string(format::dumpReasonName(reason)) +
-          ".ncclrec.pb";
+  *path = recorder.params().dir + "/" +
+          recorder.blackBoxName().dump(n, format::dumpReasonName(reason)).fileName();
   char message[512] = {};
   NcclrecDumpRequest request{};
   request.api_version = NCCLREC_DUMP_API_VERSION;

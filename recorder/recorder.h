@@ -102,6 +102,7 @@ class Recorder {
   format::BboxHeader* header() const { return box_->header(); }
   const Params& params() const { return params_; }
   const std::string& blackBoxPath() const { return box_->path(); }
+  const format::RecordingName& blackBoxName() const { return box_->name(); }
   CudaCompletion* cuda() const { return cuda_.get(); }
 
   // Called by the exit handler: marks the black box exited, stops the watchdog, final dump.

@@ -15,6 +15,7 @@
 #include "recorder/clock.h"
 #include "recorder/cuda_completion.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/recording_files.h"
 #include "recorder/log.h"
 #include "recorder/recorder.h"
 #include "recorder/signals.h"
@@ -71,10 +72,6 @@ class SlotSink : public CudaCompletion::Sink {
   format::BboxHeader* h_;
 };
 
-int64_t mtimeNs(const struct stat& st) {
-  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 }  // namespace
 
 Watchdog::Watchdog(Recorder* recorder) : recorder_(recorder) {}
@@ -85,18 +82,14 @@ Watchdog::~Watchdog() {
 }
 
 bool Watchdog::start(std::string* error) {
-  trigger_path_ = recorder_->params().dir + "/" + kTriggerFileName;
+  trigger_path_ = recorder_->params().dir + "/" + std::string(format::kTriggerFileName);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) {
     *error = std::string("eventfd: ") + strerror(errno);
     return false;
   }
   // A trigger file left by an earlier run in a reused directory must not make us dump.
-  struct stat st {};
-  if (stat(trigger_path_.c_str(), &st) == 0) {
-    trigger_mtime_ns_ = mtimeNs(st);
-    trigger_ino_ = st.st_ino;
-  }
+  seen_trigger_ = format::FileStamp::of(trigger_path_);
   // Returns once the thread runs our code: a fork() right after the first NCCL call then never
   // copies a thread that is still inside its runtime's start-up (ASan's allocates under a lock
   // its forked child would inherit taken, and hang on).
@@ -211,54 +204,33 @@ void Watchdog::checkHang(int64_t now) {
 
 void Watchdog::writeTrigger(const std::string& detail) {
   const format::BboxHeader* h = recorder_->header();
-  const std::string& path = trigger_path_;
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  char text[512];
-  const int n =
-      snprintf(text, sizeof(text), "run_id=%s\nhost=%s\npid=%d\nrank=%d\nreason=hang\ndetail=%s\n",
-               h->run_id, h->host, h->pid, h->global_rank, detail.c_str());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    NCCLREC_WARN(kLogWatchdog, "cannot write trigger file %s: %s", tmp.c_str(), strerror(errno));
+  format::TriggerFile trigger;
+  trigger.run_id = h->run_id;
+  trigger.host = h->host;
+  trigger.pid = h->pid;
+  trigger.rank = h->global_rank;
+  trigger.reason = "hang";
+  trigger.detail = detail;
+  std::string error;
+  if (!trigger.write(trigger_path_, &error)) {
+    NCCLREC_WARN(kLogWatchdog, "trigger file: %s", error.c_str());
     return;
   }
-  const bool ok = write(fd, text, n) == n;
-  close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    NCCLREC_WARN(kLogWatchdog, "cannot publish trigger file %s", path.c_str());
-    unlink(tmp.c_str());
-    return;
-  }
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) {  // our own trigger must not make us dump again
-    trigger_mtime_ns_ = mtimeNs(st);
-    trigger_ino_ = st.st_ino;
-  }
+  seen_trigger_ = format::FileStamp::of(trigger_path_);  // our own must not make us dump again
 }
 
 void Watchdog::checkTrigger() {
-  struct stat st {};
-  const std::string& path = trigger_path_;
-  if (stat(path.c_str(), &st) != 0) return;
-  if (mtimeNs(st) == trigger_mtime_ns_ && st.st_ino == trigger_ino_) return;
-  trigger_mtime_ns_ = mtimeNs(st);
-  trigger_ino_ = st.st_ino;
+  const std::optional<format::FileStamp> stamp = format::FileStamp::of(trigger_path_);
+  if (!stamp || stamp == seen_trigger_) return;
+  seen_trigger_ = stamp;
   char text[512] = {};
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(trigger_path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     (void)!read(fd, text, sizeof(text) - 1);
     close(fd);
   }
   // A trigger of another run sharing the directory is not ours.
-  const format::BboxHeader* h = recorder_->header();
-  if (h->run_id[0] != '\0') {
-    const char* line = strstr(text, "run_id=");
-    if (line != nullptr) {
-      line += 7;
-      const size_t len = strcspn(line, "\n");
-      if (len > 0 && (strlen(h->run_id) != len || strncmp(line, h->run_id, len) != 0)) return;
-    }
-  }
+  if (!format::TriggerFile::parse(text).concerns(recorder_->header()->run_id)) return;
   std::string detail = "trigger file from another process: ";
   for (const char* p = text; *p != '\0'; ++p) detail += *p == '\n' ? ' ' : *p;
   NCCLREC_INFO(kLogWatchdog, "%s", detail.c_str());

@@ -6,17 +6,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "recorder/format/op_type.h"
+#include "recorder/format/recording_files.h"
 
 namespace ncclrec::recorder {
 
 class Recorder;
-
-// Name of the job-wide trigger file inside NCCLREC_DIR.
-inline constexpr const char* kTriggerFileName = "ncclrec.trigger";
 
 class Watchdog {
  public:
@@ -57,9 +56,8 @@ class Watchdog {
   std::atomic<uint32_t> requests_{0};  // bit (1 << DumpReason)
   uint64_t cursor_ = 0;                // no incomplete event below this index
   int64_t hang_reported_index_ = -1;
-  // Identity of the last trigger file seen (so an old file does not trigger again).
-  int64_t trigger_mtime_ns_ = 0;
-  uint64_t trigger_ino_ = 0;
+  // The last trigger file seen (so an old file does not trigger again).
+  std::optional<format::FileStamp> seen_trigger_;
 };
 
 }  // namespace ncclrec::recorder

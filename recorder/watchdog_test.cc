@@ -44,7 +44,7 @@ TEST_F(RecorderTest, HangIsDumpedWithinTimeoutPlusTwoSecondsAndTriggersTheJob) {
   EXPECT_EQ(dump.dump_reason, format::DumpReason::kHang);
   EXPECT_EQ(dump.hang_event_index, 1);
   EXPECT_NE(dump.dump_detail.find("ncclAllReduce #2"), std::string::npos) << dump.dump_detail;
-  std::ifstream trigger(dir_.file(kTriggerFileName));
+  std::ifstream trigger(dir_.file(std::string(format::kTriggerFileName)));
   ASSERT_TRUE(trigger.good());
   std::string text((std::istreambuf_iterator<char>(trigger)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("run_id=job7"), std::string::npos) << text;
@@ -62,11 +62,11 @@ TEST_F(RecorderTest, TriggerFileFromAnotherProcessMakesThisOneDumpWithinOneSecon
     Recorder* r = Recorder::get();
     ASSERT_NE(r, nullptr);
     // Another run's trigger is ignored...
-    writeTrigger(dir_.file(kTriggerFileName), "other-job");
+    writeTrigger(dir_.file(std::string(format::kTriggerFileName)), "other-job");
     EXPECT_EQ(waitForFile(".trigger.ncclrec.pb", 0.6), "");
     // ... ours is not.
     const auto t0 = std::chrono::steady_clock::now();
-    writeTrigger(dir_.file(kTriggerFileName), "job8");
+    writeTrigger(dir_.file(std::string(format::kTriggerFileName)), "job8");
     EXPECT_NE(waitForFile(".trigger.ncclrec.pb", 2.0), "");
     EXPECT_LT(secondsSince(t0), 1.0 + 0.5);
   });
@@ -76,7 +76,7 @@ TEST_F(RecorderTest, TriggerFileFromAnotherProcessMakesThisOneDumpWithinOneSecon
 }
 
 TEST_F(RecorderTest, StaleTriggerFileFromAnEarlierRunIsIgnored) {
-  writeTrigger(dir_.file(kTriggerFileName), "");
+  writeTrigger(dir_.file(std::string(format::kTriggerFileName)), "");
   runInChild({}, [this] {
     ASSERT_NE(Recorder::get(), nullptr);
     EXPECT_EQ(waitForFile(".trigger.ncclrec.pb", 0.8), "");

@@ -9,12 +9,10 @@
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/model.h"
+#include "recorder/format/recording_files.h"
 #include "recorder/format/status.h"
 
 namespace ncclrec::format {
-
-inline constexpr std::string_view kBboxSuffix = ".bbox";
-inline constexpr std::string_view kDumpSuffix = ".ncclrec.pb";
 
 // Parses a black box image of `size` bytes (a mapping of the file, or a copy). Every offset and
 // size of the header is checked against `size` before use. Events are read with the ring
