@@ -47,6 +47,7 @@ bool classNamesOnlyCulprits(VerdictClass c) {
     case VerdictClass::kRedopMismatch:
     case VerdictClass::kRootMismatch:
     case VerdictClass::kP2pMismatch:
+    case VerdictClass::kCrossCommDeadlock:  // names the cycle only
       return true;
     default:
       return false;
@@ -87,7 +88,8 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
         .push_back(r.global_rank);
   }
   const bool one = v.waiting.size() == 1;
-  const std::string head = "; " + ranksWord(v.waiting) + (one ? " waits for it" : " wait for it");
+  const std::string it = v.ranks.size() > 1 ? "them" : "it";
+  const std::string head = "; " + ranksWord(v.waiting) + (one ? " waits for " : " wait for ") + it;
   if (groups.empty() || groups.size() > kMaxPlaces) return head;
   std::vector<std::pair<Where, std::vector<int>>> ordered(groups.begin(), groups.end());
   for (auto& [where, ranks] : ordered) std::sort(ranks.begin(), ranks.end());
@@ -101,8 +103,8 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
     out += first ? "; " + ranksWord(ranks) : ", " + ranksWord(ranks);
     out += failed   ? " failed in "
            : !first ? " in "
-           : single ? " waits for it in "
-                    : " wait for it in ";
+           : single ? " waits for " + it + " in "
+                    : " wait for " + it + " in ";
     // The verdict's own op goes without its name and communicator; another one is named.
     if (comm == v.comm_id && op == v.op) {
       out += "#" + std::to_string(seq);

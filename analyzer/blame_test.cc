@@ -79,6 +79,10 @@ TEST(BlameTest, CycleOfTwoRanksWithNoPeersStaysADeadlockAndNamesItsBystanders) {
   EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(v.waiting, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(v.headline.ends_with(
+      "for rank 0; ranks 2-3 wait for them in ncclAllReduce #2 on comm dddd0000 from logLoss() "
+      "train.cc:40"))
+      << v.headline;
 }
 
 TEST(BlameTest, CycleOfTwoGroupsThatOrderTwoCommunicatorsDifferentlyIsADeadlock) {
