@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/blame.h"
 #include "analyzer/devices.h"
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
@@ -234,6 +235,10 @@ Verdict Engine::run() {
   for (auto* find : {&findDeviceCollision, &findWaitCycle, &findP2pMismatch}) {
     if (std::optional<Verdict> w = find(set_, callsites_)) {
       v = std::move(*w);
+      if (find == &findWaitCycle) {
+        buildStreams();
+        preferEarlierCause(v);
+      }
       addStatus(v);
       return v;
     }
@@ -284,6 +289,7 @@ Verdict Engine::run() {
   });
   for (const CommStreams* c : order) {
     if (diagnoseComm(*c, v)) {
+      preferEarlierCause(v);
       addStatus(v);
       return v;
     }
@@ -430,7 +436,9 @@ Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options) {
 Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
                  const CallSites& sites) {
   engine::Engine engine(set, options, sites);
-  return engine.run();
+  Verdict v = engine.run();
+  addWaiting(set, sites, v);
+  return v;
 }
 
 }  // namespace ncclrec::analyzer

@@ -203,6 +203,17 @@ class Engine {
   bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
                     const std::vector<int>& ahead) const;
 
+  // Root cause across communicators and time (root_cause.cc): when `v` is a symptom (a stream
+  // that stopped, a wait cycle) and another communicator's alignment shows an earlier insertion,
+  // deletion or substitution by the same ranks, that divergence becomes the verdict and `v` its
+  // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
+  // Needs buildStreams(). Returns whether it replaced `v`.
+  bool preferEarlierCause(Verdict& v);
+  // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
+  int64_t opTime(uint64_t comm, uint64_t seq) const;
+  // Whether the rank issued collective `seq` of `comm` before its newest call.
+  bool issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const;
+
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
   void addStatus(Verdict& v) const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;

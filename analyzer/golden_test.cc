@@ -17,6 +17,7 @@
 
 #include "analyzer/cli.h"
 #include "analyzer/testing/run_cli.h"
+#include "analyzer/verdict.h"
 #include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
@@ -79,34 +80,45 @@ TEST_P(GoldenTest, VerdictMatchesTheExpectedOne) {
                             expected["verdict"]["headline"].get<std::string>());
   if (expected["exit_code"] == 3) {
     // Classes that align one communicator's slots show them; the others (waits across
-    // communicators, point-to-point pairs, devices) show a table of their own.
-    const std::string cls = expected["verdict"]["class"];
-    const std::map<std::string, std::string> own_table = {
-        {"cross_comm_deadlock", "\nwait cycle:\n"},
-        {"p2p_mismatch", "\nsends and receives between ranks "},
-        {"device_collision", "\ndevices at init of comm "}};
-    const auto it = own_table.find(cls);
-    const std::string heading = it != own_table.end() ? it->second : "\nevidence on comm ";
-    EXPECT_NE(text.out.find(heading), std::string::npos) << text.out;
-    if (it != own_table.end()) {
+    // communicators, point-to-point pairs, devices, and a skip or insertion found from a wait
+    // cycle) show a table of their own.
+    if (got["tables"].empty()) {
+      EXPECT_NE(text.out.find("\nevidence on comm "), std::string::npos) << text.out;
+    } else {
       ASSERT_EQ(got["tables"].size(), 1u) << got.dump(2);
       EXPECT_FALSE(got["tables"][0]["rows"].empty()) << got.dump(2);
+      const std::string title = got["tables"][0]["title"];
+      EXPECT_NE(text.out.find("\n" + title + ":\n"), std::string::npos) << text.out;
     }
     EXPECT_NE(text.out.find("\nstacks:\n"), std::string::npos) << text.out;
+    // The ranks merely blocked by the culprits, on the line after the verdict.
+    const std::vector<int> waiting = expected["verdict"]["waiting"];
+    if (!waiting.empty()) {
+      EXPECT_NE(text.out.find("\nwaiting: " + ranksWord(waiting) + "\n"), std::string::npos)
+          << text.out;
+    }
+  }
+  const std::map<std::string, std::string> own_table = {
+      {"cross_comm_deadlock", "wait cycle"},
+      {"p2p_mismatch", "sends and receives between ranks "},
+      {"device_collision", "devices at init of comm "}};
+  if (const auto it = own_table.find(expected["verdict"]["class"]); it != own_table.end()) {
+    ASSERT_EQ(got["tables"].size(), 1u) << got.dump(2);
+    EXPECT_TRUE(got["tables"][0]["title"].get<std::string>().starts_with(it->second));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
-                         ::testing::Values("rank_gated_collective", "skipped_collective",
-                                           "rank_exited", "rank_crashed", "size_mismatch",
-                                           "rank_stuck_in_host", "cross_comm_deadlock", "no_hang",
-                                           // Recorded from samples/<name> (docs/analyzer.md).
-                                           "op_mismatch", "dtype_mismatch", "redop_mismatch",
-                                           "root_mismatch", "p2p_mismatch", "nccl_error",
-                                           "rank_blocked_elsewhere", "slow_rank",
-                                           "device_collision",
-                                           // Recorded from ncclrec-trainer (docs/trainer.md).
-                                           "trainer_gated_save"));
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, GoldenTest,
+    ::testing::Values("rank_gated_collective", "skipped_collective", "rank_exited", "rank_crashed",
+                      "size_mismatch", "rank_stuck_in_host", "cross_comm_deadlock", "no_hang",
+                      "skipped_in_cycle", "swap_in_cycle", "pipeline_relay", "late_desync",
+                      // Recorded from samples/<name> (docs/analyzer.md).
+                      "op_mismatch", "dtype_mismatch", "redop_mismatch", "root_mismatch",
+                      "p2p_mismatch", "nccl_error", "rank_blocked_elsewhere", "slow_rank",
+                      "device_collision",
+                      // Recorded from ncclrec-trainer (docs/trainer.md).
+                      "trainer_gated_save"));
 
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -67,7 +67,7 @@ TEST(PythonSiteTest, RankZeroOnlyCollectiveThroughASharedWrapperIsNamedAtItsCall
   EXPECT_EQ(v.headline,
             "rank 0 alone (rank == 0) issued ncclAllReduce #5 on comm c0ffee00 from "
             "save_checkpoint() train.py:31; ranks 1-3 issued ncclAllReduce from train_step() "
-            "train.py:40 as their #5");
+            "train.py:40 as their #5; ranks 1-3 wait for it in #5 from train_step() train.py:40");
   ASSERT_EQ(v.stacks.size(), 2u);
   EXPECT_EQ(v.stacks[0].frames.size(), 7u);  // the wrapper and the native frames stay visible
   ASSERT_EQ(v.evidence.size(), 2u);
@@ -145,7 +145,7 @@ TEST(PythonSiteTest, NativeHelperIsPlumbingToo) {
   EXPECT_EQ(v.headline,
             "rank 0 alone (rank == 0) issued ncclAllReduce #5 on comm c0ffee00 from "
             "saveCheckpoint() train.cc:33; ranks 1-3 issued ncclAllReduce from trainStep() "
-            "train.cc:27 as their #5");
+            "train.cc:27 as their #5; ranks 1-3 wait for it in #5 from trainStep() train.cc:27");
   EXPECT_FALSE(v.site.python);
   EXPECT_EQ(v.site.frame, 1);
   EXPECT_EQ(v.site.module, "train");
@@ -195,7 +195,8 @@ TEST_F(PythonDumpsTest, TheVerdictNamesThePythonFunctionAndLine) {
   EXPECT_EQ(j["verdict"]["headline"],
             "rank 0 alone (rank == 0) issued ncclAllReduce #5 on comm c0ffee00 from "
             "save_checkpoint() train.py:31; ranks 1-2 issued ncclAllReduce from train_step() "
-            "train.py:40 as their #5");
+            "train.py:40 as their #5; ranks 1-2 wait for it in #5 from train_step() train.py:40");
+  EXPECT_EQ(j["verdict"]["waiting"], nlohmann::json::parse("[1, 2]"));
   const CliResult text = runAnalyzeCli({dir_.path()});
   EXPECT_EQ(text.code, kExitHang);
   EXPECT_EQ(text.out.substr(0, text.out.find('\n')),

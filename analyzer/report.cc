@@ -177,6 +177,7 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
   const bool bad = exitCodeFor(v.cls) != 0;
   out << (bad ? red : green) << verdictClassName(v.cls) << reset << ": " << bold << v.headline
       << reset << '\n';
+  if (!v.waiting.empty()) out << "waiting: " << ranksWord(v.waiting) << '\n';
   for (const std::string& m : v.missing) out << "missing: " << m << '\n';
 
   if (!v.evidence.empty()) {
@@ -267,6 +268,7 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   Json& j = doc["verdict"];
   j["class"] = verdictClassName(v.cls);
   j["ranks"] = v.ranks;
+  j["waiting"] = v.waiting;
   j["comm"] = v.comm_id != 0 ? Json(hex16(v.comm_id)) : Json(nullptr);
   j["seq"] = v.seq != 0 ? Json(v.seq) : Json(nullptr);
   j["op"] = v.op != format::OpType::kUnknown ? Json(format::opName(v.op)) : Json(nullptr);

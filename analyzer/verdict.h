@@ -94,7 +94,12 @@ struct RankStatus {
 
 struct Verdict {
   VerdictClass cls = VerdictClass::kUndecided;
-  std::vector<int> ranks;  // the culprit ranks (global), ascending; empty when none
+  // The culprits (global, ascending): only the ranks whose behaviour differs from their peers',
+  // the smallest set that explains the observation; empty when none.
+  std::vector<int> ranks;
+  // The ranks merely blocked by the culprits (waiting in an op, or failed in one because a culprit
+  // left), ascending; empty when nothing waits (no_hang, slow_rank).
+  std::vector<int> waiting;
   uint64_t comm_id = 0;
   uint64_t seq = 0;  // the op's sequence number on comm_id; 0 when none
   format::OpType op = format::OpType::kUnknown;

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/cycle_blame.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
@@ -38,12 +40,66 @@ struct Located {
   const EventRecord* event = nullptr;
 };
 
+// (comm, op, my comm rank, peer comm rank) -> the calls by per-peer seq.
+using Posted = std::map<std::tuple<uint64_t, OpType, int, int>, std::map<uint64_t, Located>>;
+using GlobalOf = std::map<std::pair<uint64_t, int>, int>;  // (comm, comm rank) -> global rank
+
+// A receive `w` with no matching send, from a peer that is not blocked in a send or receive: in a
+// ring or pipeline the peer relays what it receives from its own predecessors. When it completed
+// more receives from them than it posted sends to `w`'s rank, it dropped a send: it is the culprit
+// and `w`'s rank waits for it (p2p accounting per pair, docs/analyzer.md).
+std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global_of,
+                                    const Located& w, const CallSites& sites) {
+  const EventRecord& e = *w.event;
+  const int relay = e.peer;
+  size_t received = 0;
+  std::vector<int> sources;  // comm ranks it received from
+  for (const auto& [key, calls] : posted) {
+    const auto& [comm, op, me, from] = key;
+    if (comm != e.comm_id || op != OpType::kRecv || me != relay || from == e.rank) continue;
+    size_t done = 0;
+    for (const auto& [seq, call] : calls) done += call.event->state == EventState::kCompleted;
+    if (done > 0) sources.push_back(from);
+    received += done;
+  }
+  const auto sends = posted.find({e.comm_id, OpType::kSend, relay, e.rank});
+  const size_t sent = sends == posted.end() ? 0 : sends->second.size();
+  if (sources.empty() || received <= sent || sent >= e.op_seq) return std::nullopt;
+  const auto globalOf = [&](int r) {
+    const auto it = global_of.find({e.comm_id, r});
+    return it != global_of.end() ? it->second : -1;
+  };
+  std::vector<int> from_global;
+  for (int s : sources) from_global.push_back(globalOf(s));
+  std::sort(from_global.begin(), from_global.end());
+  Verdict v;
+  v.cls = VerdictClass::kP2pMismatch;
+  v.ranks = {globalOf(relay)};
+  v.comm_id = e.comm_id;
+  v.seq = sent + 1;  // the send it never posted
+  v.op = OpType::kSend;
+  const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
+  std::string last_send;
+  if (sends != posted.end()) {
+    const Located& last = sends->second.rbegin()->second;
+    v.site = callSiteOf(*last.rank, *last.event, sites);
+    last_send = " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
+                describeCallSite(v.site) + ")";
+  }
+  v.stacks = {v.site, waiter_site};
+  if (!v.site.known()) v.stacks.erase(v.stacks.begin());
+  v.headline = "rank " + std::to_string(v.ranks[0]) + " completed " + std::to_string(received) +
+               " ncclRecvs from " + ranksWord(from_global) + " but posted " + std::to_string(sent) +
+               " ncclSends to rank " + std::to_string(w.rank->global_rank) + " on comm " +
+               shortCommId(e.comm_id) + last_send;
+  return v;
+}
+
 }  // namespace
 
 std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallSites& sites) {
-  // (comm, op, my comm rank, peer comm rank) -> by per-peer seq.
-  std::map<std::tuple<uint64_t, OpType, int, int>, std::map<uint64_t, Located>> posted;
-  std::map<std::pair<uint64_t, int>, int> global_of;  // (comm, comm rank) -> global rank
+  Posted posted;
+  GlobalOf global_of;
   std::vector<Located> waiting;
   for (const RankData& r : set.ranks) {
     uint64_t last_comm = 0;
@@ -103,10 +159,24 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     }
     return t;
   };
+  // Whether comm rank `r` of `comm` is itself blocked in a send or receive on it: then it cannot
+  // post what its peer waits for, and that wait is a symptom of its own.
+  const auto blockedInP2p = [&](uint64_t comm, int r) {
+    return std::any_of(waiting.begin(), waiting.end(), [&](const Located& x) {
+      return x.event->comm_id == comm && x.event->rank == r;
+    });
+  };
+  std::optional<Verdict> symptom;  // the first unmatched wait whose peer is blocked as well
   for (const Located& w : waiting) {
     const EventRecord& e = *w.event;
     const auto peer = global_of.find({e.comm_id, e.peer});
     if (peer == global_of.end()) continue;  // no data for the peer: nothing to judge by
+    if (e.op == OpType::kRecv && !blockedInP2p(e.comm_id, e.peer)) {
+      if (std::optional<Verdict> relay = relayCulprit(posted, global_of, w, sites)) {
+        relay->tables.push_back(pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
+        return relay;
+      }
+    }
     const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
     const auto list = posted.find({e.comm_id, other, e.peer, e.rank});
     const CallSite site = callSiteOf(*w.rank, e, sites);
@@ -138,6 +208,10 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
         v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
                       describeCallSite(callSiteOf(*last.rank, *last.event, sites)) + ")";
       }
+      if (blockedInP2p(e.comm_id, e.peer)) {
+        if (!symptom) symptom = std::move(v);
+        continue;
+      }
       return v;
     }
     const Located& match = list->second.at(e.op_seq);
@@ -153,7 +227,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       return v;
     }
   }
-  return std::nullopt;
+  return symptom;
 }
 
 std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSites& sites) {
@@ -257,11 +331,17 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   };
   const std::vector<bool> from = reach(true);
   const std::vector<bool> to = reach(false);
+  std::vector<size_t> scc;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    if (from[i] && to[i]) scc.push_back(i);
+  }
+  const CycleFacts facts{set, sites, blocked, waits_for, process_of, reached, members};
+  if (std::optional<Verdict> deviant = blameDeviant(facts, scc, cycleTable(facts, cycle))) {
+    return deviant;
+  }
   Verdict v;
   v.cls = VerdictClass::kCrossCommDeadlock;
-  for (size_t i = 0; i < set.ranks.size(); ++i) {
-    if (from[i] && to[i]) v.ranks.push_back(set.ranks[i].global_rank);
-  }
+  for (size_t i : scc) v.ranks.push_back(set.ranks[i].global_rank);
   std::sort(v.ranks.begin(), v.ranks.end());
   const RankData& first = set.ranks[cycle.front()];
   const EventRecord& e = *blocked[cycle.front()];
@@ -270,30 +350,16 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   v.op = e.op;
   v.site = callSiteOf(first, e, sites);
   v.headline = ranksWord(v.ranks) + " deadlock across communicators: ";
-  EvidenceTable table;
-  table.title = "wait cycle";
-  table.columns = {"rank",     "comm",      "seq",      "waits_in",
-                   "for_rank", "peer_comm", "peer_seq", "peer_blocked_in"};
   for (size_t k = 0; k < cycle.size(); ++k) {
     const RankData& r = set.ranks[cycle[k]];
     const RankData& next = set.ranks[cycle[(k + 1) % cycle.size()]];
-    const EventRecord& mine = *blocked[cycle[k]];
-    const EventRecord& theirs = *blocked[cycle[(k + 1) % cycle.size()]];
-    table.rows.push_back(
-        {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.comm_id)),
-         TableCell::of(static_cast<int64_t>(mine.op_seq)),
-         TableCell::of(evidenceOpOf(r, mine, sites)), TableCell::of(int64_t{next.global_rank}),
-         TableCell::of(shortCommId(theirs.comm_id)),
-         TableCell::of(static_cast<int64_t>(theirs.op_seq)),
-         TableCell::of(evidenceOpOf(next, theirs, sites))});
-    table.marked.push_back(k == 0);
     const CallSite site = callSiteOf(r, *blocked[cycle[k]], sites);
     v.stacks.push_back(site);
     v.headline += k == 0 ? "rank " + std::to_string(r.global_rank) + " waits in "
                          : std::string(", which waits in ");
     v.headline += opAt(*blocked[cycle[k]], site) + " for rank " + std::to_string(next.global_rank);
   }
-  v.tables.push_back(std::move(table));
+  v.tables.push_back(cycleTable(facts, cycle));
   return v;
 }
 

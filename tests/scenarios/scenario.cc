@@ -2,9 +2,12 @@
 // for its live end-to-end test. Every rank runs the same loop; the fault hits `culprit` at
 // `step`. Run with RANK, WORLD_SIZE and NCCLREC_SAMPLE_ID_FILE set, under libncclrec.so.
 //   argv[1]: gated | skipped | exited | crashed | size_mismatch | stuck_in_host | cross_comm |
-//            no_hang
+//            skip_in_cycle | pipeline | late_desync | no_hang
 //   argv[2]: steps (default 4); argv[3]: the faulty step (default 2); argv[4]: culprit (default 3
 //   for every class but gated, where it is 0)
+// The modes with sub-communicators (skip_in_cycle, late_desync) pair the ranks (0-1, 2-3, ...)
+// with ncclCommSplit; cross_comm has no single culprit: the upper half of the ranks (rank >=
+// WORLD_SIZE / 2) swaps two communicators at the faulty step.
 #include <nccl.h>
 #include <unistd.h>
 
@@ -40,6 +43,36 @@ __attribute__((noinline)) void syncMetrics(ncclComm_t comm, float* metric) {
   CHECK_NCCL(ncclAllReduce(metric, metric, 1, ncclFloat, ncclSum, comm, nullptr));
 }
 
+__attribute__((noinline)) void pairReduce(ncclComm_t pair, float* value) {
+  CHECK_NCCL(ncclAllReduce(value, value, 1, ncclFloat, ncclSum, pair, nullptr));
+}
+
+// The same shape as pairReduce() from another call site: it pairs with the partner's next
+// pairReduce() and completes.
+__attribute__((noinline)) void pairHandshake(ncclComm_t pair, float* value) {
+  CHECK_NCCL(ncclAllReduce(value, value, 1, ncclFloat, ncclSum, pair, nullptr));
+}
+
+__attribute__((noinline)) void sendActivations(ncclComm_t comm, std::vector<float>& act, int peer) {
+  CHECK_NCCL(ncclSend(act.data(), act.size(), ncclFloat, peer, comm, nullptr));
+}
+
+__attribute__((noinline)) void recvActivations(ncclComm_t comm, std::vector<float>& act, int peer) {
+  CHECK_NCCL(ncclRecv(act.data(), act.size(), ncclFloat, peer, comm, nullptr));
+}
+
+// pipeline: each step passes kMicroBatches activations down the stages; the culprit stage, at
+// the faulty step, receives them all but sends one fewer.
+constexpr int kMicroBatches = 4;
+void pipelineStep(ncclComm_t comm, int rank, int world, bool fault, std::vector<float>& act) {
+  for (int m = 0; m < kMicroBatches; ++m) {
+    if (rank > 0) recvActivations(comm, act, rank - 1);
+    if (rank < world - 1 && !(fault && m == kMicroBatches - 1)) {
+      sendActivations(comm, act, rank + 1);
+    }
+  }
+}
+
 __attribute__((noinline)) void saveCheckpoint(ncclComm_t comm, float* checksum) {
   CHECK_NCCL(ncclAllReduce(checksum, checksum, 1, ncclFloat, ncclSum, comm, nullptr));
 }
@@ -58,28 +91,59 @@ int main(int argc, char** argv) {
       samples::shareUniqueId(rank, id_file != nullptr ? id_file : "/tmp/ncclrec-scenario.id");
   ncclComm_t comm = nullptr;
   CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
-  // cross_comm: a second communicator for metrics; the culprit syncs metrics before the
-  // gradients at the faulty step while the others do it after: each side waits for the other.
+  // cross_comm: a second communicator for metrics; the upper half of the ranks syncs metrics
+  // before the gradients at the faulty step while the lower half does it after: each side waits
+  // for the other, and no rank differs from the others of its side.
   ncclComm_t metrics = nullptr;
   if (mode == "cross_comm") {
     const std::string path =
         std::string(id_file != nullptr ? id_file : "/tmp/ncclrec-scenario.id") + ".metrics";
     CHECK_NCCL(ncclCommInitRank(&metrics, world, samples::shareUniqueId(rank, path), rank));
   }
+  ncclComm_t pair = nullptr;
+  if (mode == "skip_in_cycle" || mode == "late_desync") {
+    CHECK_NCCL(ncclCommSplit(comm, rank / 2, rank, &pair, nullptr));
+  }
   std::vector<float> grads(1024, 1.0f);
+  std::vector<float> act(256, 1.0f);
   float loss = 1.0f;
   const bool me = rank == culprit;
   for (int step = 0; step < steps; ++step) {
-    const bool fault = me && step == fault_step;
+    const bool fault =
+        mode == "cross_comm" ? rank >= world / 2 && step == fault_step : me && step == fault_step;
     if (fault && mode == "exited") return 0;  // an early return: the "uneven inputs" bug
     if (fault && mode == "crashed") raise(SIGKILL);
     if (fault && mode == "stuck_in_host") sleep(600);
+    if (mode == "pipeline") {
+      pipelineStep(comm, rank, world, fault, act);
+      logLoss(comm, &loss);
+      continue;
+    }
+    if (mode == "late_desync") {
+      // The gradients of every step first, then each pair's steps: the culprit's extra
+      // pairHandshake() completes against its partner's pairReduce(), so it stays one op ahead on
+      // the pair's communicator until the end.
+      trainStep(comm, grads, grads.size());
+      if (step + 1 < steps) continue;
+      for (int s = 0; s < steps; ++s) {
+        if (me && s == fault_step) pairHandshake(pair, &loss);
+        pairReduce(pair, &loss);
+      }
+      // Blocking host collectives: the culprit's last pairReduce() waits for its partner, which
+      // waits for it here (a cycle, the late symptom); on a GPU the partner would go on and exit.
+      logLoss(comm, &loss);
+      break;
+    }
     if (metrics != nullptr && fault) syncMetrics(metrics, &loss);
-    trainStep(comm, grads, fault && mode == "size_mismatch" ? grads.size() / 2 : grads.size());
+    if (!(fault && mode == "skip_in_cycle")) {
+      trainStep(comm, grads, fault && mode == "size_mismatch" ? grads.size() / 2 : grads.size());
+    }
     if (metrics != nullptr && !fault) syncMetrics(metrics, &loss);
+    if (pair != nullptr) pairReduce(pair, &loss);
     if (mode == "skipped" && !fault) logLoss(comm, &loss);
     if (mode == "gated" && fault) saveCheckpoint(comm, &loss);
   }
+  if (pair != nullptr) CHECK_NCCL(ncclCommDestroy(pair));
   if (metrics != nullptr) CHECK_NCCL(ncclCommDestroy(metrics));
   CHECK_NCCL(ncclCommDestroy(comm));
   return 0;

@@ -1,0 +1,214 @@
+// Culprits vs. waiters (blame.h, cycle_blame.h, the p2p accounting of waits.h): the verdict names
+// the rank that deviated from its peers, and lists the ranks merely blocked by it as waiting.
+#include "analyzer/blame.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/testing/job_builder.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
+
+const Site kPair{"pairReduce(ncclComm*, float*)", 52};
+const Site kHandshake{"pairHandshake(ncclComm*, float*)", 57};
+
+Op onB(const Site& site) {
+  Op o{site, 1};
+  o.comm = kOtherComm;
+  return o;
+}
+
+TEST(BlameTest, GatedCollectiveListsTheOthersAsWaiting) {
+  Job job(4);
+  job.ops(0, concat(repeat({kTrain}, 6), {{kSave, 1}}), true);
+  for (int r = 1; r < 4; ++r) job.ops(r, repeat({kTrain}, 7), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2, 3}));
+  // The headline says both: who deviated, and who waits for it where.
+  EXPECT_TRUE(v.headline.ends_with("; ranks 1-3 wait for it in #7 from trainStep() train.cc:27"))
+      << v.headline;
+}
+
+TEST(BlameTest, RanksThatFailedBecauseTheCulpritLeftAreWaiting) {
+  // Rank 2 exited after 3 all-reduces; ranks 0-1 failed in their 4th (remote error) and exited.
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 4)).ops(1, repeat({kTrain}, 4)).ops(2, repeat({kTrain}, 3));
+  for (int r = 0; r < 2; ++r) {
+    job.rank(r).events.back().state = EventState::kFailed;
+    job.rank(r).events.back().result = 6;  // ncclRemoteError
+    job.rank(r).exited = true;
+  }
+  job.rank(2).exited = true;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1}));
+}
+
+TEST(BlameTest, NothingWaitsWhenThereIsNoHang) {
+  Job job(2);
+  job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 3));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kNoHang);
+  EXPECT_TRUE(v.waiting.empty());
+}
+
+TEST(BlameTest, CycleOfTwoRanksWithNoPeersStaysADeadlockAndNamesItsBystanders) {
+  // samples/cross_comm_deadlock: A and B hold ranks 0 and 1 only; rank 0 issues A#2, rank 1 B#2.
+  // Nothing tells which of the two swapped. Ranks 2-3 wait for them on a third communicator C.
+  const uint64_t kThird = 0xdddd000000000003ull;
+  Op on_a{kTrain};
+  on_a.comm = kComm;
+  Op on_c{kLoss, 1};
+  on_c.comm = kThird;
+  Job job(4);
+  job.ops(0, {on_c, on_a, onB(kPair), on_a}, true)
+      .ops(1, {on_c, on_a, onB(kPair), onB(kPair)}, true);
+  job.ops(2, {on_c, on_c}, true).ops(3, {on_c, on_c}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(v.waiting, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(v.headline.ends_with(
+      "for rank 0; ranks 2-3 wait for them in ncclAllReduce #2 on comm dddd0000 from logLoss() "
+      "train.cc:40"))
+      << v.headline;
+}
+
+TEST(BlameTest, CycleOfTwoGroupsThatOrderTwoCommunicatorsDifferentlyIsADeadlock) {
+  // Both communicators hold ranks 0-3; ranks 0-1 issue A#2 first, ranks 2-3 B#2 first: two sides
+  // of two ranks each, no rank differs from the others of its side.
+  Job job(4);
+  for (int r = 0; r < 2; ++r) job.ops(r, {{kTrain}, onB(kPair), {kTrain}}, true);
+  for (int r = 2; r < 4; ++r) job.ops(r, {{kTrain}, onB(kPair), onB(kPair)}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(v.waiting.empty());
+}
+
+TEST(BlameTest, RankThatSkippedAWorldOpIntoAPairOpIsTheCulpritNotItsPartner) {
+  // Issue 14, pattern 1: world communicator A (ranks 0-3) and pair communicator B (ranks 0-1).
+  // Rank 1 skips A#2 and enters B#2, where rank 0 never arrives: rank 0 waits for it in A#2, as do
+  // ranks 2-3. The cycle 0 <-> 1 is the evidence; rank 1 alone differs from its peers on A.
+  Job job(4);
+  job.ops(0, {{kTrain}, onB(kPair), {kTrain}}, true)
+      .ops(1, {{kTrain}, onB(kPair), onB(kPair)}, true);
+  job.ops(2, repeat({kTrain}, 2), true).ops(3, repeat({kTrain}, 2), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_EQ(v.headline,
+            "rank 1 skipped ncclAllReduce #2 on comm c0ffee00 from trainStep() train.cc:27 that "
+            "ranks 0,2-3 issued, or put it off: it waits in ncclAllReduce #2 on comm beef0000 from "
+            "pairReduce() train.cc:52 for rank 0, which waits for it on comm c0ffee00; ranks 0,2-3 "
+            "wait for it in #2 from trainStep() train.cc:27");
+  ASSERT_EQ(v.tables.size(), 1u);
+  EXPECT_EQ(v.tables[0].title, "wait cycle");
+}
+
+TEST(BlameTest, RankThatInsertedAnOpOnThePairCommunicatorIsGated) {
+  // As above, but rank 1 issues an op new to B (pairHandshake) before A#2.
+  Job job(4);
+  job.ops(0, {{kTrain}, onB(kPair), {kTrain}}, true);
+  job.ops(1, {{kTrain}, onB(kPair), onB(kHandshake)}, true);
+  job.ops(2, repeat({kTrain}, 2), true).ops(3, repeat({kTrain}, 2), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "pairHandshake");
+  EXPECT_NE(v.headline.find("rank 1 alone issued ncclAllReduce #2 on comm beef0000 from "
+                            "pairHandshake() train.cc:57 before ncclAllReduce #2 on comm c0ffee00"),
+            std::string::npos)
+      << v.headline;
+}
+
+// Per-peer sequence numbers for p2p calls (the builder numbers per communicator).
+void renumberP2p(RankData& r) {
+  std::map<std::pair<OpType, int>, uint64_t> per_peer;
+  uint64_t collectives = 0;
+  for (EventRecord& e : r.events) {
+    e.op_seq = format::isP2p(e.op) ? ++per_peer[{e.op, e.peer}] : ++collectives;
+    if (!format::isP2p(e.op)) e.peer = -1;
+  }
+}
+
+TEST(BlameTest, PipelineStageThatReceivedMoreThanItSentIsTheCulprit) {
+  // Issue 14, pattern 2: stage 1 receives 3 activations from stage 0 but sends 2 to stage 2, then
+  // goes on to the loss all-reduce; stage 2 waits in its 3rd receive. The receiver is waiting.
+  const auto p2p = [](OpType op, int peer, const Site& site) {
+    Op o{site, 256, op};
+    o.root = peer;
+    return o;
+  };
+  const Site send{"sendActivations(ncclComm*, std::vector<float>&, int)", 70};
+  const Site recv{"recvActivations(ncclComm*, std::vector<float>&, int)", 74};
+  const Op loss{kLoss, 1};
+  Job job(3);
+  job.ops(
+      0,
+      {p2p(OpType::kSend, 1, send), p2p(OpType::kSend, 1, send), p2p(OpType::kSend, 1, send), loss},
+      true);
+  job.ops(1,
+          {p2p(OpType::kRecv, 0, recv), p2p(OpType::kSend, 2, send), p2p(OpType::kRecv, 0, recv),
+           p2p(OpType::kSend, 2, send), p2p(OpType::kRecv, 0, recv), loss},
+          true);
+  job.ops(2, repeat(p2p(OpType::kRecv, 1, recv), 3), true);
+  for (int r = 0; r < 3; ++r) renumberP2p(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2}));
+  EXPECT_EQ(v.op, OpType::kSend);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations");
+  EXPECT_EQ(v.headline,
+            "rank 1 completed 3 ncclRecvs from rank 0 but posted 2 ncclSends to rank 2 on comm "
+            "c0ffee00 (the last, #2, from sendActivations() train.cc:70); rank 0 waits for it in "
+            "ncclAllReduce #1 from logLoss() train.cc:40, rank 2 in ncclRecv #3 from "
+            "recvActivations() train.cc:74");
+  ASSERT_EQ(v.tables.size(), 1u);
+  EXPECT_EQ(v.tables[0].title, "sends and receives between ranks 1 and 2 on comm c0ffee00");
+}
+
+TEST(BlameTest, ReceiverBehindABlockedRelayIsNotTheCulprit) {
+  // Stage 2 of 4 drops a send to stage 3; stage 3's receive from stage 2 is then unmatched, and so
+  // is stage 4's from stage 3 (stage 3 is blocked in its own receive): the first is the cause.
+  const auto p2p = [](OpType op, int peer) {
+    Op o{{"pipe(ncclComm*)", 80}, 256, op};
+    o.root = peer;
+    return o;
+  };
+  Job job(4);
+  job.ops(0, {p2p(OpType::kSend, 1), p2p(OpType::kSend, 1), {kLoss, 1}}, true);
+  job.ops(1, {p2p(OpType::kRecv, 0), p2p(OpType::kSend, 2), p2p(OpType::kRecv, 0), {kLoss, 1}},
+          true);
+  job.ops(2, {p2p(OpType::kRecv, 1), p2p(OpType::kSend, 3), p2p(OpType::kRecv, 1)}, true);
+  job.ops(3, {p2p(OpType::kRecv, 2), p2p(OpType::kRecv, 2)}, true);
+  // Stage 3's wait is the older one: it is looked at first and found to be a symptom.
+  job.rank(3).events.back().enqueue_ns = kT0;
+  for (int r = 0; r < 4; ++r) renumberP2p(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2, 3}));
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

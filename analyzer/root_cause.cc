@@ -1,0 +1,113 @@
+// Root cause across communicators and time: "cause before symptom". A rank one op ahead on one
+// communicator (an extra collective that paired with its partner's next one and completed) shows
+// much later as a stream that stops or a wait cycle on another communicator; the earlier
+// divergence by the same ranks is the verdict, the later stop its evidence.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// A stop (a stream that ended, a rank blocked elsewhere or in host code, an error after which it
+// stopped) or a verdict found from a wait cycle: what an earlier divergence can lead to.
+bool isSymptom(const Verdict& v) {
+  switch (v.cls) {
+    case VerdictClass::kRankExited:
+    case VerdictClass::kRankCrashed:
+    case VerdictClass::kRankStuckInHost:
+    case VerdictClass::kRankBlockedElsewhere:
+    case VerdictClass::kNcclError:
+      return true;
+    default:
+      return std::any_of(v.tables.begin(), v.tables.end(),
+                         [](const EvidenceTable& t) { return t.title == "wait cycle"; });
+  }
+}
+
+// The classes of a divergence in one communicator's order: an insertion, deletion or substitution.
+bool isEdit(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kRankGatedCollective:
+    case VerdictClass::kSkippedCollective:
+    case VerdictClass::kOpMismatch:
+    case VerdictClass::kSizeMismatch:
+    case VerdictClass::kDtypeMismatch:
+    case VerdictClass::kRedopMismatch:
+    case VerdictClass::kRootMismatch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
+  int64_t t = INT64_MAX;
+  for (const CommStreams& c : comms_) {
+    if (c.comm_id != comm) continue;
+    for (const Stream& s : c.streams) {
+      for (const Op& o : s.ops) {
+        if (o.e->op_seq == seq && o.e->enqueue_ns > 0) t = std::min(t, o.e->enqueue_ns);
+      }
+    }
+  }
+  return t;
+}
+
+bool Engine::issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const {
+  for (const RankData& r : set_.ranks) {
+    if (r.global_rank != global_rank) continue;
+    size_t at = SIZE_MAX, last = 0;
+    for (size_t i = 0; i < r.events.size(); ++i) {
+      const EventRecord& e = r.events[i];
+      if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
+      last = i;
+      if (e.comm_id == comm && e.op_seq == seq && format::isCollective(e.op)) at = i;
+    }
+    return at != SIZE_MAX && at < last;
+  }
+  return false;
+}
+
+bool Engine::preferEarlierCause(Verdict& v) {
+  if (!isSymptom(v) || v.ranks.empty()) return false;
+  std::optional<Verdict> best;
+  int64_t best_at = INT64_MAX;
+  for (const CommStreams& c : comms_) {
+    Verdict cause;
+    if (!diagnoseComm(c, cause) || !isEdit(cause.cls)) continue;
+    if (cause.comm_id == v.comm_id && cause.seq == v.seq) continue;  // the symptom itself
+    // It explains the symptom only when it is the same ranks' doing.
+    if (!std::includes(v.ranks.begin(), v.ranks.end(), cause.ranks.begin(), cause.ranks.end())) {
+      continue;
+    }
+    // Causal order: on each of its ranks the divergent op came before where the rank stopped or
+    // waits (its newest call); clocks of different hosts need not agree, so enqueue times only
+    // pick the earliest of several causes.
+    if (!std::all_of(cause.ranks.begin(), cause.ranks.end(),
+                     [&](int r) { return issuedBeforeItsLast(r, cause.comm_id, cause.seq); })) {
+      continue;
+    }
+    const int64_t at = opTime(cause.comm_id, cause.seq);
+    if (best && at >= best_at) continue;
+    best = std::move(cause);
+    best_at = at;
+  }
+  if (!best) return false;
+  // What followed: the symptom, one row, kept as evidence.
+  EvidenceTable later;
+  later.title = "what followed";
+  later.columns = {"class", "ranks", "headline"};
+  later.rows.push_back({TableCell::of(std::string(verdictClassName(v.cls))),
+                        TableCell::of(formatRanks(v.ranks)), TableCell::of(v.headline)});
+  later.marked.push_back(false);
+  best->tables.push_back(std::move(later));
+  v = std::move(*best);
+  return true;
+}
+
+}  // namespace ncclrec::analyzer::engine
