@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds, and runs every test that needs no GPU.
-#   scripts/test.sh                     all tests, in build/
-#   scripts/test.sh --sanitize thread   the recorder and shim tests under ThreadSanitizer
-#   scripts/test.sh --sanitize address  ... under AddressSanitizer (with UBSan's checks off)
+#   scripts/test.sh                       all tests, in build/
+#   scripts/test.sh --sanitize thread     the code loaded into users' processes (recorder, shim,
+#                                         hostnccl) and its tests, Python's included, under TSan
+#   scripts/test.sh --sanitize address    ... under AddressSanitizer (LeakSanitizer included)
+#   scripts/test.sh --sanitize undefined  ... under UndefinedBehaviorSanitizer (any report fails)
 # Tests labelled `gpu` run only where a GPU is visible; elsewhere ctest reports them skipped, each
 # with its reason.
 set -euo pipefail
@@ -11,7 +13,7 @@ sanitize=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=${2:?--sanitize needs address, thread or undefined}; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -25,13 +27,16 @@ if [ -z "$sanitize" ]; then
 fi
 
 # Sanitizer runs build and run only the code loaded into users' processes and its tests (the
-# Python tests preload the instrumented shim into CPython).
+# Python tests preload the instrumented shim into CPython; hostnccl's conformance suite runs its
+# instrumented worker processes).
 build="$root/build-$sanitize"
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUILD_TYPE=Debug \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_watchdog_alloc_test \
   ncclrec_interpose_test ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl \
-  ncclrec_fake_cuda ncclrec_print_frames ncclrec_python_layout_print
+  ncclrec_fake_cuda ncclrec_print_frames ncclrec_python_layout_print \
+  hostnccl_test hostnccl_conformance_test hostnccl_conformance_worker
 cd "$build"
-exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python' -LE samples
+exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python|hostnccl' \
+  -LE samples

@@ -60,32 +60,44 @@ inline double decodeMini(unsigned bits, int expBits, int manBits, bool ieeeSpeci
   return sign ? -v : v;
 }
 
+// Buffers of the suite may sit at any byte offset: values are copied, never dereferenced in place.
+template <typename T>
+T loadAs(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename T>
+void storeAs(void* p, T v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
 inline double decode(ncclDataType_t t, const void* p) {
   switch (t) {
     case ncclInt8:
-      return *static_cast<const int8_t*>(p);
+      return loadAs<int8_t>(p);
     case ncclUint8:
-      return *static_cast<const uint8_t*>(p);
+      return loadAs<uint8_t>(p);
     case ncclInt32:
-      return *static_cast<const int32_t*>(p);
+      return loadAs<int32_t>(p);
     case ncclUint32:
-      return *static_cast<const uint32_t*>(p);
+      return loadAs<uint32_t>(p);
     case ncclInt64:
-      return static_cast<double>(*static_cast<const int64_t*>(p));
+      return static_cast<double>(loadAs<int64_t>(p));
     case ncclUint64:
-      return static_cast<double>(*static_cast<const uint64_t*>(p));
+      return static_cast<double>(loadAs<uint64_t>(p));
     case ncclFloat32:
-      return *static_cast<const float*>(p);
+      return loadAs<float>(p);
     case ncclFloat64:
-      return *static_cast<const double*>(p);
+      return loadAs<double>(p);
     case ncclFloat16:
-      return decodeMini(*static_cast<const uint16_t*>(p), 5, 10, true);
+      return decodeMini(loadAs<uint16_t>(p), 5, 10, true);
     case ncclBfloat16:
-      return decodeMini(*static_cast<const uint16_t*>(p), 8, 7, true);
+      return decodeMini(loadAs<uint16_t>(p), 8, 7, true);
     case ncclFloat8e4m3:
-      return decodeMini(*static_cast<const uint8_t*>(p), 4, 3, false);
+      return decodeMini(loadAs<uint8_t>(p), 4, 3, false);
     case ncclFloat8e5m2:
-      return decodeMini(*static_cast<const uint8_t*>(p), 5, 2, true);
+      return decodeMini(loadAs<uint8_t>(p), 5, 2, true);
     default:
       return NAN;
   }
@@ -95,28 +107,28 @@ inline double decode(ncclDataType_t t, const void* p) {
 inline void encode(ncclDataType_t t, double v, void* p) {
   switch (t) {
     case ncclInt8:
-      *static_cast<int8_t*>(p) = static_cast<int8_t>(v);
+      storeAs<int8_t>(p, static_cast<int8_t>(v));
       return;
     case ncclUint8:
-      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v);
+      storeAs<uint8_t>(p, static_cast<uint8_t>(v));
       return;
     case ncclInt32:
-      *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+      storeAs<int32_t>(p, static_cast<int32_t>(v));
       return;
     case ncclUint32:
-      *static_cast<uint32_t*>(p) = static_cast<uint32_t>(v);
+      storeAs<uint32_t>(p, static_cast<uint32_t>(v));
       return;
     case ncclInt64:
-      *static_cast<int64_t*>(p) = static_cast<int64_t>(v);
+      storeAs<int64_t>(p, static_cast<int64_t>(v));
       return;
     case ncclUint64:
-      *static_cast<uint64_t*>(p) = static_cast<uint64_t>(v);
+      storeAs<uint64_t>(p, static_cast<uint64_t>(v));
       return;
     case ncclFloat32:
-      *static_cast<float*>(p) = static_cast<float>(v);
+      storeAs<float>(p, static_cast<float>(v));
       return;
     case ncclFloat64:
-      *static_cast<double*>(p) = v;
+      storeAs<double>(p, v);
       return;
     default:
       break;
