@@ -33,6 +33,7 @@ pthread_mutex_t g_init_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool g_process_hooks_installed = false;  // under g_init_mutex
 
 constexpr uint32_t kMaxGroupOps = 4096;
+constexpr int kNcclInProgress = 7;
 
 // Ops issued inside ncclGroupStart/End on this thread: they run at the outermost GroupEnd, so
 // their completion is decided there. Allocated at the thread's first GroupStart (TLS stays small
@@ -45,6 +46,7 @@ struct GroupState {
     format::Event* slot;
     const void* stream;
     int32_t ticket;
+    CommState* comm;
   } pending[kMaxGroupOps];
 };
 
@@ -246,6 +248,7 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   call.slot = e;
   call.index = index;
   call.stream = a.stream;
+  call.comm = cs;
   return call;
 }
 
@@ -268,9 +271,14 @@ void Recorder::end(CallHandle& call, int result) {
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.
     if (g->count < kMaxGroupOps) {
-      g->pending[g->count++] = {call.index, e, call.stream, -1};
+      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm};
       return;
     }
+  }
+  // A nonblocking communicator's op on a host backend: running in the background.
+  if (result == kNcclInProgress && !call.timed_by_cuda && takesStream(op) &&
+      deferInProgress(call.comm, e, call.index)) {
+    return;
   }
   if (call.timed_by_cuda &&
       cuda_->afterCall(call.cuda_ticket, const_cast<void*>(call.stream), call.index, ok)) {
@@ -287,6 +295,29 @@ void Recorder::end(CallHandle& call, int result) {
   }
   completeEvent(e, call.index, result, realtimeNs());
   if (!ok) requestDump(format::DumpReason::kNcclError);
+}
+
+bool Recorder::deferInProgress(CommState* cs, format::Event* slot, uint64_t index) {
+  if (cs == nullptr) return false;
+  std::lock_guard<std::mutex> lock(cs->in_progress_mu);
+  const uint32_t n = cs->in_progress_count.load(std::memory_order_relaxed);
+  if (n >= CommState::kMaxInProgress) return false;  // too many: complete as before
+  cs->in_progress[n] = {index, slot};
+  cs->in_progress_count.store(n + 1, std::memory_order_release);
+  return true;
+}
+
+void Recorder::asyncSettled(const void* handle, int state) {
+  if (state == kNcclInProgress) return;
+  CommState* cs = comms_->find(handle);
+  if (cs == nullptr || cs->in_progress_count.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(cs->in_progress_mu);
+  const int64_t now = realtimeNs();
+  const uint32_t n = cs->in_progress_count.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    completeEvent(cs->in_progress[i].slot, cs->in_progress[i].index, state, now);
+  }
+  cs->in_progress_count.store(0, std::memory_order_release);
 }
 
 void Recorder::groupStarted() {
@@ -320,6 +351,7 @@ void Recorder::groupEnded(int result, bool simulated) {
       }
       continue;
     }
+    if (result == kNcclInProgress && deferInProgress(p.comm, p.slot, p.index)) continue;
     completeEvent(p.slot, p.index, result, now);
   }
   g->count = 0;
