@@ -15,25 +15,6 @@
 #include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
-namespace {
-
-// The classes of a divergence between ranks' streams on one communicator (not a truncation).
-bool isDivergence(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kRankGatedCollective:
-    case VerdictClass::kSkippedCollective:
-    case VerdictClass::kOpMismatch:
-    case VerdictClass::kSizeMismatch:
-    case VerdictClass::kDtypeMismatch:
-    case VerdictClass::kRedopMismatch:
-    case VerdictClass::kRootMismatch:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
