@@ -139,8 +139,10 @@ HOSTNCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return guarded("ncclCommAbort", [&] {
     if (comm == nullptr) return ncclSuccess;
     RETURN_IF_ERROR(checkComm(comm, "ncclCommAbort"));
-    // Unregister first so new calls are refused, then interrupt and wait out the running ones.
+    // Unregister first so new calls are refused, then interrupt and wait out the running ones. A
+    // nonblocking init still joining is waited for (until the join ends, or HOSTNCCL_TIMEOUT).
     unregisterComm(comm);
+    if (!comm->joined) comm->waitWork();
     comm->abortAll("ncclCommAbort");
     comm->waitWork();  // an interrupted nonblocking call ends promptly
     delete comm;

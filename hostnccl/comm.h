@@ -49,6 +49,9 @@ class Comm {
   int cudaDev = 0;
   // ncclConfig_t::blocking at creation: false makes calls return ncclInProgress (async.h).
   bool blocking = true;
+  // False while a nonblocking init joins in the background (it writes the fields above and the
+  // connections): Abort waits for it instead of racing it.
+  std::atomic<bool> joined{true};
   // Equal on all ranks of the communicator (hash of its secret); names it in messages.
   uint64_t hash = 0;
   Secret secret{};

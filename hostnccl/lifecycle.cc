@@ -206,12 +206,16 @@ ncclResult_t initRankNonblocking(ncclComm_t* out, int nranks, const ncclUniqueId
   comm->rank = rank;
   comm->nranks = nranks;
   comm->cudaDev = placement.device;
+  comm->joined = false;
   registerComm(comm);
   const ncclResult_t rc = launchAsync(
       {comm},
       [comm, nranks, id, rank, placement] {
         ncclComm_t joined = nullptr;
-        return joinComm(&joined, nranks, id, rank, placement.device, &placement, comm);
+        const ncclResult_t rc =
+            joinComm(&joined, nranks, id, rank, placement.device, &placement, comm);
+        comm->joined = true;
+        return rc;
       },
       "ncclCommInitRankConfig");
   if (rc != ncclInProgress) {
