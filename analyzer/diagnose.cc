@@ -12,6 +12,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
 #include "analyzer/health.h"
+#include "analyzer/lifecycle_rules.h"
 #include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
@@ -232,7 +233,11 @@ Verdict Engine::run() {
   // A refused init (ranks sharing a device) explains whatever follows it. Waits that pair by peer
   // or span communicators are decided before the per-slot alignment: a rank blocked in comm B
   // looks, from comm A, like a rank that stopped.
-  for (auto* find : {&findDeviceCollision, &findWaitCycle, &findP2pMismatch}) {
+  // A communicator ended or split by some ranks only, or a peer left out of a grouped exchange:
+  // a call around the slots (lifecycle_rules.h), which the ranks that wait would otherwise take
+  // the blame for.
+  for (auto* find : {&findDeviceCollision, &findEarlyCommEnd, &findPartialSplit, &findGroupPeerSkip,
+                     &findWaitCycle, &findP2pMismatch}) {
     if (std::optional<Verdict> w = find(set_, callsites_)) {
       v = std::move(*w);
       if (find == &findWaitCycle) {
@@ -287,6 +292,21 @@ Verdict Engine::run() {
     return std::make_pair(waited_on.contains(a), pendingSince(*a)) <
            std::make_pair(waited_on.contains(b), pendingSince(*b));
   });
+  // Cause before symptom: a communicator whose pending ops disagree (an insertion, a deletion, a
+  // mismatch) explains the waits on the others, even when a rank blocked there is what another
+  // communicator's older pending op waits for (a root mismatch in a sub-communicator, an extra op
+  // on one communicator of a group that spans several).
+  for (const CommStreams* c : order) {
+    if (pendingSince(*c) == INT64_MAX) continue;
+    const std::set<size_t> inferred = inferred_dead_;
+    Verdict d;
+    if (diagnoseComm(*c, d) && isDivergence(d.cls)) {
+      v = std::move(d);
+      addStatus(v);
+      return v;
+    }
+    inferred_dead_ = inferred;
+  }
   for (const CommStreams* c : order) {
     if (diagnoseComm(*c, v)) {
       preferEarlierCause(v);

@@ -149,6 +149,22 @@ inline std::string ordinal(uint64_t n) {
   return std::to_string(n) + suffix;
 }
 
+// The classes of a divergence between ranks' streams on one communicator (not a truncation).
+inline bool isDivergence(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kRankGatedCollective:
+    case VerdictClass::kSkippedCollective:
+    case VerdictClass::kOpMismatch:
+    case VerdictClass::kSizeMismatch:
+    case VerdictClass::kDtypeMismatch:
+    case VerdictClass::kRedopMismatch:
+    case VerdictClass::kRootMismatch:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // "rank == 0", "rank in {0,2}", "rank != 3".
 inline std::string subsetCondition(const std::vector<int>& subset, const std::vector<int>& all) {
   if (subset.size() == 1) return "rank == " + std::to_string(subset[0]);

@@ -44,6 +44,10 @@ std::string_view verdictClassName(VerdictClass c) {
       return "slow_rank";
     case VerdictClass::kDeviceCollision:
       return "device_collision";
+    case VerdictClass::kCommAborted:
+      return "comm_aborted";
+    case VerdictClass::kCommDestroyed:
+      return "comm_destroyed";
   }
   return "unknown";
 }

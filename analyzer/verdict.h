@@ -33,6 +33,8 @@ enum class VerdictClass {
   kP2pMismatch,
   kSlowRank,
   kDeviceCollision,
+  kCommAborted,
+  kCommDestroyed,
 };
 
 // "rank_gated_collective", ...

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hostnccl/api.h"
+#include "hostnccl/async.h"
 #include "hostnccl/group.h"
 #include "hostnccl/lifecycle.h"
 #include "hostnccl/reduce_ops.h"
@@ -51,6 +52,9 @@ ncclResult_t initChecked(ncclComm_t* comm, int nranks, const ncclUniqueId& id, i
     return fail(ncclInvalidArgument, "%s: rank %d / nranks %d out of range", name, rank, nranks);
   }
   if (ncclResult_t rc = checkConfig(config, name); rc != ncclSuccess) return rc;
+  if (config != nullptr && config->blocking == 0) {
+    return initRankNonblocking(comm, nranks, id, rank, currentPlacement());
+  }
   return initRank(comm, nranks, id, rank, currentPlacement());
 }
 
@@ -110,8 +114,12 @@ HOSTNCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const i
 
 HOSTNCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return guarded("ncclCommFinalize", [&] {
-    // Every operation completes before its call returns: nothing is left to flush.
-    return checkComm(comm, "ncclCommFinalize");
+    RETURN_IF_ERROR(checkComm(comm, "ncclCommFinalize"));
+    // A blocking call completes before it returns: nothing is left to flush. A nonblocking
+    // communicator reports the flush through ncclCommGetAsyncError, as NCCL's does.
+    if (comm->blocking) return ncclSuccess;
+    return launchAsync(
+        {comm}, [] { return ncclSuccess; }, "ncclCommFinalize");
   });
 }
 
@@ -119,6 +127,8 @@ HOSTNCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return guarded("ncclCommDestroy", [&] {
     if (comm == nullptr) return ncclSuccess;  // NCCL accepts a null communicator here
     RETURN_IF_ERROR(checkComm(comm, "ncclCommDestroy"));
+    // Like NCCL's, waits for what the communicator still runs (a nonblocking call).
+    comm->waitWork();
     unregisterComm(comm);
     delete comm;
     return ncclSuccess;
@@ -129,9 +139,12 @@ HOSTNCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return guarded("ncclCommAbort", [&] {
     if (comm == nullptr) return ncclSuccess;
     RETURN_IF_ERROR(checkComm(comm, "ncclCommAbort"));
-    // Unregister first so new calls are refused, then interrupt and wait out the running ones.
+    // Unregister first so new calls are refused, then interrupt and wait out the running ones. A
+    // nonblocking init still joining is waited for (until the join ends, or HOSTNCCL_TIMEOUT).
     unregisterComm(comm);
+    if (!comm->joined) comm->waitWork();
     comm->abortAll("ncclCommAbort");
+    comm->waitWork();  // an interrupted nonblocking call ends promptly
     delete comm;
     return ncclSuccess;
   });
@@ -154,6 +167,11 @@ HOSTNCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, n
     RETURN_IF_ERROR(checkComm(comm, "ncclCommSplit"));
     RETURN_IF_ERROR(checkNotNull(newcomm, "newcomm", "ncclCommSplit"));
     RETURN_IF_ERROR(checkConfig(config, "ncclCommSplit"));
+    if (comm->busy()) {
+      return fail(ncclInvalidUsage,
+                  "ncclCommSplit: communicator %016llx still runs a nonblocking call",
+                  static_cast<unsigned long long>(comm->hash));
+    }
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
       return fail(ncclInvalidArgument, "ncclCommSplit: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR",
                   color);
@@ -209,7 +227,7 @@ HOSTNCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t*
   return guarded("ncclCommGetAsyncError", [&] {
     RETURN_IF_ERROR(checkComm(comm, "ncclCommGetAsyncError"));
     RETURN_IF_ERROR(checkNotNull(asyncError, "asyncError", "ncclCommGetAsyncError"));
-    *asyncError = comm->asyncError();
+    *asyncError = comm->asyncState();
     return ncclSuccess;
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
 #include "hostnccl/errors.h"
 #include "hostnccl/transfer.h"
@@ -100,6 +101,35 @@ void Comm::abortAll(const char* why) {
   // the caller may free the communicator.
   cv_.wait(lock, [this] { return active_ == 0; });
   logInfo("communicator %016llx rank %d: %s", static_cast<unsigned long long>(hash), rank, why);
+}
+
+void Comm::setWork(std::shared_ptr<AsyncWork> work) {
+  std::lock_guard<std::mutex> lock(mu_);
+  work_ = std::move(work);
+}
+
+bool Comm::busy() {
+  std::shared_ptr<AsyncWork> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w = work_;
+  }
+  return w && !w->done();
+}
+
+void Comm::waitWork() {
+  std::shared_ptr<AsyncWork> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w = work_;
+  }
+  if (w) w->wait();
+}
+
+ncclResult_t Comm::asyncState() {
+  const ncclResult_t err = asyncError_.load();
+  if (err != ncclSuccess) return err;
+  return busy() ? ncclInProgress : ncclSuccess;
 }
 
 void registerComm(Comm* c) {

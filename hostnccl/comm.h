@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "hostnccl/async.h"
 #include "hostnccl/include/nccl.h"
 #include "hostnccl/net.h"
 #include "hostnccl/unique_id.h"
@@ -46,6 +47,11 @@ class Comm {
   int rank = 0;
   int nranks = 0;
   int cudaDev = 0;
+  // ncclConfig_t::blocking at creation: false makes calls return ncclInProgress (async.h).
+  bool blocking = true;
+  // False while a nonblocking init joins in the background (it writes the fields above and the
+  // connections): Abort waits for it instead of racing it.
+  std::atomic<bool> joined{true};
   // Equal on all ranks of the communicator (hash of its secret); names it in messages.
   uint64_t hash = 0;
   Secret secret{};
@@ -82,6 +88,15 @@ class Comm {
   void abortAll(const char* why);
   bool aborted();
 
+  // Nonblocking communicators (async.h): the background call in flight, if any.
+  void setWork(std::shared_ptr<AsyncWork> work);
+  bool busy();
+  // Waits until no background call runs.
+  void waitWork();
+  // What ncclCommGetAsyncError reports: the async error, else ncclInProgress while a background
+  // call runs, else ncclSuccess.
+  ncclResult_t asyncState();
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;
@@ -90,6 +105,7 @@ class Comm {
   std::vector<Transfer*> transfers_;
   std::atomic<ncclResult_t> asyncError_{ncclSuccess};
   std::string asyncMessage_;
+  std::shared_ptr<AsyncWork> work_;
 };
 
 // The validity check for a ncclComm_t a program hands us: non-null and live (created here and

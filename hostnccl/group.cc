@@ -1,10 +1,13 @@
 #include "hostnccl/group.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "hostnccl/async.h"
 #include "hostnccl/errors.h"
 #include "hostnccl/reduce_ops.h"
 #include "hostnccl/transfer.h"
@@ -123,6 +126,18 @@ ncclResult_t runAll(const std::vector<OpArgs>& ops) {
   return ncclSuccess;
 }
 
+// Runs one operation issued outside a group, blocking until it is done.
+ncclResult_t runNow(const OpArgs& a) {
+  if (a.kind == OpKind::kSend || a.kind == OpKind::kRecv) {
+    std::vector<const OpArgs*> one = {&a};
+    return runOnComm(*a.comm, one);
+  }
+  if (ncclResult_t rc = a.comm->enter(opKindName(a.kind)); rc != ncclSuccess) return rc;
+  ncclResult_t rc = runCollective(a);
+  a.comm->leave();
+  return rc;
+}
+
 }  // namespace
 
 ncclResult_t groupStart() {
@@ -138,7 +153,22 @@ ncclResult_t groupEnd() {
   std::vector<OpArgs> ops;
   ops.swap(tGroup.ops);
   if (ops.empty()) return ncclSuccess;
-  return runAll(ops);
+  std::vector<Comm*> comms;
+  size_t nonblocking = 0;
+  for (const OpArgs& a : ops) {
+    if (std::find(comms.begin(), comms.end(), a.comm) != comms.end()) continue;
+    comms.push_back(a.comm);
+    if (!a.comm->blocking) ++nonblocking;
+  }
+  if (nonblocking == 0) return runAll(ops);
+  if (nonblocking != comms.size()) {
+    return fail(ncclInvalidUsage,
+                "ncclGroupEnd: blocking and nonblocking communicators in one group (NCCL refuses "
+                "it too)");
+  }
+  auto shared = std::make_shared<std::vector<OpArgs>>(std::move(ops));
+  return launchAsync(
+      comms, [shared] { return runAll(*shared); }, "ncclGroupEnd");
 }
 
 ncclResult_t groupDiscard() {
@@ -154,14 +184,11 @@ ncclResult_t submit(const OpArgs& a) {
     tGroup.ops.push_back(a);
     return ncclSuccess;
   }
-  if (a.kind == OpKind::kSend || a.kind == OpKind::kRecv) {
-    std::vector<const OpArgs*> one = {&a};
-    return runOnComm(*a.comm, one);
+  if (!a.comm->blocking) {
+    return launchAsync(
+        {a.comm}, [a] { return runNow(a); }, opKindName(a.kind));
   }
-  if (ncclResult_t rc = a.comm->enter(opKindName(a.kind)); rc != ncclSuccess) return rc;
-  ncclResult_t rc = runCollective(a);
-  a.comm->leave();
-  return rc;
+  return runNow(a);
 }
 
 }  // namespace ncclrec::hostnccl

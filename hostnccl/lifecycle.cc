@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "hostnccl/async.h"
 #include "hostnccl/collectives.h"
 #include "hostnccl/config.h"
 #include "hostnccl/device.h"
@@ -92,8 +93,10 @@ ncclResult_t checkDevices(StoreClient& store, StoreService& service, const Secre
 
 // `placement`: checked against the other ranks' (init); nullptr for split and shrink, whose ranks
 // keep their parent's devices.
+// `into`: a communicator already handed to the program (nonblocking init) to fill in, instead of
+// a new one.
 ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, int cudaDev,
-                      const Placement* placement = nullptr) {
+                      const Placement* placement = nullptr, ncclComm* into = nullptr) {
   std::string error;
   StoreService* service = StoreService::get(&error);
   if (service == nullptr) return fail(ncclSystemError, "hostnccl init: %s", error.c_str());
@@ -101,7 +104,9 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   if (!store.connect(id, nranks, deadlineAfter(config().timeout), &error)) {
     return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, error.c_str());
   }
-  auto comm = std::make_unique<ncclComm>();
+  std::unique_ptr<ncclComm> owned;
+  if (into == nullptr) owned = std::make_unique<ncclComm>();
+  ncclComm* comm = into != nullptr ? into : owned.get();
   comm->rank = rank;
   comm->nranks = nranks;
   comm->cudaDev = cudaDev;
@@ -138,8 +143,12 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   }
   logInfo("comm %016llx rank %d/%d ready", static_cast<unsigned long long>(comm->hash), rank,
           nranks);
-  registerComm(comm.get());
-  *out = comm.release();
+  if (owned) {
+    registerComm(owned.get());
+    *out = owned.release();
+  } else {
+    *out = into;
+  }
   return ncclSuccess;
 }
 
@@ -181,6 +190,41 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& uid, int 
                 "ncclCommInitRank: the unique id was not made by ncclGetUniqueId of hostnccl");
   }
   return joinComm(out, nranks, id, rank, placement.device, &placement);
+}
+
+ncclResult_t initRankNonblocking(ncclComm_t* out, int nranks, const ncclUniqueId& uid, int rank,
+                                 const Placement& placement) {
+  IdInfo id;
+  if (!decodeId(uid, &id)) {
+    return fail(
+        ncclInvalidArgument,
+        "ncclCommInitRankConfig: the unique id was not made by ncclGetUniqueId of hostnccl");
+  }
+  auto* comm = new (std::nothrow) ncclComm();
+  if (comm == nullptr) return fail(ncclSystemError, "ncclCommInitRankConfig: out of memory");
+  comm->blocking = false;
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->cudaDev = placement.device;
+  comm->joined = false;
+  registerComm(comm);
+  const ncclResult_t rc = launchAsync(
+      {comm},
+      [comm, nranks, id, rank, placement] {
+        ncclComm_t joined = nullptr;
+        const ncclResult_t rc =
+            joinComm(&joined, nranks, id, rank, placement.device, &placement, comm);
+        comm->joined = true;
+        return rc;
+      },
+      "ncclCommInitRankConfig");
+  if (rc != ncclInProgress) {
+    unregisterComm(comm);
+    delete comm;
+    return rc;
+  }
+  *out = comm;
+  return rc;
 }
 
 ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist) {

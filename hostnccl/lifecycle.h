@@ -16,6 +16,11 @@ ncclResult_t getUniqueId(ncclUniqueId* id);
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                       const Placement& placement);
 
+// The same for a nonblocking communicator (ncclConfig_t::blocking = 0): *out is usable at once,
+// the join runs in the background and the call returns ncclInProgress (async.h).
+ncclResult_t initRankNonblocking(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                                 const Placement& placement);
+
 ncclResult_t initAll(ncclComm_t* comms, int ndev, const int* devlist);
 
 // Collective over `parent`. Ranks passing NCCL_SPLIT_NOCOLOR get *out = nullptr.

@@ -261,9 +261,11 @@ NCCLREC_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   // Polled in tight loops by frameworks: recorded only the first time it reports an error.
   ncclrec::interpose::ReentryGuard guard;
   const ncclResult_t result = real_fn(comm, asyncError);
-  if (guard.nested() || result != ncclSuccess || asyncError == nullptr || succeeded(*asyncError))
-    return result;
+  if (guard.nested() || result != ncclSuccess || asyncError == nullptr) return result;
   Recorder* r = Recorder::get();
+  // A nonblocking communicator settled: its ops that returned ncclInProgress are done (or failed).
+  if (r != nullptr && *asyncError != ncclInProgress) r->asyncSettled(comm, *asyncError);
+  if (succeeded(*asyncError)) return result;
   ncclrec::recorder::CommState* cs = r != nullptr ? r->findComm(comm) : nullptr;
   if (r == nullptr || cs == nullptr) return result;
   const uint32_t seen = ncclrec::format::atomicField(cs->record->state)

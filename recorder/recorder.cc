@@ -33,6 +33,7 @@ pthread_mutex_t g_init_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool g_process_hooks_installed = false;  // under g_init_mutex
 
 constexpr uint32_t kMaxGroupOps = 4096;
+constexpr int kNcclInProgress = 7;
 
 // Ops issued inside ncclGroupStart/End on this thread: they run at the outermost GroupEnd, so
 // their completion is decided there. Allocated at the thread's first GroupStart (TLS stays small
@@ -45,6 +46,7 @@ struct GroupState {
     format::Event* slot;
     const void* stream;
     int32_t ticket;
+    CommState* comm;
   } pending[kMaxGroupOps];
 };
 
@@ -246,6 +248,7 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   call.slot = e;
   call.index = index;
   call.stream = a.stream;
+  call.comm = cs;
   return call;
 }
 
@@ -268,9 +271,14 @@ void Recorder::end(CallHandle& call, int result) {
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.
     if (g->count < kMaxGroupOps) {
-      g->pending[g->count++] = {call.index, e, call.stream, -1};
+      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm};
       return;
     }
+  }
+  // A nonblocking communicator's op on a host backend: running in the background.
+  if (result == kNcclInProgress && !call.timed_by_cuda && takesStream(op) &&
+      deferInProgress(call.comm, e, call.index)) {
+    return;
   }
   if (call.timed_by_cuda &&
       cuda_->afterCall(call.cuda_ticket, const_cast<void*>(call.stream), call.index, ok)) {
@@ -320,6 +328,7 @@ void Recorder::groupEnded(int result, bool simulated) {
       }
       continue;
     }
+    if (result == kNcclInProgress && deferInProgress(p.comm, p.slot, p.index)) continue;
     completeEvent(p.slot, p.index, result, now);
   }
   g->count = 0;

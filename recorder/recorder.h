@@ -57,6 +57,7 @@ struct CallHandle {
   const void* stream = nullptr;  // kept here: the slot may be overwritten during a long call
   int32_t cuda_ticket = -1;
   bool timed_by_cuda = false;
+  CommState* comm = nullptr;  // the op's communicator, when the recorder knows it
 };
 
 class Recorder {
@@ -75,6 +76,9 @@ class Recorder {
   bool groupEnding();
   // After the real GroupEnd of the outermost group: completes the ops deferred in it.
   void groupEnded(int result, bool simulated);
+  // ncclCommGetAsyncError reported `state` (not ncclInProgress) for `handle`: the ops left
+  // enqueued by an ncclInProgress return complete (ncclSuccess) or fail (an error).
+  void asyncSettled(const void* handle, int state);
 
   // Communicator life cycle (not the record path).
   void commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
@@ -117,6 +121,8 @@ class Recorder {
   bool init(std::string* error);
   void setProcessRank(int rank, int nranks);
   void completeEvent(format::Event* slot, uint64_t index, int result, int64_t now);
+  // Leaves an op enqueued until asyncSettled(); false when it cannot (unknown comm, list full).
+  bool deferInProgress(CommState* cs, format::Event* slot, uint64_t index);
   void addComm(const CommInfo& info);
 
   Params params_;

@@ -122,6 +122,43 @@ TEST_F(RecorderTest, SendRecvCountPerPeerAndGroupOpsCompleteAtOutermostGroupEnd)
   }
 }
 
+TEST_F(RecorderTest, InProgressOpsStayEnqueuedUntilTheCommunicatorSettles) {
+  // A nonblocking communicator on a host backend: a call that returns ncclInProgress (7) is
+  // enqueued, not done and not failed, until ncclCommGetAsyncError reports ncclSuccess; a grouped
+  // op whose GroupEnd returns ncclInProgress likewise; one settled with an error fails.
+  runInChild({}, [] {
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0, other = 0;
+    registerComm(r, &comm, 21, 0, 2);
+    registerComm(r, &other, 22, 0, 2);
+    CallHandle a = beginOp(r, OpType::kAllReduce, &comm, 4);
+    r->end(a, 7);
+    r->groupStarted();
+    CallHandle s = beginOp(r, OpType::kSend, &comm, 1, nullptr, 1);
+    r->end(s, 0);
+    EXPECT_TRUE(r->groupEnding());
+    r->groupEnded(7, false);
+    CallHandle b = beginOp(r, OpType::kAllReduce, &other, 4);
+    r->end(b, 7);
+    format::Event e;
+    for (const CallHandle* h : {&a, &s, &b}) {
+      ASSERT_TRUE(format::readEvent(r->header(), h->index, &e));
+      EXPECT_EQ(e.state, uint8_t(EventState::kEnqueued));
+    }
+    r->asyncSettled(&other, 7);  // still in progress: nothing changes (the shim never passes 7)
+    r->asyncSettled(&comm, 0);
+    r->asyncSettled(&other, 6);  // ncclRemoteError
+  });
+  const format::RankData data = loadOnly(".bbox");
+  ASSERT_EQ(data.events.size(), 3u);
+  EXPECT_EQ(data.events[0].state, EventState::kCompleted);
+  EXPECT_EQ(data.events[0].result, 0);
+  EXPECT_EQ(data.events[1].state, EventState::kCompleted);
+  EXPECT_EQ(data.events[2].state, EventState::kFailed);
+  EXPECT_EQ(data.events[2].result, 6);
+}
+
 TEST_F(RecorderTest, ErrorResultMarksTheEventFailedAndDumps) {
   runInChild({{"NCCLREC_POLL_MS", "20"}}, [this] {
     Recorder* r = Recorder::get();

@@ -157,6 +157,13 @@ TEST(Conformance, ShrinkWithoutTheParentsRoot) {
 
 TEST(Conformance, AbortUnblocksABlockedCall) { runRanks("abort", 2); }
 
+class NonblockingRanks : public ::testing::TestWithParam<int> {};
+TEST_P(NonblockingRanks, CallsReturnInProgressAndSettleInTheBackground) {
+  if (realNccl()) GTEST_SKIP() << "host buffers; NCCL's nonblocking calls need device memory";
+  runRanks("nonblocking", GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Conformance, NonblockingRanks, ::testing::Values(1, 2, 4));
+
 TEST(Conformance, TimeoutTurnsAHangIntoAnError) {
   if (realNccl()) GTEST_SKIP() << "HOSTNCCL_TIMEOUT is hostnccl's";
   runRanks("timeout", 2, {"HOSTNCCL_TIMEOUT=1"});

@@ -455,7 +455,8 @@ int main(int argc, char** argv) {
                                                            {"initall", initAll},
                                                            {"fork", forkedRanks},
                                                            {"duplicate_device", duplicateDevice},
-                                                           {"placement", placement}};
+                                                           {"placement", placement},
+                                                           {"nonblocking", nonblocking}};
   auto it = scenarios.find(scenario);
   if (it == scenarios.end()) {
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());

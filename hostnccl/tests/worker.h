@@ -48,6 +48,8 @@ int killedPeer();
 int badInput();
 int initAll();
 int forkedRanks();
+// Nonblocking communicators (nonblocking.cc).
+int nonblocking();
 
 // Device placement (devices.cc): every rank on device 0 is refused as NCCL refuses it (both
 // builds); how hostnccl picks its emulated device (hostnccl only).

@@ -1,0 +1,303 @@
+#include "analyzer/lifecycle_rules.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+
+bool incomplete(const EventRecord& e) {
+  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
+}
+
+// Refused before it was issued (ncclInvalidArgument, ncclInvalidUsage): it pairs with nothing.
+bool refused(const EventRecord& e) {
+  return e.state == EventState::kFailed && (e.result == 4 || e.result == 5);
+}
+
+bool countedCollective(const EventRecord& e) {
+  return format::isCollective(e.op) && e.comm_id != 0 && e.state != EventState::kEmpty &&
+         !refused(e);
+}
+
+std::string opAt(const EventRecord& e, const CallSite& site) {
+  return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " from " +
+         describeCallSite(site);
+}
+
+// How the others stand in the op they issued past the culprit's end.
+std::string standing(const EventRecord& e) {
+  if (e.state == EventState::kFailed) {
+    return "failed in it (NCCL error " + std::to_string(e.result) + ")";
+  }
+  return incomplete(e) ? "wait in it" : "completed it without that rank";
+}
+
+// A rank's earliest collective on `comm` past `seq`, or nullptr.
+const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
+  const EventRecord* best = nullptr;
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id == comm && countedCollective(e) && e.op_seq > seq &&
+        (best == nullptr || e.op_seq < best->op_seq)) {
+      best = &e;
+    }
+  }
+  return best;
+}
+
+bool holdsComm(const RankData& r, uint64_t comm) {
+  for (const format::Comm& c : r.comms) {
+    if (c.comm_id == comm) return true;
+  }
+  return std::any_of(r.events.begin(), r.events.end(),
+                     [&](const EventRecord& e) { return e.comm_id == comm; });
+}
+
+struct EarlyEnd {
+  size_t rank = 0;
+  const EventRecord* end = nullptr;      // the abort or destroy
+  const EventRecord* last = nullptr;     // its last collective on the communicator, or nullptr
+  const EventRecord* went_on = nullptr;  // its first NCCL op after a destroy
+};
+
+// Whether event k of rank r, an abort or destroy, ends a communicator while the rank itself had
+// nothing pending or failed: a deliberate end, not a reaction to an error.
+bool cleanEnd(const RankData& rd, size_t k, EarlyEnd& out) {
+  const EventRecord& end = rd.events[k];
+  for (size_t j = 0; j < k; ++j) {
+    const EventRecord& e = rd.events[j];
+    if (e.state == EventState::kFailed && !refused(e)) return false;
+    if (e.comm_id != end.comm_id) continue;
+    if ((format::isCollective(e.op) || format::isP2p(e.op)) && incomplete(e)) return false;
+    if (countedCollective(e) && (out.last == nullptr || e.op_seq > out.last->op_seq)) out.last = &e;
+  }
+  for (size_t j = k + 1; j < rd.events.size() && out.went_on == nullptr; ++j) {
+    const EventRecord& e = rd.events[j];
+    if ((format::isCollective(e.op) || format::isP2p(e.op)) && e.comm_id != end.comm_id &&
+        e.comm_id != 0) {
+      out.went_on = &e;
+    }
+  }
+  out.end = &end;
+  // A rank that destroys a communicator and exits is a rank that exited (rank_exited says after
+  // which op); one that destroys it and goes on left its peers on it.
+  return end.op == OpType::kCommAbort || out.went_on != nullptr;
+}
+
+EvidenceTable endsTable(const format::LoadedSet& set, const CallSites& sites, uint64_t comm,
+                        size_t culprit) {
+  EvidenceTable t;
+  t.title = "last op and end of comm " + shortCommId(comm) + " on each rank";
+  t.columns = {"rank", "last_op", "then"};
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const RankData& r = set.ranks[i];
+    if (!holdsComm(r, comm)) continue;
+    const EventRecord* last = nullptr;
+    const EventRecord* end = nullptr;
+    for (const EventRecord& e : r.events) {
+      if (e.comm_id != comm) continue;
+      if (countedCollective(e) && (last == nullptr || e.op_seq > last->op_seq)) last = &e;
+      if ((e.op == OpType::kCommAbort || e.op == OpType::kCommDestroy) && end == nullptr) end = &e;
+    }
+    t.rows.push_back({TableCell::of(int64_t{r.global_rank}),
+                      last ? TableCell::of(evidenceOpOf(r, *last, sites)) : TableCell::none(),
+                      end ? TableCell::of(evidenceOpOf(r, *end, sites)) : TableCell::none()});
+    t.marked.push_back(i == culprit);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const CallSites& sites) {
+  std::optional<EarlyEnd> found;
+  std::vector<int> others;
+  const EventRecord* theirs = nullptr;
+  size_t their_rank = 0;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const RankData& rd = set.ranks[i];
+    for (size_t k = 0; k < rd.events.size(); ++k) {
+      const EventRecord& e = rd.events[k];
+      if ((e.op != OpType::kCommAbort && e.op != OpType::kCommDestroy) || e.comm_id == 0) continue;
+      if (found && found->end->enqueue_ns <= e.enqueue_ns) continue;
+      EarlyEnd end;
+      end.rank = i;
+      if (!cleanEnd(rd, k, end)) continue;
+      const uint64_t last_seq = end.last != nullptr ? end.last->op_seq : 0;
+      std::vector<int> past;
+      const EventRecord* first = nullptr;
+      size_t first_rank = 0;
+      for (size_t q = 0; q < set.ranks.size(); ++q) {
+        if (q == i) continue;
+        const EventRecord* p = firstPast(set.ranks[q], e.comm_id, last_seq);
+        if (p == nullptr) continue;
+        past.push_back(set.ranks[q].global_rank);
+        if (first == nullptr || p->op_seq < first->op_seq) {
+          first = p;
+          first_rank = q;
+        }
+      }
+      if (past.empty()) continue;
+      std::sort(past.begin(), past.end());
+      found = end;
+      others = std::move(past);
+      theirs = first;
+      their_rank = first_rank;
+      break;  // a rank's first early end is its deviation
+    }
+  }
+  if (!found) return std::nullopt;
+  const RankData& rd = set.ranks[found->rank];
+  const EventRecord& end = *found->end;
+  Verdict v;
+  v.cls = end.op == OpType::kCommAbort ? VerdictClass::kCommAborted : VerdictClass::kCommDestroyed;
+  v.ranks = {rd.global_rank};
+  v.comm_id = end.comm_id;
+  v.seq = theirs->op_seq;
+  v.op = end.op;
+  v.site = callSiteOf(rd, end, sites);
+  const CallSite their_site = callSiteOf(set.ranks[their_rank], *theirs, sites);
+  v.stacks = {v.site, their_site};
+  v.headline = "rank " + std::to_string(rd.global_rank) +
+               (end.op == OpType::kCommAbort ? " aborted" : " destroyed") + " comm " +
+               shortCommId(end.comm_id) + " (" + std::string(format::opName(end.op)) + " from " +
+               describeCallSite(v.site) + ")";
+  if (found->last != nullptr) {
+    v.headline += " after its " + opAt(*found->last, callSiteOf(rd, *found->last, sites));
+  } else {
+    v.headline += " before any collective on it";
+  }
+  if (found->went_on != nullptr) {
+    v.headline += " and went on (" + std::string(format::opName(found->went_on->op)) + " on comm " +
+                  shortCommId(found->went_on->comm_id) + " from " +
+                  describeCallSite(callSiteOf(rd, *found->went_on, sites)) + ")";
+  }
+  v.headline += "; " + ranksWord(others) + " issued " + opAt(*theirs, their_site) + " on it and " +
+                standing(*theirs);
+  v.tables.push_back(endsTable(set, sites, end.comm_id, found->rank));
+  return v;
+}
+
+namespace {
+
+// One ncclCommSplit call on a parent, and how far the caller's collectives on the parent had got.
+struct SplitCall {
+  const EventRecord* e = nullptr;
+  uint64_t after_seq = 0;
+};
+
+}  // namespace
+
+std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const CallSites& sites) {
+  // parent comm -> process -> its splits of it, in call order.
+  std::map<uint64_t, std::map<size_t, std::vector<SplitCall>>> splits;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    std::map<uint64_t, uint64_t> reached;
+    for (const EventRecord& e : set.ranks[i].events) {
+      if (countedCollective(e)) reached[e.comm_id] = std::max(reached[e.comm_id], e.op_seq);
+      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !refused(e)) {
+        splits[e.comm_id][i].push_back(SplitCall{&e, reached[e.comm_id]});
+      }
+    }
+  }
+  for (const auto& [comm, by_rank] : splits) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < set.ranks.size(); ++i) {
+      if (holdsComm(set.ranks[i], comm)) members.push_back(i);
+    }
+    size_t fewest = SIZE_MAX;
+    for (size_t i : members) {
+      const auto it = by_rank.find(i);
+      fewest = std::min(fewest, it == by_rank.end() ? size_t{0} : it->second.size());
+    }
+    std::vector<size_t> callers, skippers;
+    for (size_t i : members) {
+      const auto it = by_rank.find(i);
+      (it != by_rank.end() && it->second.size() > fewest ? callers : skippers).push_back(i);
+    }
+    if (callers.empty() || skippers.empty()) continue;
+    // The first split the skippers never made, and where the callers made it.
+    const SplitCall* call = nullptr;
+    bool unfinished = false;
+    for (size_t i : callers) {
+      const SplitCall& c = by_rank.at(i)[fewest];
+      if (call == nullptr || c.after_seq < call->after_seq) call = &c;
+      unfinished |= incomplete(*c.e) || c.e->state == EventState::kFailed;
+    }
+    // The skippers went on past that point on the parent (a rank that stopped before it is a
+    // rank that exited or is stuck: other rules say so).
+    std::vector<const EventRecord*> instead;
+    for (size_t i : skippers) {
+      const EventRecord* next = firstPast(set.ranks[i], comm, call->after_seq);
+      if (next == nullptr) break;
+      instead.push_back(next);
+      unfinished |= incomplete(*next) || next->state == EventState::kFailed;
+    }
+    if (instead.size() != skippers.size() || !unfinished) continue;
+    std::vector<int> caller_ranks, skipper_ranks, all;
+    for (size_t i : callers) caller_ranks.push_back(set.ranks[i].global_rank);
+    for (size_t i : skippers) skipper_ranks.push_back(set.ranks[i].global_rank);
+    std::sort(caller_ranks.begin(), caller_ranks.end());
+    std::sort(skipper_ranks.begin(), skipper_ranks.end());
+    std::merge(caller_ranks.begin(), caller_ranks.end(), skipper_ranks.begin(), skipper_ranks.end(),
+               std::back_inserter(all));
+    const size_t caller = *std::find_if(callers.begin(), callers.end(),
+                                        [&](size_t i) { return &by_rank.at(i)[fewest] == call; });
+    Verdict v;
+    v.comm_id = comm;
+    v.op = OpType::kCommSplit;
+    v.site = callSiteOf(set.ranks[caller], *call->e, sites);
+    const CallSite other_site = callSiteOf(set.ranks[skippers[0]], *instead[0], sites);
+    v.stacks = {v.site, other_site};
+    const std::string split =
+        "ncclCommSplit of comm " + shortCommId(comm) + " from " + describeCallSite(v.site);
+    const std::string next = opAt(*instead[0], other_site);
+    if (callers.size() >= skippers.size()) {
+      v.cls = VerdictClass::kSkippedCollective;
+      v.ranks = skipper_ranks;
+      v.headline = ranksWord(skipper_ranks) + " skipped " + split + " that " +
+                   ranksWord(caller_ranks) + " called" +
+                   (call->after_seq > 0 ? " after collective #" + std::to_string(call->after_seq)
+                                        : std::string()) +
+                   "; " + (skipper_ranks.size() == 1 ? "it" : "they") + " issued " + next +
+                   " instead";
+    } else {
+      v.cls = VerdictClass::kRankGatedCollective;
+      v.ranks = caller_ranks;
+      v.headline = ranksWord(caller_ranks) + (caller_ranks.size() == 1 ? " alone (" : " (") +
+                   engine::subsetCondition(caller_ranks, all) + ") called " + split + "; " +
+                   ranksWord(skipper_ranks) + " issued " + next + " instead";
+    }
+    EvidenceTable t;
+    t.title = "ncclCommSplit calls on comm " + shortCommId(comm);
+    t.columns = {"rank", "splits", "at_that_point"};
+    for (size_t i : members) {
+      const auto it = by_rank.find(i);
+      const size_t n = it == by_rank.end() ? 0 : it->second.size();
+      const EventRecord* at =
+          n > fewest ? it->second[fewest].e : firstPast(set.ranks[i], comm, call->after_seq);
+      t.rows.push_back(
+          {TableCell::of(int64_t{set.ranks[i].global_rank}), TableCell::of(static_cast<int64_t>(n)),
+           at ? TableCell::of(evidenceOpOf(set.ranks[i], *at, sites)) : TableCell::none()});
+      t.marked.push_back(
+          std::binary_search(v.ranks.begin(), v.ranks.end(), set.ranks[i].global_rank));
+    }
+    v.tables.push_back(std::move(t));
+    return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ncclrec::analyzer
