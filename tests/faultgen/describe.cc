@@ -1,5 +1,6 @@
 #include "tests/faultgen/describe.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,7 +16,10 @@ class DrySink : public Sink {
   void split(int, int) override {}
   void block(const Block& b) override {
     last_site = b.site;
-    for (const Call& c : b.calls) last_on_comm[c.comm] = b.site;
+    for (const Call& c : b.calls) {
+      const bool p2p = c.op == Op::kSend || c.op == Op::kRecv;
+      (p2p ? last_p2p_on_comm : last_coll_on_comm)[c.comm] = b.site;
+    }
   }
   void abortComm(int, int) override {}
   void exitNow() override {}
@@ -24,7 +28,7 @@ class DrySink : public Sink {
   void finish() override {}
 
   int last_site = -1;
-  std::map<int, int> last_on_comm;
+  std::map<int, int> last_coll_on_comm, last_p2p_on_comm;
 };
 
 json callJson(const Call& c) {
@@ -59,8 +63,10 @@ const char* actionName(ActionKind k) {
 }
 
 // The functions the verdict may name as its call site. For a rank that stops (exit, crash,
-// stall, abort) the analyzer names the last op it issued, on the communicator it looked at: the
-// last block overall first, then the last one on each communicator; the abort's own site too.
+// stall, abort) the analyzer names the last op it issued on the communicator it looked at, which
+// the generator cannot predict: the last function overall, then the last that issued a collective
+// on each communicator, and the last that issued a send or receive on each; the abort's own
+// function too.
 std::vector<std::string> expectedSites(const Program& p) {
   const Fault& f = p.fault;
   switch (f.kind) {
@@ -78,8 +84,12 @@ std::vector<std::string> expectedSites(const Program& p) {
   walk(p, f.rank, dry);
   std::vector<std::string> out;
   if (dry.last_site >= 0) out.push_back(siteName(dry.last_site));
-  for (const auto& [comm, site] : dry.last_on_comm) {
-    if (site != dry.last_site) out.push_back(siteName(site));
+  for (const auto* last : {&dry.last_coll_on_comm, &dry.last_p2p_on_comm}) {
+    for (const auto& [comm, site] : *last) {
+      if (std::find(out.begin(), out.end(), siteName(site)) == out.end()) {
+        out.push_back(siteName(site));
+      }
+    }
   }
   if (f.kind == FaultKind::kAbort) out.push_back(siteName(f.site));
   return out;

@@ -118,6 +118,22 @@ void mutate(Fault& f, const Call& c, uint64_t salt) {
   }
 }
 
+// Whether `c`, at the fault's step, is the last collective of the program on its communicator.
+bool lastOnComm(const Program& p, const Call& c) {
+  if (p.fault.step < p.steps - 1) return false;
+  bool after = false;
+  for (const Action& a : p.body) {
+    for (const Call& x : a.block.calls) {
+      if (&x == &c) {
+        after = true;
+      } else if (after && x.comm == c.comm && isCollective(x.op)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
@@ -162,7 +178,9 @@ bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
       break;
   }
   // A collective call changed or left out. Skipping needs a second collective on that
-  // communicator, else skipping one cannot be told from stopping early.
+  // communicator, and one after the skipped one: else skipping cannot be told from stopping
+  // early (a rank that skips the program's last all-reduce has simply finished before the
+  // others).
   std::vector<int> per_comm(p.comms.size(), 0);
   for (const Spot& s : collectiveSpots(p, [](const Call&) { return true; })) {
     ++per_comm[p.body[s.action].block.calls[s.call].comm];
@@ -170,7 +188,7 @@ bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
   const auto spots = collectiveSpots(p, [&](const Call& c) {
     switch (kind) {
       case FaultKind::kSkipped:
-        return per_comm[c.comm] >= 2;
+        return per_comm[c.comm] >= 2 && !lastOnComm(p, c);
       case FaultKind::kRedop:
         return c.op == Op::kAllReduce || c.op == Op::kReduce || c.op == Op::kReduceScatter;
       case FaultKind::kRoot: {

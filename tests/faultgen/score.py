@@ -82,13 +82,25 @@ def pct(n, d):
     return "%d/%d (%.1f%%)" % (n, d, 100.0 * n / d) if d else "0/0"
 
 
+# Column headers of the confusion table (the rows keep the full class names).
+SHORT = {
+    "rank_gated_collective": "gated", "skipped_collective": "skip", "size_mismatch": "size",
+    "dtype_mismatch": "dtype", "redop_mismatch": "redop", "root_mismatch": "root",
+    "op_mismatch": "op", "rank_exited": "exit", "rank_crashed": "crash",
+    "rank_stuck_in_host": "host", "rank_blocked_elsewhere": "elsewh", "cross_comm_deadlock": "cycle",
+    "p2p_mismatch": "p2p", "nccl_error": "error", "no_hang": "none", "undecided": "undec",
+    "slow_rank": "slow", "device_collision": "device",
+}
+
+
 def table(rows):
     expected = sorted({r["expected"].get("class", "?") for r in rows})
     got = sorted({r["got"]["class"] for r in rows})
     cells = collections.Counter((r["expected"].get("class", "?"), r["got"]["class"]) for r in rows)
     width = max(len(c) for c in expected + ["expected \\ got"])
-    cols = [max(len(g), 4) for g in got]
-    print("expected \\ got".ljust(width) + "  " + "  ".join(g.rjust(w) for g, w in zip(got, cols)))
+    heads = [SHORT.get(g, g[:8]) for g in got]
+    cols = [max(len(h), 3) for h in heads]
+    print("expected \\ got".ljust(width) + "  " + "  ".join(h.rjust(w) for h, w in zip(heads, cols)))
     for e in expected:
         print(e.ljust(width) + "  " +
               "  ".join((str(cells[(e, g)]) if cells[(e, g)] else ".").rjust(w)
@@ -97,7 +109,9 @@ def table(rows):
 
 def report(count):
     rows = [json.loads(l) for l in sys.stdin if l.strip()]
-    print("\nconfusion (expected class x verdict class):")
+    print("\nconfusion (expected class x verdict class; columns: %s):" %
+          ", ".join("%s=%s" % (v, k) for k, v in SHORT.items()
+                    if any(r["got"]["class"] == k for r in rows)))
     if rows:
         table(rows)
     n = len(rows)
