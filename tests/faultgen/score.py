@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Scores ncclrec-analyze's verdicts on faultgen programs (tests/faultgen/run.sh).
 
-  score.py line DIR SEED CXXRUN_EXIT ANALYZE_EXIT SECONDS   one result line (JSON) for DIR
-  score.py progress < LINE                                  one progress line
+  score.py line DIR SEED CXXRUN_EXIT ANALYZE_EXIT SECONDS OUT
+                          writes DIR's result line (JSON) to OUT, prints its progress line
   score.py report COUNT < LINES                              the tables; exit 0 all passed, 1 not
 
 A verdict passes when its class is the expected one (or one of EQUIVALENT's for that fault),
@@ -27,7 +27,7 @@ def load(path):
         return None
 
 
-def line(d, seed, cxxrun_exit, analyze_exit, seconds):
+def line(d, seed, cxxrun_exit, analyze_exit, seconds, out_path):
     prog = load(os.path.join(d, "program.json")) or {}
     doc = load(os.path.join(d, "verdict.json"))
     exp = prog.get("expected", {})
@@ -53,7 +53,9 @@ def line(d, seed, cxxrun_exit, analyze_exit, seconds):
         "ok": {"class": ok_class, "ranks": ok_ranks, "callsite": ok_site},
     }
     out["pass"] = ok_class and ok_ranks and ok_site
-    print(json.dumps(out))
+    with open(out_path, "w") as f:
+        f.write(json.dumps(out) + "\n")
+    progress(out)
 
 
 def fault_words(r):
@@ -70,8 +72,7 @@ def got_words(r):
     return "%s ranks %s at %s()" % (g["class"], g["ranks"], g["function"])
 
 
-def progress():
-    r = json.loads(sys.stdin.readline())
+def progress(r):
     what = "PASS" if r["pass"] else "FAIL (%s)" % ", ".join(k for k, ok in r["ok"].items() if not ok)
     print("seed %d (%s ranks, %d s): %s -> %s: %s" % (r["seed"], r["world"], r["seconds"],
                                                        fault_words(r), got_words(r), what),
@@ -152,11 +153,8 @@ def report(count):
 
 
 def main(argv):
-    if len(argv) >= 2 and argv[1] == "line" and len(argv) == 7:
+    if len(argv) == 8 and argv[1] == "line":
         line(*argv[2:])
-        return 0
-    if len(argv) == 2 and argv[1] == "progress":
-        progress()
         return 0
     if len(argv) == 3 and argv[1] == "report":
         return report(int(argv[2]))
