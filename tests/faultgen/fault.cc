@@ -2,6 +2,7 @@
 // call) and what it changes. A fault hits step 2 or later, so that every collective slot it
 // touches has been issued, and followed, the same way on every rank before: the ranks that keep
 // doing so are the norm, also when a communicator has only two ranks.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,42 @@ bool lastOnComm(const Program& p, const Call& c) {
   return true;
 }
 
+// A collective call changed or left out: the spot, among those the kind can hit.
+bool collectiveFault(Program& p, FaultKind kind, uint64_t at, uint64_t salt) {
+  Fault& f = p.fault;
+  // A collective call changed or left out. Skipping needs a second collective on that
+  // communicator, and one after the skipped one: else skipping cannot be told from stopping
+  // early (a rank that skips the program's last all-reduce has simply finished before the
+  // others).
+  std::vector<int> per_comm(p.comms.size(), 0);
+  for (const Spot& s : collectiveSpots(p, [](const Call&) { return true; })) {
+    ++per_comm[p.body[s.action].block.calls[s.call].comm];
+  }
+  const auto spots = collectiveSpots(p, [&](const Call& c) {
+    switch (kind) {
+      case FaultKind::kSkipped:
+        return per_comm[c.comm] >= 2 && !lastOnComm(p, c);
+      case FaultKind::kRedop:
+        return c.op == Op::kAllReduce || c.op == Op::kReduce || c.op == Op::kReduceScatter;
+      case FaultKind::kRoot: {
+        size_t m = p.comms[c.comm].groups.front().size();
+        for (const auto& g : p.comms[c.comm].groups) m = std::min(m, g.size());
+        return (c.op == Op::kBroadcast || c.op == Op::kReduce) && c.root + 1 < static_cast<int>(m);
+      }
+      default:
+        return true;
+    }
+  });
+  if (spots.empty()) return false;
+  const Spot s = spots[at % spots.size()];
+  f.action = s.action;
+  f.call = s.call;
+  f.site = p.body[s.action].block.site;
+  f.comm = p.body[s.action].block.calls[s.call].comm;
+  mutate(f, p.body[s.action].block.calls[s.call], salt);
+  return true;
+}
+
 }  // namespace
 
 bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
@@ -177,37 +214,7 @@ bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
     default:
       break;
   }
-  // A collective call changed or left out. Skipping needs a second collective on that
-  // communicator, and one after the skipped one: else skipping cannot be told from stopping
-  // early (a rank that skips the program's last all-reduce has simply finished before the
-  // others).
-  std::vector<int> per_comm(p.comms.size(), 0);
-  for (const Spot& s : collectiveSpots(p, [](const Call&) { return true; })) {
-    ++per_comm[p.body[s.action].block.calls[s.call].comm];
-  }
-  const auto spots = collectiveSpots(p, [&](const Call& c) {
-    switch (kind) {
-      case FaultKind::kSkipped:
-        return per_comm[c.comm] >= 2 && !lastOnComm(p, c);
-      case FaultKind::kRedop:
-        return c.op == Op::kAllReduce || c.op == Op::kReduce || c.op == Op::kReduceScatter;
-      case FaultKind::kRoot: {
-        size_t m = p.comms[c.comm].groups.front().size();
-        for (const auto& g : p.comms[c.comm].groups) m = std::min(m, g.size());
-        return (c.op == Op::kBroadcast || c.op == Op::kReduce) && c.root + 1 < static_cast<int>(m);
-      }
-      default:
-        return true;
-    }
-  });
-  if (spots.empty()) return false;
-  const Spot s = spots[at % spots.size()];
-  f.action = s.action;
-  f.call = s.call;
-  f.site = p.body[s.action].block.site;
-  f.comm = p.body[s.action].block.calls[s.call].comm;
-  mutate(f, p.body[s.action].block.calls[s.call], salt);
-  return true;
+  return collectiveFault(p, kind, at, salt);
 }
 
 }  // namespace ncclrec::faultgen

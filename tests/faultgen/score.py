@@ -147,6 +147,14 @@ def report(count):
         print("    replay: tests/faultgen/run.sh --seed %d --count 1 --keep /tmp/faultgen%s"
               "   (program: build/bin/ncclrec_faultgen --seed %d%s --describe)" %
               (r["seed"], fault, r["seed"], fault))
+    if failed:
+        print("\nfailures by pattern (fault -> verdict class [wrong parts]: seeds):")
+        patterns = collections.defaultdict(list)
+        for r in failed:
+            bad = ",".join(k for k, ok in r["ok"].items() if not ok)
+            patterns[(r["fault"].get("kind"), r["got"]["class"], bad)].append(str(r["seed"]))
+        for (kind, got, bad), seeds in sorted(patterns.items(), key=lambda kv: -len(kv[1])):
+            print("  %-13s -> %s [%s]: %s" % (kind, got, bad, " ".join(seeds)))
     if n < count:
         print("\n%d program(s) left no result" % (count - n))
     return 0 if n == count and not failed else 1
