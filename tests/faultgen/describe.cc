@@ -127,9 +127,9 @@ const char* expectedClass(FaultKind k) {
     // A split some ranks skip is a collective on the parent that they skipped.
     case FaultKind::kSplitSubset:
       return "skipped_collective";
-    // The rank aborts the communicator and exits: the others see it leave.
+    // The rank aborts a communicator the others still use (then exits): comm_aborted names it.
     case FaultKind::kAbort:
-      return "rank_exited";
+      return "comm_aborted";
   }
   return "?";
 }
