@@ -27,22 +27,6 @@ bool isSymptom(const Verdict& v) {
   }
 }
 
-// The classes of a divergence in one communicator's order: an insertion, deletion or substitution.
-bool isEdit(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kRankGatedCollective:
-    case VerdictClass::kSkippedCollective:
-    case VerdictClass::kOpMismatch:
-    case VerdictClass::kSizeMismatch:
-    case VerdictClass::kDtypeMismatch:
-    case VerdictClass::kRedopMismatch:
-    case VerdictClass::kRootMismatch:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
@@ -79,7 +63,7 @@ bool Engine::preferEarlierCause(Verdict& v) {
   int64_t best_at = INT64_MAX;
   for (const CommStreams& c : comms_) {
     Verdict cause;
-    if (!diagnoseComm(c, cause) || !isEdit(cause.cls)) continue;
+    if (!diagnoseComm(c, cause) || !isDivergence(cause.cls)) continue;
     if (cause.comm_id == v.comm_id && cause.seq == v.seq) continue;  // the symptom itself
     // It explains the symptom only when it is the same ranks' doing.
     if (!std::includes(v.ranks.begin(), v.ranks.end(), cause.ranks.begin(), cause.ranks.end())) {
