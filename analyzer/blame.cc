@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "analyzer/engine.h"
 #include "analyzer/exit_codes.h"
 
 namespace ncclrec::analyzer {
@@ -14,8 +15,8 @@ using format::EventRecord;
 using format::EventState;
 using format::RankData;
 
-constexpr int kNcclSystemError = 2;
-constexpr int kNcclRemoteError = 6;
+using engine::kNcclRemoteError;
+using engine::kNcclSystemError;
 // Places of waiting ranks a headline names one by one; more are summed up as "wait for it".
 constexpr size_t kMaxPlaces = 2;
 
