@@ -12,6 +12,7 @@ packages=(
   libgloo-dev
   libtorch-dev
   libncurses-dev tmux
+  python3-torch openmpi-bin slurm-wlm
 )
 
 missing=()

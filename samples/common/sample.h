@@ -1,6 +1,7 @@
 // What every sample shares, so that each main.cc shows only its bug: the rank and world size from
-// the launcher (RANK, WORLD_SIZE, as cxxrun and torchrun set them), the ncclUniqueId exchange
-// (through cxxrun's store, else a file: unique_id_file.h), CHECK_NCCL, and the mode switch.
+// the launcher (RANK and WORLD_SIZE as cxxrun and torchrun set them, or mpirun's and srun's own),
+// the ncclUniqueId exchange (through cxxrun's store, else a file: unique_id_file.h), CHECK_NCCL,
+// and the mode switch.
 //
 // Every sample runs as `sample_<name> [faulty|healthy]`: `faulty` (the default) has the bug,
 // `healthy` is the same program with the fix, and runs to completion.
@@ -22,7 +23,7 @@
   do {                                                                                          \
     const ncclResult_t check_nccl_result = (call);                                              \
     if (check_nccl_result != ncclSuccess) {                                                     \
-      std::fprintf(stderr, "rank %d: %s failed: %s (%d)\n", samples::envInt("RANK", 0), #call,  \
+      std::fprintf(stderr, "rank %d: %s failed: %s (%d)\n", samples::launcherRank(), #call,     \
                    ncclGetErrorString(check_nccl_result), static_cast<int>(check_nccl_result)); \
       std::exit(1);                                                                             \
     }                                                                                           \
@@ -63,12 +64,9 @@ inline Job start(int argc, char** argv, const char* name) {
     std::exit(2);
   }
   job.healthy = mode == "healthy";
-  job.rank = envInt("RANK", 0);
-  job.world = envInt("WORLD_SIZE", 1);
-  const char* file = std::getenv("NCCLREC_SAMPLE_ID_FILE");
-  const std::string key =
-      file != nullptr && *file != '\0' ? file : std::string("/tmp/ncclrec-") + name + ".id";
-  job.comm = initComm(job.rank, job.world, key);
+  job.rank = launcherRank();
+  job.world = launcherWorldSize();
+  job.comm = initComm(job.rank, job.world, uniqueIdPath(name));
   return job;
 }
 

@@ -53,4 +53,39 @@ inline int envInt(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
+inline std::string envString(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// The rank and the number of ranks as the launcher gives them: torchrun and cxxrun (RANK,
+// WORLD_SIZE), OpenMPI's mpirun (OMPI_COMM_WORLD_*), Slurm's srun (SLURM_PROCID, SLURM_NTASKS).
+inline int launcherRank() {
+  return envInt("RANK", envInt("OMPI_COMM_WORLD_RANK", envInt("SLURM_PROCID", 0)));
+}
+inline int launcherWorldSize() {
+  return envInt("WORLD_SIZE", envInt("OMPI_COMM_WORLD_SIZE", envInt("SLURM_NTASKS", 1)));
+}
+
+// A name for this run of the job that every rank computes alike and the next run does not
+// share, so a unique-id file of an earlier run is never read: torchrun's run id and port (a
+// standalone torchrun makes a fresh run id each time), mpirun's job id, Slurm's job and step
+// ids; "local" without a launcher (then give each run its own NCCLREC_SAMPLE_ID_FILE).
+inline std::string launcherJobKey() {
+  if (!envString("TORCHELASTIC_RUN_ID").empty())
+    return envString("TORCHELASTIC_RUN_ID") + "-" + envString("MASTER_PORT") + "-" +
+           envString("TORCHELASTIC_RESTART_COUNT");
+  if (!envString("OMPI_MCA_ess_base_jobid").empty())
+    return "mpi-" + envString("OMPI_MCA_ess_base_jobid");
+  if (!envString("SLURM_JOB_ID").empty())
+    return "slurm-" + envString("SLURM_JOB_ID") + "." + envString("SLURM_STEP_ID");
+  return "local";
+}
+
+// $NCCLREC_SAMPLE_ID_FILE, else a file of this program and run in /tmp.
+inline std::string uniqueIdPath(const std::string& program) {
+  const std::string file = envString("NCCLREC_SAMPLE_ID_FILE");
+  return !file.empty() ? file : "/tmp/ncclrec-" + program + "-" + launcherJobKey() + ".id";
+}
+
 }  // namespace samples

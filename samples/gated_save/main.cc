@@ -34,11 +34,9 @@ int main(int argc, char** argv) {
   const bool healthy = first == "healthy";
   const int steps = named_mode ? 10 : std::atoi(argv[1]);
   const int save_step = named_mode ? 5 : argc > 2 ? std::atoi(argv[2]) : 5;
-  const int rank = samples::envInt("RANK", 0);
-  const int world = samples::envInt("WORLD_SIZE", 1);
-  const char* id_file = std::getenv("NCCLREC_SAMPLE_ID_FILE");
-  ncclComm_t comm =
-      samples::initComm(rank, world, id_file != nullptr ? id_file : "/tmp/ncclrec-sample.id");
+  const int rank = samples::launcherRank();
+  const int world = samples::launcherWorldSize();
+  ncclComm_t comm = samples::initComm(rank, world, samples::uniqueIdPath("gated_save"));
   std::vector<float> grads(4096, 1.0f);
   for (int step = 0; step < steps; ++step) {
     trainStep(comm, grads);

@@ -62,10 +62,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [faulty|healthy] (got '%s')\n", argv[0], mode.c_str());
     return 2;
   }
-  const int rank = samples::envInt("RANK", 0), world = samples::envInt("WORLD_SIZE", 1);
-  const char* file = std::getenv("NCCLREC_SAMPLE_ID_FILE");
-  ncclComm_t comm = initNonblocking(
-      rank, world, file != nullptr && *file != '\0' ? file : "/tmp/ncclrec-nonblocking_hang.id");
+  const int rank = samples::launcherRank(), world = samples::launcherWorldSize();
+  ncclComm_t comm = initNonblocking(rank, world, samples::uniqueIdPath("nonblocking_hang"));
   std::vector<float> grads(4096, 1.0f), metrics(8, 1.0f);
   for (int step = 0; step < kSteps; ++step) {
     trainStep(comm, grads);

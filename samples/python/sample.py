@@ -1,7 +1,7 @@
 """What every Python sample shares, so that each one shows only its bug (samples/common/sample.h
 for the C++ samples): the mode, the binding style, the rank and world size from the launcher
-(RANK, WORLD_SIZE, as cxxrun and torchrun set them), the ncclUniqueId exchange through a file, and
-the job's communicator.
+(RANK and WORLD_SIZE as cxxrun and torchrun set them, or mpirun's and srun's own), the ncclUniqueId
+exchange through a file, and the job's communicator.
 
 Every sample runs as `python3 <name>.py [faulty|healthy] [handle|global]`: `faulty` (the default)
 has the bug, `healthy` is the same program with the fix and runs to completion; the second argument
@@ -49,16 +49,41 @@ def share_unique_id(rank, path, timeout_s=60.0):
     sys.exit("rank %d: no unique id at %s after %.0f s (is rank 0 running?)" % (rank, path, timeout_s))
 
 
+def launcher_rank():
+    """The rank as the launcher gives it: torchrun and cxxrun (RANK), OpenMPI's mpirun
+    (OMPI_COMM_WORLD_RANK), Slurm's srun (SLURM_PROCID)."""
+    env = os.environ
+    return int(env.get("RANK") or env.get("OMPI_COMM_WORLD_RANK") or env.get("SLURM_PROCID") or 0)
+
+
+def launcher_world_size():
+    env = os.environ
+    return int(env.get("WORLD_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("SLURM_NTASKS")
+               or 1)
+
+
+def launcher_job_key():
+    """A name for this run of the job that every rank computes alike and the next run does not
+    share: torchrun's and cxxrun's run id and port (a run id given twice still gets a fresh
+    port), mpirun's job id, Slurm's job and step ids; "local" without a launcher."""
+    env = os.environ
+    if env.get("TORCHELASTIC_RUN_ID"):
+        return "%s-%s-%s" % (env["TORCHELASTIC_RUN_ID"], env.get("MASTER_PORT", "0"),
+                             env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    if env.get("OMPI_MCA_ess_base_jobid"):
+        return "mpi-" + env["OMPI_MCA_ess_base_jobid"]
+    if env.get("SLURM_JOB_ID"):
+        return "slurm-%s.%s" % (env["SLURM_JOB_ID"], env.get("SLURM_STEP_ID", "0"))
+    return "local"
+
+
 def id_file(name):
-    """$NCCLREC_SAMPLE_ID_FILE, else a name of this job in the temporary folder: cxxrun gives
-    every job its own run id and master port (a run id given twice still gets a fresh port)."""
+    """$NCCLREC_SAMPLE_ID_FILE, else a name of this program and run in the temporary folder."""
     path = os.environ.get("NCCLREC_SAMPLE_ID_FILE")
     if path:
         return path
-    job = "%s-%s-%s" % (os.environ.get("TORCHELASTIC_RUN_ID", "local"),
-                        os.environ.get("MASTER_PORT", "0"),
-                        os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    return os.path.join(tempfile.gettempdir(), "ncclrec-py-%s-%s.id" % (name, job))
+    return os.path.join(tempfile.gettempdir(),
+                        "ncclrec-py-%s-%s.id" % (name, launcher_job_key()))
 
 
 def start(name, argv=None):
@@ -72,8 +97,8 @@ def start(name, argv=None):
         print("usage: %s [faulty|healthy] [handle|global] (got %s)" % (name, " ".join(args)),
               file=sys.stderr)
         sys.exit(2)
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = launcher_rank()
+    world = launcher_world_size()
     ncclpy.load(style)
     if rank == 0:
         print("%s (%s): NCCL through ctypes, %s style" % (name, mode, ncclpy.binding), flush=True)

@@ -1,0 +1,231 @@
+"""A sample under a real launcher -- torchrun, OpenMPI's mpirun or Slurm's srun -- with
+libncclrec.so preloaded and hostnccl as NCCL, recorded, dumped and analyzed:
+
+  faulty   the job hangs; every rank's watchdog (or the trigger file) dumps within seconds; the
+           test stops the job as a user would (Ctrl-C: SIGTERM to the launcher) and
+           ncclrec-analyze --json on the dump directory must give the sample's expected.json
+           (class, culprit ranks, call-site function, and file/line where given).
+  healthy  the job ends with exit 0 and the analyzer finds no_hang.
+
+Usage:
+  launcher_test.py --launcher torchrun|mpirun|srun --lang cxx|python --mode faulty|healthy
+                   --build DIR --source DIR [--sample NAME] [--ranks N] [--keep DIR]
+
+Exit codes: 0 passed, 1 failed (the reason on stderr), 2 bad usage, 77 skipped (the launcher
+is not installed, or Slurm's daemons cannot start here; the reason is printed).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from slurm_cluster import SlurmCluster, SlurmUnavailable
+
+SKIP = 77
+PYTHON = "/usr/bin/python3"  # Debian's, the one python3-torch is built for
+
+
+class Failure(Exception):
+    pass
+
+
+def skip(reason):
+    print("SKIP: " + reason)
+    sys.exit(SKIP)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--launcher", required=True, choices=["torchrun", "mpirun", "srun"])
+    p.add_argument("--lang", required=True, choices=["cxx", "python"])
+    p.add_argument("--mode", required=True, choices=["faulty", "healthy"])
+    p.add_argument("--build", required=True, help="the build directory (bin/, lib/, hostnccl/)")
+    p.add_argument("--source", required=True, help="the source tree (samples/, tests/launchers/)")
+    p.add_argument("--sample", default="gated_save")
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--timeout", type=float, default=90, help="seconds for the job")
+    p.add_argument("--keep", help="keep the dumps and logs in this directory")
+    return p.parse_args()
+
+
+def program(a):
+    """The sample's command line and its expected.json."""
+    if a.lang == "cxx":
+        exe = os.path.join(a.build, "bin", "sample_" + a.sample)
+        expected = os.path.join(a.source, "samples", a.sample, "expected.json")
+        return [exe, a.mode], expected
+    script = os.path.join(a.source, "samples", "python", a.sample, a.sample + ".py")
+    expected = os.path.join(a.source, "samples", "python", a.sample, "expected.json")
+    return [PYTHON, script, a.mode], expected
+
+
+def check_launcher(launcher):
+    if launcher == "torchrun":
+        r = subprocess.run([PYTHON, "-c", "import torch.distributed.run"], capture_output=True)
+        if r.returncode != 0:
+            skip("torchrun: %s cannot import torch.distributed.run (Debian: apt-get install "
+                 "python3-torch)" % PYTHON)
+    elif launcher == "mpirun" and shutil.which("mpirun") is None:
+        skip("mpirun: not installed (Debian: apt-get install openmpi-bin)")
+
+
+def launch_command(a, prog, env, slurm):
+    """The launcher's command line, as docs/launchers.md writes it."""
+    n = str(a.ranks)
+    if a.launcher == "torchrun":
+        wrapper = os.path.join(a.source, "tests", "launchers", "torchrun.py")
+        head = [PYTHON, wrapper, "--standalone", "--nproc_per_node", n]
+        # torchrun runs a Python script with its own interpreter; anything else with --no_python.
+        return head + (prog[1:] if a.lang == "python" else ["--no_python"] + prog)
+    if a.launcher == "mpirun":
+        cmd = ["mpirun", "--oversubscribe", "-np", n]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        for k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCLREC_DIR", "NCCLREC_TIMEOUT"):
+            cmd += ["-x", "%s=%s" % (k, env[k])]
+        return cmd + prog
+    exports = ",".join("%s=%s" % (k, env[k]) for k in
+                       ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCLREC_DIR", "NCCLREC_TIMEOUT"))
+    return slurm.srun_command(a.ranks) + ["--export=ALL," + exports] + prog
+
+
+def ranks_dumped(dump_dir):
+    """The processes that wrote at least one dump (HOST.PID[-K].N.REASON.ncclrec.pb)."""
+    pids = set()
+    for path in glob.glob(os.path.join(dump_dir, "*.ncclrec.pb")):
+        parts = os.path.basename(path).split(".")
+        if len(parts) >= 5:
+            pids.add(parts[-5])
+    return pids
+
+
+def stop(proc, slurm):
+    """Ctrl-C as a user would: SIGTERM to the launcher's process group, then SIGKILL."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if slurm is not None:
+        slurm.cancel_all()
+
+
+def analyze(a, dump_dir):
+    r = subprocess.run([os.path.join(a.build, "bin", "ncclrec-analyze"), "--json", dump_dir],
+                       capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout)["verdict"]
+    except (ValueError, KeyError):
+        raise Failure("ncclrec-analyze exit %d, no verdict: %s" % (r.returncode, r.stderr.strip()))
+
+
+def check_verdict(verdict, expected_path):
+    with open(expected_path) as f:
+        expected = json.load(f)
+    site = verdict.get("callsite") or {}
+    got = {"class": verdict.get("class"), "ranks": verdict.get("ranks"),
+           "function": site.get("function"), "file": os.path.basename(site.get("file") or ""),
+           "line": site.get("line"), "waiting": verdict.get("waiting")}
+    wrong = [k for k in ("class", "ranks", "function", "file", "line", "waiting")
+             if k in expected and expected[k] != got[k]]
+    if wrong:
+        raise Failure("verdict differs from %s in %s: got %s; headline: %s"
+                      % (expected_path, ", ".join(wrong), json.dumps(got),
+                         verdict.get("headline")))
+
+
+def run(a, work, slurm):
+    dump_dir = os.path.join(work, "dumps")
+    os.makedirs(dump_dir)
+    prog, expected = program(a)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": os.path.join(a.build, "lib", "libncclrec.so"),
+                "LD_LIBRARY_PATH": os.path.join(a.build, "hostnccl"),
+                "NCCLREC_DIR": dump_dir, "NCCLREC_TIMEOUT": "2"})
+    cmd = launch_command(a, prog, env, slurm)
+    # The launcher itself runs without the shim; torchrun passes its environment on to workers.
+    launcher_env = dict(env)
+    if a.launcher != "torchrun":
+        for k in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
+            launcher_env.pop(k)
+    if slurm is not None:
+        launcher_env["SLURM_CONF"] = slurm.conf
+    print("$ " + " ".join(cmd), flush=True)
+    log = open(os.path.join(work, "launcher.log"), "w")
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=launcher_env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        if a.mode == "healthy":
+            try:
+                code = proc.wait(timeout=a.timeout)
+            except subprocess.TimeoutExpired:
+                raise Failure("the healthy job did not end in %.0f s" % a.timeout)
+            if code != 0:
+                raise Failure("the healthy job exited %d" % code)
+            verdict = analyze(a, dump_dir)
+            if verdict.get("class") != "no_hang":
+                raise Failure("healthy job: %s" % verdict.get("headline"))
+            print("ok: exit 0 after %.1f s, verdict no_hang" % (time.monotonic() - start))
+            return
+        while len(ranks_dumped(dump_dir)) < a.ranks:
+            if proc.poll() is not None:
+                raise Failure("the job ended (exit %d) before every rank dumped (%d of %d)"
+                              % (proc.returncode, len(ranks_dumped(dump_dir)), a.ranks))
+            if time.monotonic() - start > a.timeout:
+                raise Failure("%d of %d ranks dumped in %.0f s"
+                              % (len(ranks_dumped(dump_dir)), a.ranks, a.timeout))
+            time.sleep(0.2)
+        dumped = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            stop(proc, slurm)
+        log.close()
+    verdict = analyze(a, dump_dir)
+    check_verdict(verdict, expected)
+    print("ok: every rank dumped %.1f s after the start; %s" % (dumped, verdict["headline"]))
+
+
+def main():
+    a = parse_args()
+    a.build, a.source = os.path.abspath(a.build), os.path.abspath(a.source)
+    check_launcher(a.launcher)
+    work = tempfile.mkdtemp(prefix="ncclrec-launcher-")
+    slurm = None
+    try:
+        if a.launcher == "srun":
+            try:
+                slurm = SlurmCluster(os.path.join(work, "slurm"), cpus=a.ranks)
+            except SlurmUnavailable as e:
+                skip("srun: %s" % e)
+        run(a, work, slurm)
+    except Failure as e:
+        log = os.path.join(work, "launcher.log")
+        if os.path.exists(log):
+            with open(log) as f:
+                sys.stderr.write("--- the launcher's output (last 40 lines)\n")
+                sys.stderr.writelines(f.readlines()[-40:])
+        print("FAIL: %s %s %s %s: %s" % (a.launcher, a.lang, a.sample, a.mode, e),
+              file=sys.stderr)
+        return 1
+    finally:
+        if slurm is not None:
+            slurm.shutdown()
+        if a.keep:
+            shutil.copytree(work, a.keep, dirs_exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
