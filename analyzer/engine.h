@@ -18,6 +18,7 @@
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
 #include "analyzer/verdict.h"
+#include "recorder/format/nccl_result.h"
 #include "recorder/format/reader.h"
 
 namespace ncclrec::analyzer::engine {
@@ -80,10 +81,10 @@ inline bool isIncomplete(const EventRecord& e) {
 
 // A call NCCL refused before issuing it (bad argument or usage) never pairs with anything; one
 // that failed after issuing (a peer vanished, a system error) holds its slot in the stream.
-constexpr int kNcclInvalidArgument = 4;
-constexpr int kNcclInvalidUsage = 5;
-constexpr int kNcclSystemError = 2;
-constexpr int kNcclRemoteError = 6;
+using format::kNcclInvalidArgument;
+using format::kNcclInvalidUsage;
+using format::kNcclRemoteError;
+using format::kNcclSystemError;
 inline bool rejected(const EventRecord& e) {
   return e.state == EventState::kFailed &&
          (e.result == kNcclInvalidArgument || e.result == kNcclInvalidUsage);

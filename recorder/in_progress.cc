@@ -5,14 +5,10 @@
 
 #include "recorder/clock.h"
 #include "recorder/comm_table.h"
+#include "recorder/format/nccl_result.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder {
-namespace {
-
-constexpr int kNcclInProgress = 7;
-
-}  // namespace
 
 bool Recorder::deferInProgress(CommState* cs, format::Event* slot, uint64_t index) {
   if (cs == nullptr) return false;
@@ -25,7 +21,7 @@ bool Recorder::deferInProgress(CommState* cs, format::Event* slot, uint64_t inde
 }
 
 void Recorder::asyncSettled(const void* handle, int state) {
-  if (state == kNcclInProgress) return;
+  if (state == format::kNcclInProgress) return;
   CommState* cs = comms_->find(handle);
   if (cs == nullptr || cs->in_progress_count.load(std::memory_order_acquire) == 0) return;
   std::lock_guard<std::mutex> lock(cs->in_progress_mu);

@@ -11,6 +11,7 @@
 #include "recorder/cuda_completion.h"
 #include "recorder/dump_client.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/nccl_result.h"
 #include "recorder/log.h"
 #include "recorder/modules.h"
 #include "recorder/python_frames.h"
@@ -33,7 +34,8 @@ pthread_mutex_t g_init_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool g_process_hooks_installed = false;  // under g_init_mutex
 
 constexpr uint32_t kMaxGroupOps = 4096;
-constexpr int kNcclInProgress = 7;
+using format::acceptedResult;
+using format::kNcclInProgress;
 
 // Ops issued inside ncclGroupStart/End on this thread: they run at the outermost GroupEnd, so
 // their completion is decided there. Allocated at the thread's first GroupStart (TLS stays small
@@ -254,7 +256,7 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
 
 void Recorder::completeEvent(format::Event* slot, uint64_t index, int result, int64_t now) {
   if (!format::slotHolds(slot, index)) return;  // overwritten by a wrap while in flight
-  const bool ok = result == 0 || result == 7;   // ncclSuccess, ncclInProgress
+  const bool ok = acceptedResult(result);
   atomicField(slot->result).store(result, std::memory_order_relaxed);
   atomicField(slot->end_ns).store(now, std::memory_order_relaxed);
   atomicField(slot->state)
@@ -265,7 +267,7 @@ void Recorder::completeEvent(format::Event* slot, uint64_t index, int result, in
 void Recorder::end(CallHandle& call, int result) {
   if (call.slot == nullptr) return;
   format::Event* e = call.slot;
-  const bool ok = result == 0 || result == 7;
+  const bool ok = acceptedResult(result);
   const auto op = static_cast<OpType>(e->op);
   GroupState* g = tls_group;
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
@@ -316,7 +318,7 @@ void Recorder::groupEnded(int result, bool simulated) {
   GroupState* g = tls_group;
   if (g == nullptr || g->depth == 0) return;
   if (--g->depth > 0) return;
-  const bool ok = result == 0 || result == 7;
+  const bool ok = acceptedResult(result);
   const int64_t now = realtimeNs();
   for (uint32_t i = 0; i < g->count; ++i) {
     GroupState::Pending& p = g->pending[i];
@@ -346,7 +348,7 @@ void Recorder::setProcessRank(int rank, int nranks) {
 void Recorder::commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
                            uint64_t parent_id, int color, int key, int result,
                            const DeviceIdentity& device, const char* name) {
-  if (handle == nullptr || !(result == 0 || result == 7)) return;
+  if (handle == nullptr || !acceptedResult(result)) return;
   setProcessRank(creator.rank, creator.nranks);
   CommInfo info;
   info.handle = handle;
