@@ -105,7 +105,7 @@ format::Frame lookUp(Dwfl_Module* m, const format::Frame& raw) {
 
 }  // namespace
 
-void addOfflineSymbols(const std::vector<format::RankData>& ranks, SymbolTable& symbols) {
+void addOfflineSymbols(const std::vector<format::RankData>& ranks, FrameNames& symbols) {
 #ifdef NCCLREC_HAVE_LIBDW
   std::unordered_map<std::string, std::string> build_ids;  // module path -> recorded build id
   std::unique_ptr<ModuleFiles> files;                      // opened on the first frame to resolve

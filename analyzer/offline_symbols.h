@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "analyzer/callsite.h"
+#include "analyzer/site_rule.h"
 #include "recorder/format/model.h"
 
 namespace ncclrec::analyzer {
@@ -17,6 +17,6 @@ namespace ncclrec::analyzer {
 // when its file exists and its build id equals the one the recording holds (a rebuilt binary
 // would give wrong names; none is better), or when the recording has no build id for it. Does
 // nothing without libdw. Never throws; unreadable modules are skipped.
-void addOfflineSymbols(const std::vector<format::RankData>& ranks, SymbolTable& symbols);
+void addOfflineSymbols(const std::vector<format::RankData>& ranks, FrameNames& symbols);
 
 }  // namespace ncclrec::analyzer

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "analyzer/callsite.h"
 #include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
