@@ -3,8 +3,7 @@
 // Each entry point is defined once as nccl* (weak, like NCCL's) with pnccl* as an alias of the
 // same code, so tools such as libncclrec.so can forward to pnccl* exactly as with real NCCL.
 // Nothing escapes an entry point as an exception: guarded() turns any into a result code.
-#ifndef HOSTNCCL_API_H_
-#define HOSTNCCL_API_H_
+#pragma once
 
 #include <gloo/common/logging.h>
 
@@ -41,5 +40,3 @@ ncclResult_t guarded(const char* name, F&& body) noexcept {
 ncclResult_t checkComm(const Comm* comm, const char* name);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_API_H_

@@ -3,8 +3,7 @@
 // ncclCommGetAsyncError until it says ncclSuccess (the work is done: with host memory the data is
 // in place) or an error. Until then the only calls allowed on the communicator are
 // ncclCommGetAsyncError and ncclCommAbort; others are refused with ncclInvalidUsage.
-#ifndef HOSTNCCL_ASYNC_H_
-#define HOSTNCCL_ASYNC_H_
+#pragma once
 
 #include <condition_variable>
 #include <functional>
@@ -37,5 +36,3 @@ ncclResult_t launchAsync(const std::vector<Comm*>& comms, std::function<ncclResu
                          const char* name);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_ASYNC_H_

@@ -3,8 +3,7 @@
 // Algorithms: ring reduce-scatter + ring all-gather for AllReduce, Reduce, ReduceScatter and
 // AllGather (bandwidth-optimal, the same shape as NCCL's and Gloo's rings); direct messages for
 // Broadcast, Gather, Scatter and AlltoAll. Every call blocks until its data is in place.
-#ifndef HOSTNCCL_COLLECTIVES_H_
-#define HOSTNCCL_COLLECTIVES_H_
+#pragma once
 
 #include <cstddef>
 #include <cstdint>
@@ -59,5 +58,3 @@ void postP2p(const OpArgs& a, Transfer& t);
 uint32_t opSignature(OpKind kind, size_t count, ncclDataType_t dtype, int op, int root);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_COLLECTIVES_H_

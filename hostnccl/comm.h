@@ -4,8 +4,7 @@
 // ncclCommAbort (and ncclCommRevoke) may be called from another thread to unblock it. State used
 // by both sides (in-flight transfers, abort, async error) is guarded by mu_; everything else is
 // owned by the calling thread.
-#ifndef HOSTNCCL_COMM_H_
-#define HOSTNCCL_COMM_H_
+#pragma once
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -118,5 +117,3 @@ bool isLiveComm(const Comm* c);
 
 // ncclComm_t is `struct ncclComm*` in the C API.
 struct ncclComm final : public ncclrec::hostnccl::Comm {};
-
-#endif  // HOSTNCCL_COMM_H_

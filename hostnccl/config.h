@@ -1,6 +1,5 @@
 // hostnccl's environment knobs, read once per process.
-#ifndef HOSTNCCL_CONFIG_H_
-#define HOSTNCCL_CONFIG_H_
+#pragma once
 
 #include <chrono>
 #include <string>
@@ -24,5 +23,3 @@ const Config& config();
 bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_CONFIG_H_

@@ -3,8 +3,7 @@
 // ncclInvalidUsage), the bug of a program that never sets its device from LOCAL_RANK. So each
 // process has a current device, as if the program had called cudaSetDevice, and init refuses a
 // communicator in which two ranks of one host share one.
-#ifndef HOSTNCCL_DEVICE_H_
-#define HOSTNCCL_DEVICE_H_
+#pragma once
 
 #include <string>
 #include <vector>
@@ -39,5 +38,3 @@ bool decodePlacement(const std::vector<char>& bytes, Placement* p);
 int duplicateOf(const std::vector<Placement>& all, int self);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_DEVICE_H_

@@ -1,8 +1,7 @@
 // Error reporting for the C API: the ncclGetLastError text, async errors and the log.
 //
 // Nothing here throws. Messages are formatted into fixed buffers and written with write(2).
-#ifndef HOSTNCCL_ERRORS_H_
-#define HOSTNCCL_ERRORS_H_
+#pragma once
 
 #include "hostnccl/include/nccl.h"
 
@@ -24,5 +23,3 @@ void logInfo(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void logAlways(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_ERRORS_H_

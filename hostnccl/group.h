@@ -1,7 +1,6 @@
 // ncclGroupStart/ncclGroupEnd: operations issued inside a group are queued per thread and run
 // together at the outermost ncclGroupEnd, as NCCL requires for point-to-point patterns.
-#ifndef HOSTNCCL_GROUP_H_
-#define HOSTNCCL_GROUP_H_
+#pragma once
 
 #include "hostnccl/collectives.h"
 #include "hostnccl/include/nccl.h"
@@ -17,5 +16,3 @@ ncclResult_t groupDiscard();
 ncclResult_t submit(const OpArgs& a);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_GROUP_H_

@@ -1,6 +1,5 @@
 // Creating and ending communicators: unique ids, init, split, shrink.
-#ifndef HOSTNCCL_LIFECYCLE_H_
-#define HOSTNCCL_LIFECYCLE_H_
+#pragma once
 
 #include "hostnccl/comm.h"
 #include "hostnccl/device.h"
@@ -31,5 +30,3 @@ ncclResult_t split(Comm& parent, int color, int key, ncclComm_t* out);
 ncclResult_t shrink(Comm& parent, const int* exclude, int excludeCount, ncclComm_t* out, int flags);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_LIFECYCLE_H_

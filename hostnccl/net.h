@@ -1,6 +1,5 @@
 // Small blocking-socket helpers for the rendezvous (never used on the data path, which is Gloo's).
-#ifndef HOSTNCCL_NET_H_
-#define HOSTNCCL_NET_H_
+#pragma once
 
 #include <sys/socket.h>
 
@@ -40,5 +39,3 @@ bool sendAll(int fd, const void* data, size_t len, const Deadline& deadline);
 bool recvAll(int fd, void* data, size_t len, const Deadline& deadline);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_NET_H_

@@ -1,8 +1,7 @@
 // Element-wise arithmetic on NCCL datatypes in host memory. Half, bfloat16 and the fp8 types are
 // converted through float for arithmetic and rounded back (round to nearest even; fp8 saturates
 // to its largest finite value, as CUDA's __nv_fp8 conversions do).
-#ifndef HOSTNCCL_REDUCE_OPS_H_
-#define HOSTNCCL_REDUCE_OPS_H_
+#pragma once
 
 #include <cstddef>
 #include <cstdint>
@@ -41,5 +40,3 @@ float e5m2ToFloat(uint8_t v);
 uint8_t floatToE5m2(float f);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_REDUCE_OPS_H_

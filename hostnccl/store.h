@@ -5,8 +5,7 @@
 // thread, started on first use). It serves any number of sessions, one per communicator being
 // created, each identified by its secret; a connection that presents an unknown secret is refused.
 // A session ends once all its ranks said they are done, so an id cannot be reused.
-#ifndef HOSTNCCL_STORE_H_
-#define HOSTNCCL_STORE_H_
+#pragma once
 
 #include <gloo/rendezvous/store.h>
 
@@ -76,5 +75,3 @@ class StoreClient final : public gloo::rendezvous::Store {
 };
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_STORE_H_

@@ -5,8 +5,7 @@
 // Every message travels on a 64-bit Gloo slot that encodes what the operation is (see
 // makeSlot), so messages of two different operations never pair: a mismatch hangs (or times
 // out) instead of delivering wrong data.
-#ifndef HOSTNCCL_TRANSFER_H_
-#define HOSTNCCL_TRANSFER_H_
+#pragma once
 
 #include <gloo/transport/unbound_buffer.h>
 
@@ -71,5 +70,3 @@ class Transfer {
 };
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_TRANSFER_H_

@@ -4,8 +4,7 @@
 //   [10,26) IPv4 or IPv6 address, network order
 //   [32,48) secret: random for ncclGetUniqueId, derived from the parent's for split/shrink
 // The rest is zero. The secret is the only credential the rendezvous server accepts.
-#ifndef HOSTNCCL_UNIQUE_ID_H_
-#define HOSTNCCL_UNIQUE_ID_H_
+#pragma once
 
 #include <array>
 #include <cstdint>
@@ -40,5 +39,3 @@ Secret deriveSecret(const Secret& parent, const void* inputs, size_t len);
 uint64_t fnv1a(const void* data, size_t len, uint64_t seed = 0xcbf29ce484222325ull);
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // HOSTNCCL_UNIQUE_ID_H_

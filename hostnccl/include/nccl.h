@@ -4,7 +4,8 @@
 // this header runs unchanged on the real libnccl.so.2, on hostnccl, and under libncclrec.so.
 // hostnccl/tests/abi_test.cc compares it with the real header whenever one is installed.
 // cudaStream_t is the same opaque pointer type CUDA declares; when CUDA's headers are included
-// first, theirs is used.
+// first, theirs is used. The include guard (not #pragma once, the project's style) is NCCL's own
+// NCCL_H_, so that this header and NCCL's never both define the API in one translation unit.
 #ifndef NCCL_H_
 #define NCCL_H_
 

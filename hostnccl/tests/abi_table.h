@@ -1,8 +1,7 @@
 // The ABI facts of one nccl.h, as (key, value) text pairs, so that two headers that define the same
 // names can be compared: abi_real.cc builds the table from NVIDIA's header, abi_ours.cc from
 // hostnccl/include/nccl.h, each in its own translation unit, and abi_test.cc compares them.
-#ifndef NCCLREC_HOSTNCCL_TESTS_ABI_TABLE_H_
-#define NCCLREC_HOSTNCCL_TESTS_ABI_TABLE_H_
+#pragma once
 
 #include <string>
 #include <utility>
@@ -18,5 +17,3 @@ AbiTable realNcclAbiTable();
 AbiTable ourNcclAbiTable();
 
 }  // namespace ncclrec::hostnccl
-
-#endif  // NCCLREC_HOSTNCCL_TESTS_ABI_TABLE_H_

@@ -1,7 +1,6 @@
 // Buffers for the conformance worker: host memory under hostnccl, CUDA device memory when the
 // worker is built against real NCCL (HOSTNCCL_CONFORMANCE_CUDA), so the same scenarios check both.
-#ifndef HOSTNCCL_TESTS_DEVICE_MEMORY_H_
-#define HOSTNCCL_TESTS_DEVICE_MEMORY_H_
+#pragma once
 
 #include <cstddef>
 #include <cstdlib>
@@ -69,5 +68,3 @@ class DevBuf {
 };
 
 }  // namespace ncclrec::hostnccl::testing
-
-#endif  // HOSTNCCL_TESTS_DEVICE_MEMORY_H_

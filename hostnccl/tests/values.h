@@ -1,8 +1,7 @@
 // Element encoding for the conformance reference, independent of hostnccl's own conversions:
 // inputs are small integers, exactly representable in every NCCL type, and results are decoded
 // to double and compared with a tolerance that reflects each type's precision.
-#ifndef HOSTNCCL_TESTS_VALUES_H_
-#define HOSTNCCL_TESTS_VALUES_H_
+#pragma once
 
 #include <nccl.h>
 
@@ -170,5 +169,3 @@ inline double epsilon(ncclDataType_t t) {
 }
 
 }  // namespace ncclrec::hostnccl::testing
-
-#endif  // HOSTNCCL_TESTS_VALUES_H_

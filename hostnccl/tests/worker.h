@@ -1,7 +1,6 @@
 // Shared by the conformance worker's scenario files: the rank's identity, failure reporting and
 // the helpers every scenario uses.
-#ifndef HOSTNCCL_TESTS_WORKER_H_
-#define HOSTNCCL_TESTS_WORKER_H_
+#pragma once
 
 #include <nccl.h>
 
@@ -57,5 +56,3 @@ int duplicateDevice();
 int placement();
 
 }  // namespace ncclrec::hostnccl::testing
-
-#endif  // HOSTNCCL_TESTS_WORKER_H_
