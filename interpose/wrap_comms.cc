@@ -9,6 +9,7 @@
 #include "interpose/real_nccl.h"
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/nccl_result.h"
 
 using ncclrec::format::OpType;
 using ncclrec::interpose::realNccl;
@@ -19,7 +20,7 @@ using ncclrec::recorder::Recorder;
 
 namespace {
 
-bool succeeded(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+bool succeeded(ncclResult_t r) { return ncclrec::format::acceptedResult(r); }
 
 int queryDevice(ncclComm_t comm) {
   int device = -1;
@@ -49,18 +50,12 @@ const char* configName(const ncclConfig_t* config) {
   return config->commName;
 }
 
-void setAux64(CallHandle& call, uint64_t value) {
-  if (call.slot != nullptr && ncclrec::format::slotHolds(call.slot, call.index))
-    ncclrec::format::atomicField(call.slot->aux64).store(value, std::memory_order_relaxed);
-}
-
 // The device of the creating call's rank, known once the call returned (Event::device is live for
 // the calls that create communicators).
 ncclrec::recorder::DeviceIdentity deviceOf(Recorder* r, CallHandle& call, ncclComm_t comm) {
   const ncclrec::recorder::DeviceIdentity id =
       r->identifyDevice(queryDevice(comm), realNccl().hostncclGetDevice);
-  if (call.slot != nullptr && ncclrec::format::slotHolds(call.slot, call.index))
-    ncclrec::format::atomicField(call.slot->device).store(id.device, std::memory_order_relaxed);
+  Recorder::setEventDevice(call, id.device);
   return id;
 }
 
@@ -114,7 +109,8 @@ NCCLREC_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
       a, [&] { return real_fn(uniqueId); },
       [&](Recorder*, CallHandle& call, ncclResult_t result) {
         if (succeeded(result) && uniqueId != nullptr)
-          setAux64(call, ncclrec::recorder::commIdFromUniqueIds(uniqueId, sizeof(*uniqueId)));
+          Recorder::setEventAux64(
+              call, ncclrec::recorder::commIdFromUniqueIds(uniqueId, sizeof(*uniqueId)));
       });
 }
 
@@ -274,9 +270,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   OpArgs a = onComm(OpType::kCommGetAsyncError, comm);
   a.aux = *asyncError;
   CallHandle call = r->begin(a, ncclrec::interpose::kShimFrames);
-  if (call.slot != nullptr)
-    ncclrec::format::atomicField(call.slot->flags)
-        .fetch_or(ncclrec::format::kEventAsyncError, std::memory_order_relaxed);
+  Recorder::addEventFlags(call, ncclrec::format::kEventAsyncError);
   r->end(call, *asyncError);  // a failed event: asks the watchdog for an nccl_error dump
   return result;
 }
@@ -292,7 +286,8 @@ NCCLREC_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scal
   return recordCall(
       a, [&] { return real_fn(op, scalar, datatype, residence, comm); },
       [&](Recorder*, CallHandle& call, ncclResult_t result) {
-        if (succeeded(result) && op != nullptr) setAux64(call, static_cast<uint64_t>(*op));
+        if (succeeded(result) && op != nullptr)
+          Recorder::setEventAux64(call, static_cast<uint64_t>(*op));
       });
 }
 

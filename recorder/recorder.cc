@@ -254,6 +254,21 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   return call;
 }
 
+void Recorder::setEventAux64(const CallHandle& call, uint64_t value) {
+  if (call.slot != nullptr && format::slotHolds(call.slot, call.index))
+    atomicField(call.slot->aux64).store(value, std::memory_order_relaxed);
+}
+
+void Recorder::setEventDevice(const CallHandle& call, int32_t device) {
+  if (call.slot != nullptr && format::slotHolds(call.slot, call.index))
+    atomicField(call.slot->device).store(device, std::memory_order_relaxed);
+}
+
+void Recorder::addEventFlags(const CallHandle& call, uint32_t flags) {
+  if (call.slot != nullptr && format::slotHolds(call.slot, call.index))
+    atomicField(call.slot->flags).fetch_or(flags, std::memory_order_relaxed);
+}
+
 void Recorder::completeEvent(format::Event* slot, uint64_t index, int result, int64_t now) {
   if (!format::slotHolds(slot, index)) return;  // overwritten by a wrap while in flight
   const bool ok = acceptedResult(result);

@@ -69,6 +69,12 @@ class Recorder {
   // Record path. `skip_frames` = frames of the shim between the user's code and this call.
   CallHandle begin(const OpArgs& args, int skip_frames);
   void end(CallHandle& call, int result);
+  // What a wrapper learns about its call only after the call returned (a child comm's id, the
+  // rank's device, an async-error mark), written into the call's event; nothing when the call was
+  // not recorded or a wrap has reused its slot meanwhile.
+  static void setEventAux64(const CallHandle& call, uint64_t value);
+  static void setEventDevice(const CallHandle& call, int32_t device);
+  static void addEventFlags(const CallHandle& call, uint32_t flags);
 
   // Groups (called by the GroupStart/GroupEnd wrappers around the real call).
   void groupStarted();
