@@ -7,16 +7,11 @@
 #include <utility>
 
 #include "recorder/clock.h"
-#include "recorder/real_dl.h"
+#include "recorder/cuda_driver.h"
 
 namespace ncclrec::recorder {
 namespace {
 
-// The driver ABI we rely on: CUresult is an int-sized enum, handles are opaque pointers.
-using CuResult = int;
-constexpr CuResult kCudaSuccess = 0;
-constexpr CuResult kCudaErrorInvalidContext = 201;
-constexpr CuResult kCudaErrorNotReady = 600;
 constexpr unsigned kEventDisableTiming = 0x2;
 constexpr int kCaptureStatusNone = 0;
 constexpr int kCaptureModeRelaxed = 2;
@@ -28,47 +23,9 @@ void setReason(std::string* why_not, std::string reason) {
 
 }  // namespace
 
-struct CudaCompletion::Driver {
+struct CudaCompletion::Driver : CudaDriver {
   void* handle = nullptr;
-  CuResult (*init)(unsigned) = nullptr;
-  CuResult (*ctxGetCurrent)(void**) = nullptr;
-  CuResult (*ctxPushCurrent)(void*) = nullptr;
-  CuResult (*ctxPopCurrent)(void**) = nullptr;
-  CuResult (*streamGetCtx)(void*, void**) = nullptr;
-  CuResult (*eventCreate)(void**, unsigned) = nullptr;
-  CuResult (*eventRecord)(void*, void*) = nullptr;
-  CuResult (*eventQuery)(void*) = nullptr;
-  CuResult (*eventDestroy)(void*) = nullptr;
-  // Optional: absent from very old drivers; without them graph capture is not detected.
-  CuResult (*streamIsCapturing)(void*, int*) = nullptr;
-  CuResult (*threadExchangeStreamCaptureMode)(int*) = nullptr;
-  CuResult (*getErrorName)(CuResult, const char**) = nullptr;
-
-  std::string describe(CuResult result) const {
-    const char* name = nullptr;
-    if (getErrorName != nullptr && getErrorName(result, &name) == kCudaSuccess && name != nullptr) {
-      return std::string(name) + " (" + std::to_string(result) + ")";
-    }
-    return "CUresult " + std::to_string(result);
-  }
 };
-
-namespace {
-
-// Resolves the first of `names` the library exports (the _v2 name first where one exists).
-template <typename Fn>
-bool resolve(void* handle, std::initializer_list<const char*> names, Fn* fn, const char** missing) {
-  for (const char* name : names) {
-    if (void* sym = realDlsym(handle, name)) {
-      *fn = reinterpret_cast<Fn>(sym);
-      return true;
-    }
-  }
-  *missing = *names.begin();
-  return false;
-}
-
-}  // namespace
 
 std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, std::string* why_not) {
   return create(max_pending, std::getenv(kLibraryEnv), why_not);
@@ -95,28 +52,12 @@ std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, con
               std::string("cannot load the CUDA driver: ") + (err != nullptr ? err : library));
     return nullptr;
   }
-  const char* missing = nullptr;
-  bool ok =
-      resolve(d->handle, {"cuInit"}, &d->init, &missing) &&
-      resolve(d->handle, {"cuCtxGetCurrent"}, &d->ctxGetCurrent, &missing) &&
-      resolve(d->handle, {"cuCtxPushCurrent_v2", "cuCtxPushCurrent"}, &d->ctxPushCurrent,
-              &missing) &&
-      resolve(d->handle, {"cuCtxPopCurrent_v2", "cuCtxPopCurrent"}, &d->ctxPopCurrent, &missing) &&
-      resolve(d->handle, {"cuStreamGetCtx"}, &d->streamGetCtx, &missing) &&
-      resolve(d->handle, {"cuEventCreate"}, &d->eventCreate, &missing) &&
-      resolve(d->handle, {"cuEventRecord"}, &d->eventRecord, &missing) &&
-      resolve(d->handle, {"cuEventQuery"}, &d->eventQuery, &missing) &&
-      resolve(d->handle, {"cuEventDestroy_v2", "cuEventDestroy"}, &d->eventDestroy, &missing);
-  if (!ok) {
+  d->resolve(d->handle);
+  if (const char* missing = d->missingForCompletion()) {
     setReason(why_not, std::string(library) + " does not export " + missing);
     dlclose(d->handle);
     return nullptr;
   }
-  const char* unused = nullptr;
-  resolve(d->handle, {"cuStreamIsCapturing"}, &d->streamIsCapturing, &unused);
-  resolve(d->handle, {"cuThreadExchangeStreamCaptureMode"}, &d->threadExchangeStreamCaptureMode,
-          &unused);
-  resolve(d->handle, {"cuGetErrorName"}, &d->getErrorName, &unused);
 
   // From here on the library stays loaded even on failure: cuInit may have started driver
   // threads or registered exit handlers.

@@ -6,41 +6,17 @@
 #include <cstring>
 
 #include "recorder/cuda_completion.h"
+#include "recorder/cuda_driver.h"
 #include "recorder/format/bbox_layout.h"
-#include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {
 namespace {
 
-// The driver ABI we rely on: CUresult and CUdevice are ints, CUcontext is opaque.
-using CuResult = int;
-constexpr CuResult kCudaSuccess = 0;
-
-struct Driver {
-  CuResult (*ctxGetDevice)(int*) = nullptr;
-  CuResult (*deviceGet)(int*, int) = nullptr;
-  CuResult (*deviceGetPciBusId)(char*, int, int) = nullptr;
-  CuResult (*deviceGetUuid)(void*, int) = nullptr;  // CUuuid* is 16 bytes
-};
-
-void* firstSymbol(void* handle, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    if (void* sym = realDlsym(handle, name)) return sym;
-  }
-  return nullptr;
-}
-
 // Fills what the driver of `handle` says about `device` (the ordinal in this process), or, when
 // `device` is -1, about the current context's device first.
 void askDriver(void* handle, DeviceIdentity* id) {
-  Driver d;
-  d.ctxGetDevice =
-      reinterpret_cast<decltype(d.ctxGetDevice)>(firstSymbol(handle, {"cuCtxGetDevice"}));
-  d.deviceGet = reinterpret_cast<decltype(d.deviceGet)>(firstSymbol(handle, {"cuDeviceGet"}));
-  d.deviceGetPciBusId =
-      reinterpret_cast<decltype(d.deviceGetPciBusId)>(firstSymbol(handle, {"cuDeviceGetPCIBusId"}));
-  d.deviceGetUuid = reinterpret_cast<decltype(d.deviceGetUuid)>(
-      firstSymbol(handle, {"cuDeviceGetUuid_v2", "cuDeviceGetUuid"}));
+  CudaDriver d;
+  d.resolve(handle);
   if (id->device < 0) {
     int current = -1;
     if (d.ctxGetDevice == nullptr || d.ctxGetDevice(&current) != kCudaSuccess || current < 0)
