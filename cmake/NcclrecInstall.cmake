@@ -16,8 +16,8 @@ set(NCCLREC_INSTALL_PRIVATE ${NCCLREC_INSTALL_LIB}/ncclrec)
 # DT_RPATH rather than DT_RUNPATH: a RUNPATH serves only the object's own DT_NEEDED, so the
 # libraries bundled in lib/ (libdw -> libelf, gloo -> libibverbs, libunwind -> liblzma) would not
 # find each other; an RPATH is searched for the whole chain of dependencies it starts. Only on
-# files that link no libnccl.so.2: the samples and the trainer keep a RUNPATH so LD_LIBRARY_PATH
-# can still give them NVIDIA's NCCL.
+# files that link no libnccl.so.2 (the samples and the trainer carry no RPATH at all, so
+# LD_LIBRARY_PATH can give them NVIDIA's NCCL).
 function(ncclrec_install_rpath rpath)
   foreach(target IN LISTS ARGN)
     set_target_properties(${target} PROPERTIES INSTALL_RPATH "${rpath}")
@@ -25,16 +25,25 @@ function(ncclrec_install_rpath rpath)
   endforeach()
 endfunction()
 
-set(NCCLREC_INSTALLED_TOOLS ncclrec-analyze ncclrec-top cxxrun)
+# A program copied as a file, not install(TARGETS), so the packages' stripping (CPACK_STRIP_FILES)
+# leaves it its symbols and debug info: a verdict names its functions and file:line from them. Its
+# build-tree RUNPATH (build/hostnccl) is removed: cxxrun --nccl or LD_LIBRARY_PATH picks its NCCL.
+function(ncclrec_install_unstripped target destination)
+  install(PROGRAMS $<TARGET_FILE:${target}> DESTINATION ${destination} COMPONENT runtime)
+  install(CODE "file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${destination}/$<TARGET_FILE_NAME:${target}>\")"
+          COMPONENT runtime)
+endfunction()
+
+# The trainer is left out of the bundled libraries: they would be LibTorch's hundreds of MB. The
+# .deb depends on Debian's LibTorch for it; with the tarball it needs the target's LibTorch.
 if(NCCLREC_BUILD_TRAINER)
-  set_target_properties(ncclrec-trainer PROPERTIES INSTALL_RPATH "$ORIGIN/../${NCCLREC_INSTALL_LIB}")
-  list(APPEND NCCLREC_INSTALLED_TOOLS ncclrec-trainer)
+  ncclrec_install_unstripped(ncclrec-trainer bin)
 endif()
 ncclrec_install_rpath("$ORIGIN/../${NCCLREC_INSTALL_LIB}" ncclrec-analyze ncclrec-top cxxrun)
 ncclrec_install_rpath("$ORIGIN" ncclrec_interpose ncclrec_dump ncclrec_format)
 ncclrec_install_rpath("$ORIGIN/../.." hostnccl)
 
-install(TARGETS ${NCCLREC_INSTALLED_TOOLS} ncclrec_interpose ncclrec_dump
+install(TARGETS ncclrec-analyze ncclrec-top cxxrun ncclrec_interpose ncclrec_dump
         RUNTIME_DEPENDENCY_SET ncclrec_runtime_deps
         RUNTIME DESTINATION bin COMPONENT runtime
         LIBRARY DESTINATION ${NCCLREC_INSTALL_LIB} COMPONENT runtime)
@@ -70,15 +79,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ncclrecConfig.cmake
         ${CMAKE_CURRENT_BINARY_DIR}/ncclrecConfigVersion.cmake
         DESTINATION ${NCCLREC_INSTALL_LIB}/cmake/ncclrec COMPONENT runtime)
 
-# Samples: the programs and the sources. Copied as files, not install(TARGETS), so the packages'
-# stripping (CPACK_STRIP_FILES) leaves them their symbols and debug info: a verdict names a
-# sample's function and file:line from them. Their build-tree RUNPATH (build/hostnccl) is removed.
+# Samples: the programs (unstripped, as the trainer) and the sources.
 get_property(NCCLREC_HOST_SAMPLES GLOBAL PROPERTY NCCLREC_HOST_SAMPLES)
 foreach(sample IN LISTS NCCLREC_HOST_SAMPLES)
-  install(PROGRAMS $<TARGET_FILE:sample_${sample}>
-          DESTINATION ${NCCLREC_INSTALL_PRIVATE}/samples COMPONENT runtime)
-  install(CODE "file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${NCCLREC_INSTALL_PRIVATE}/samples/sample_${sample}\")"
-          COMPONENT runtime)
+  ncclrec_install_unstripped(sample_${sample} ${NCCLREC_INSTALL_PRIVATE}/samples)
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/ DESTINATION share/ncclrec/samples
         COMPONENT runtime PATTERN "CMakeLists.txt" EXCLUDE)

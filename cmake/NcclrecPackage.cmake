@@ -17,7 +17,7 @@ set(CPACK_DEB_COMPONENT_INSTALL OFF)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_CURRENT_LIST_DIR}/NcclrecCPackOptions.cmake)
 
 # Strip what install(TARGETS) installs (RelWithDebInfo builds carry -g); the samples are installed
-# as files and keep their symbols (cmake/NcclrecInstall.cmake).
+# as files and keep their symbols, as the trainer does (cmake/NcclrecInstall.cmake).
 set(CPACK_STRIP_FILES ON)
 
 # .deb: dpkg-shlibdeps derives Depends from the ELF files; libunwind8 is dlopen'ed by the shim,
@@ -26,6 +26,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libunwind8")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-# The private directories (hostnccl, samples) hold libraries dpkg-shlibdeps should not look for.
+# Our own libraries (libncclrec_format.so, hostnccl's libnccl.so.2) are in the package and no shlibs
+# file describes them: naming private directories makes CPack pass --ignore-missing-info (and -l).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS /usr/lib /usr/lib/ncclrec/hostnccl)
 include(CPack)
