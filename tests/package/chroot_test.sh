@@ -28,7 +28,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ncclrec-chroot.XXXXXX")
 mounted=()
 cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-  rm -rf "$work"
+  # Never delete through a bind mount of the host's /dev or /proc that failed to come off.
+  for m in "${mounted[@]}"; do
+    if mountpoint -q "$m"; then echo "chroot_test: $m is still mounted; left $work in place"; return; fi
+  done
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 
