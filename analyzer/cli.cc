@@ -17,6 +17,7 @@
 #include "analyzer/events.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/params_print.h"
+#include "recorder/format/version.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -94,9 +95,7 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
       ->allow_extra_args(false)  // one value per occurrence: the PATHs after it are no patterns
       ->excludes(params_opt);
   app.add_option("PATH", paths, "Black boxes, dumps or directories holding them");
-#ifdef NCCLREC_VERSION
-  app.set_version_flag("--version", NCCLREC_VERSION);
-#endif
+  app.set_version_flag("--version", std::string("ncclrec-analyze ") + format::versionString());
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "recorder/format/version.h"
+
 namespace ncclrec::launcher {
 namespace {
 
@@ -82,7 +84,7 @@ std::vector<std::string> normalize(int argc, const char* const* argv, std::strin
     }
     const std::string name = a.substr(0, a.find('='));
     if (!takesValue(name) && name != "--standalone" && name != "--help" && name != "-h" &&
-        unknown->empty())
+        name != "--version" && unknown->empty())
       *unknown = name;
     const bool value_follows = a.find('=') == std::string::npos && takesValue(a);
     args.push_back(std::move(a));
@@ -186,6 +188,7 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
       ->check(CLI::IsMember({"exit", "wait"}));
   app.add_option("--grace-period", o.grace_period_s,
                  "Seconds between SIGTERM and SIGKILL when stopping workers (default 5)");
+  app.set_version_flag("--version", std::string("cxxrun ") + ncclrec::format::versionString());
   try {
     std::string unknown;
     std::vector<std::string> args = normalize(argc, argv, &unknown);
@@ -198,6 +201,9 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
     app.parse(args);
   } catch (const CLI::CallForHelp&) {
     result.message = app.help();
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.message = e.what();
     return result;
   } catch (const CLI::ParseError& e) {
     result.exit_code = kExitUsage;

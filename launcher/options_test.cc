@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/version.h"
+
 namespace ncclrec::launcher {
 namespace {
 
@@ -155,6 +157,18 @@ TEST(Options, HelpListsTorchrunsFlags) {
         "--rdzv-endpoint", "--rdzv-id", "--standalone", "--max-restarts", "--monitor-interval",
         "--log-dir", "--redirects", "--tee", "--run-id", "--nccl", "--on-hang"})
     EXPECT_NE(p.message.find(flag), std::string::npos) << flag;
+}
+
+TEST(Options, VersionNamesTheReleaseAndTheCommit) {
+  auto p = parse({"--version"});
+  EXPECT_FALSE(p.options);
+  EXPECT_EQ(p.exit_code, kExitOk);
+  EXPECT_EQ(p.message, std::string("cxxrun ") + format::versionString());
+  EXPECT_NE(p.message.find(std::string(format::versionNumber()) + " (git "), std::string::npos);
+  // After the program it is the program's flag, not cxxrun's.
+  auto q = parse({"./train", "--version"});
+  ASSERT_TRUE(q.options);
+  EXPECT_EQ(q.options->program, (std::vector<std::string>{"./train", "--version"}));
 }
 
 }  // namespace

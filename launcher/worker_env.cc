@@ -30,8 +30,11 @@ std::string findHostNcclDir(const std::string& exe_path) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::weakly_canonical(exe_path, ec);
   if (ec) return "";
-  const std::filesystem::path dir = exe.parent_path().parent_path() / "hostnccl";
-  if (std::filesystem::exists(dir / "libnccl.so.2", ec)) return dir.string();
+  const std::filesystem::path prefix = exe.parent_path().parent_path();
+  // The build tree (build/bin/cxxrun, build/hostnccl), then the installed tree (bin/cxxrun,
+  // lib/ncclrec/hostnccl: cmake/NcclrecInstall.cmake).
+  for (const std::filesystem::path& dir : {prefix / "hostnccl", prefix / "lib/ncclrec/hostnccl"})
+    if (std::filesystem::exists(dir / "libnccl.so.2", ec)) return dir.string();
   return "";
 }
 
@@ -48,8 +51,9 @@ NcclSelection selectNccl(NcclChoice choice, int gpus, const std::string& host_di
   if (host_dir.empty()) {
     s.ok = false;
     s.message = std::string("cxxrun: --nccl=") + (choice == NcclChoice::kHost ? "host" : "auto") +
-                " needs hostnccl (libnccl.so.2 in ../hostnccl beside the cxxrun binary), and it "
-                "is not there: build target hostnccl, or use --nccl=system";
+                " needs hostnccl (libnccl.so.2 in ../hostnccl or ../lib/ncclrec/hostnccl beside "
+                "the cxxrun binary), and it is not there: build target hostnccl, or use "
+                "--nccl=system";
     return s;
   }
   s.use_host = true;

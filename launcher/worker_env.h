@@ -13,7 +13,8 @@ namespace ncclrec::launcher {
 int visibleGpus(const std::string& dev_dir = "/dev");
 
 // The directory holding hostnccl's libnccl.so.2 for the cxxrun at `exe_path`: in the build tree
-// build/hostnccl/ beside build/bin/cxxrun; "" when it is not there.
+// build/hostnccl/ beside build/bin/cxxrun, installed PREFIX/lib/ncclrec/hostnccl/ beside
+// PREFIX/bin/cxxrun; "" when neither is there.
 std::string findHostNcclDir(const std::string& exe_path);
 
 // What --nccl resolved to, and the line cxxrun prints about it once at start.

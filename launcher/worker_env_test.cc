@@ -79,5 +79,15 @@ TEST(WorkerEnv, HostNcclIsFoundBesideTheBinary) {
   EXPECT_EQ(findHostNcclDir(dir.file("bin/cxxrun")), dir.file("hostnccl"));
 }
 
+TEST(WorkerEnv, HostNcclIsFoundInTheInstalledTree) {
+  format::testing::TempDir dir;
+  for (const char* d : {"bin", "lib", "lib/ncclrec", "lib/ncclrec/hostnccl"})
+    mkdir(dir.file(d).c_str(), 0700);
+  std::ofstream(dir.file("bin/cxxrun")) << "";
+  EXPECT_EQ(findHostNcclDir(dir.file("bin/cxxrun")), "");
+  std::ofstream(dir.file("lib/ncclrec/hostnccl/libnccl.so.2")) << "";
+  EXPECT_EQ(findHostNcclDir(dir.file("bin/cxxrun")), dir.file("lib/ncclrec/hostnccl"));
+}
+
 }  // namespace
 }  // namespace ncclrec::launcher

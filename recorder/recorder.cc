@@ -12,6 +12,7 @@
 #include "recorder/dump_client.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/nccl_result.h"
+#include "recorder/format/version.h"
 #include "recorder/log.h"
 #include "recorder/modules.h"
 #include "recorder/python_frames.h"
@@ -87,6 +88,7 @@ Recorder* createRecorder() {
   Params params = readParams(&problems);
   logConfig().level.store(params.log_level, std::memory_order_relaxed);
   logConfig().subsys.store(params.log_subsys, std::memory_order_relaxed);
+  NCCLREC_INFO(kLogInit, "libncclrec.so %s", format::versionString());
   for (const std::string& p : problems) NCCLREC_WARN(kLogInit, "%s", p.c_str());
   if (params.disable) {
     NCCLREC_INFO(kLogInit, "NCCLREC_DISABLE is set: recording nothing");

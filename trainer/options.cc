@@ -1,6 +1,9 @@
 #include "trainer/options.h"
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "recorder/format/version.h"
 
 namespace ncclrec::trainer {
 namespace {
@@ -69,10 +72,15 @@ ParsedOptions parseOptions(int argc, const char* const* argv, int world) {
                  "Stop after this many seconds (rank 0's clock decides for everyone); 0: none");
   app.add_option("--inject", inject,
                  "Plant a bug: CLASS[:rank=R][:step=S], CLASS one of " + faultClassList());
+  app.set_version_flag("--version",
+                       std::string("ncclrec-trainer ") + ncclrec::format::versionString());
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     result.message = app.help();
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.message = e.what();
     return result;
   } catch (const CLI::ParseError& e) {
     result.exit_code = kExitUsage;

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "recorder/format/params_table.h"
+#include "recorder/format/version.h"
 
 namespace ncclrec::tui {
 namespace {
@@ -109,11 +110,16 @@ ParsedTopCommandLine parseTopCommandLine(int argc, const char* const* argv, int 
       ->type_name("PAT[,PAT...]")
       ->delimiter(',')
       ->allow_extra_args(false);
+  app.set_version_flag("--version", std::string("ncclrec-top ") + format::versionString());
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     ParsedTopCommandLine p;
     p.message = app.help();
+    return p;
+  } catch (const CLI::CallForVersion& e) {
+    ParsedTopCommandLine p;
+    p.message = e.what();
     return p;
   } catch (const CLI::ParseError& e) {
     return usage(e.what());

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks, run on a machine with an NVIDIA GPU, CUDA driver, PyTorch (with its NCCL) from a
-# bundle of binaries built elsewhere (BUNDLE/bin, BUNDLE/lib: see scripts/gpu-bundle.sh). Writes
+# bundle of binaries built elsewhere (the relocatable tarball unpacked, plus the checks' own
+# programs: see scripts/gpu-bundle.sh). Its binaries find their libraries through their RPATH, so
+# BUNDLE/lib is kept out of LD_LIBRARY_PATH (its Debian libibverbs must not replace the one
+# PyTorch's NCCL loads). Writes
 # logs and a summary to OUT_DIR; exits with the number of checks that failed.
 #   run_checks.sh BUNDLE OUT_DIR
 set -uo pipefail
@@ -11,7 +14,7 @@ py=$(command -v python3)
 site=$("$py" -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null || true)
 nccl_dir=$(dirname "$(find / -name 'libnccl.so.2' -path '*nvidia/nccl*' 2>/dev/null | head -1)")
 cudart_dir=$(dirname "$(find / -name 'libcudart.so.13' -path '*nvidia*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$bundle/lib:$nccl_dir:$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$nccl_dir:$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 shim=$bundle/lib/libncclrec.so
 analyze=$bundle/bin/ncclrec-analyze
 {
