@@ -196,6 +196,14 @@ def run(a, work, slurm):
     print("ok: every rank dumped %.1f s after the start; %s" % (dumped, verdict["headline"]))
 
 
+def launcher_failed_on_its_own(work):
+    try:
+        with open(os.path.join(work, "launcher.log")) as f:
+            return "RendezvousConnectionError" in f.read()
+    except OSError:
+        return False
+
+
 def main():
     a = parse_args()
     a.build, a.source = os.path.abspath(a.build), os.path.abspath(a.source)
@@ -208,7 +216,18 @@ def main():
                 slurm = SlurmCluster(os.path.join(work, "slurm"), cpus=a.ranks)
             except SlurmUnavailable as e:
                 skip("srun: %s" % e)
-        run(a, work, slurm)
+        try:
+            run(a, work, slurm)
+        except Failure as e:
+            # torchrun's agent can lose its own rendezvous store on a loaded machine (the agent,
+            # not a worker, fails: RendezvousConnectionError); that says nothing about ncclrec,
+            # so such a run is tried once more, saying so.
+            if not launcher_failed_on_its_own(work):
+                raise
+            print("retry: torchrun's agent lost its rendezvous store (%s)" % e, flush=True)
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(work)
+            run(a, work, slurm)
     except Failure as e:
         log = os.path.join(work, "launcher.log")
         if os.path.exists(log):
