@@ -37,6 +37,30 @@ bool stoppedIn(const RankData& r, uint64_t comm) {
   return !finishedComm(r, comm);
 }
 
+bool aborted(const RankData& r) {
+  return std::any_of(r.events.begin(), r.events.end(),
+                     [](const EventRecord& e) { return e.op == OpType::kCommAbort; });
+}
+
+bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
+  const EventRecord* blocked = nullptr;
+  for (const EventRecord& e : r.events) {
+    if (format::isCollective(e.op) && engine::isIncomplete(e)) blocked = &e;
+  }
+  if (blocked == nullptr) return true;
+  bool member = false;
+  for (const EventRecord& e : waiter.events) {
+    if (e.comm_id != blocked->comm_id) continue;
+    member = true;
+    if (format::isCollective(e.op) && e.op_seq >= blocked->op_seq) return false;  // issued it
+  }
+  if (!member) {
+    member = std::any_of(waiter.comms.begin(), waiter.comms.end(),
+                         [&](const format::Comm& c) { return c.comm_id == blocked->comm_id; });
+  }
+  return member;
+}
+
 namespace {
 
 // How many ops the pair from -> to agreed on at most: the longer of its sends and receives.

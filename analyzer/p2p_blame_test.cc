@@ -119,6 +119,29 @@ TEST(P2pBlameTest, RingPeerThatSkippedAReceiveAndFinishedIsTheCulpritNotTheRemot
   EXPECT_EQ(shortFunctionName(v.site.function), "exchangeHalo");
 }
 
+TEST(P2pBlameTest, ReceiveBehindARankHeldInAMismatchedCollectiveIsNotTheVerdict) {
+  // A pipeline 0 -> 1 -> 2 on one communicator, then an all-reduce of ranks 0 and 1 on another;
+  // in step 2 rank 0 passes int32 for float32 there, so 0 and 1 hang in it, and stage 2 waits in
+  // its 4th receive. The mismatch is the cause; stage 2's wait is its symptom.
+  const auto pipe = [](Op o) {
+    o.comm = kOtherComm;
+    return o;
+  };
+  Op bad = kLossOp;
+  bad.dtype = kInt32;
+  Job job(3);
+  job.ops(0, {pipe(send(1)), kLossOp, pipe(send(1)), kLossOp, pipe(send(1)), bad}, true);
+  job.ops(1,
+          {pipe(recv(0)), pipe(send(2)), kLossOp, pipe(recv(0)), pipe(send(2)), kLossOp,
+           pipe(recv(0)), pipe(send(2)), kLossOp},
+          true);
+  job.ops(2, {pipe(recv(1)), pipe(recv(1)), pipe(recv(1)), pipe(recv(1))}, true);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kDtypeMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+}
+
 TEST(P2pBlameTest, StalledRankSeenThroughAPeersSendIsStuckInHost) {
   // The tail stage sleeps in host code before step 2; stage 1's send to it has no receive.
   Job job(3);

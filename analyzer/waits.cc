@@ -174,7 +174,9 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     if (peer_data == rank_data.end()) continue;
     // A peer that left NCCL without ending the communicator stopped (a truncation, p2p_stop.cc);
     // a failed call is judged here only when its peer finished its work and left.
-    if (p2p::stoppedIn(*peer_data->second, e.comm_id)) continue;
+    if (p2p::stoppedIn(*peer_data->second, e.comm_id) || p2p::aborted(*peer_data->second)) {
+      continue;
+    }
     if (!pending(e) && !p2p::finishedComm(*peer_data->second, e.comm_id)) continue;
     if (e.op == OpType::kRecv && !blockedInP2p(e.comm_id, e.peer)) {
       if (std::optional<Verdict> relay = relayCulprit(posted, global_of, w, sites)) {
@@ -221,6 +223,10 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       // one (the peer, which went on without it); else this rank posted one too many.
       const int from = e.op == OpType::kSend ? e.rank : e.peer;
       const int to = e.op == OpType::kSend ? e.peer : e.rank;
+      // A peer blocked in a collective that waits for others than this rank is held up there:
+      // the unmatched op is a symptom of that collective (the next wait is looked at, and the
+      // communicators' alignment after that).
+      if (!p2p::freeOrWaitsFor(*peer_data->second, *w.rank)) continue;
       if (p2p::shortSideDeviates(posted, e.comm_id, from, to)) {
         Verdict missing = p2p::missingCounterpart(posted, global_of, w, sites);
         missing.tables = std::move(v.tables);
