@@ -86,25 +86,24 @@ std::optional<size_t> otherPairsMoved(const Posted& posted, uint64_t comm, int f
   return most;
 }
 
-// The collectives a rank issued on `comm` before `e`: the step `e` belongs to. Every rank of the
-// communicator issues the same collectives, so the steps of two ranks line up.
-size_t stepOf(const Located& l, uint64_t comm) {
-  const RankData& r = *l.rank;
-  const auto end = r.events.begin() + (l.event - r.events.data());
-  return static_cast<size_t>(std::count_if(r.events.begin(), end, [&](const EventRecord& e) {
-    return e.comm_id == comm && format::isCollective(e.op);
-  }));
-}
-
 // For a pair with no other pair to compare with, its history: at the first step where the
 // sends and receives differ, the side whose count changed from its previous step deviated.
 // True: the sender; false: the receiver; nullopt: no earlier step, or both or neither changed.
 std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int from, int to) {
+  // Per step (the collectives the rank issued on `comm` before the op: every rank of the
+  // communicator issues the same ones, so the steps of two ranks line up), the ops it posted.
   const auto perStep = [&](OpType op, int me, int peer) {
     std::map<size_t, size_t> out;
     const auto it = posted.find({comm, op, me, peer});
-    if (it == posted.end()) return out;
-    for (const auto& [seq, call] : it->second) ++out[stepOf(call, comm)];
+    if (it == posted.end() || it->second.empty()) return out;
+    size_t step = 0;
+    for (const EventRecord& e : it->second.begin()->second.rank->events) {
+      if (e.comm_id != comm) continue;
+      if (format::isCollective(e.op)) ++step;
+      if (e.op == op && e.rank == me && e.peer == peer && it->second.contains(e.op_seq)) {
+        ++out[step];
+      }
+    }
     return out;
   };
   std::map<size_t, size_t> sends = perStep(OpType::kSend, from, to);
