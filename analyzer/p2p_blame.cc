@@ -1,6 +1,7 @@
 #include "analyzer/p2p_blame.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -90,16 +91,34 @@ std::optional<size_t> otherPairsMoved(const Posted& posted, uint64_t comm, int f
 // sends and receives differ, the side whose count changed from its previous step deviated.
 // True: the sender; false: the receiver; nullopt: no earlier step, or both or neither changed.
 std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int from, int to) {
-  // Per step (the collectives the rank issued on `comm` before the op: every rank of the
-  // communicator issues the same ones, so the steps of two ranks line up), the ops it posted.
+  const auto sends_it = posted.find({comm, OpType::kSend, from, to});
+  const auto recvs_it = posted.find({comm, OpType::kRecv, to, from});
+  if (sends_it == posted.end() || recvs_it == posted.end() || sends_it->second.empty() ||
+      recvs_it->second.empty()) {
+    return std::nullopt;
+  }
+  // The communicators both ranks hold (a pipeline's own one may have no collective).
+  const auto commsOf = [](const RankData& r) {
+    std::set<uint64_t> out;
+    for (const EventRecord& e : r.events) {
+      if (format::isCollective(e.op)) out.insert(e.comm_id);
+    }
+    return out;
+  };
+  const std::set<uint64_t> a = commsOf(*sends_it->second.begin()->second.rank);
+  const std::set<uint64_t> b = commsOf(*recvs_it->second.begin()->second.rank);
+  std::set<uint64_t> shared;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(),
+                        std::inserter(shared, shared.end()));
+  // Per step (the collectives the rank issued on those communicators before the op: every rank
+  // of a communicator issues the same ones, so the steps of two ranks line up), the ops it posted.
   const auto perStep = [&](OpType op, int me, int peer) {
     std::map<size_t, size_t> out;
     const auto it = posted.find({comm, op, me, peer});
-    if (it == posted.end() || it->second.empty()) return out;
     size_t step = 0;
     for (const EventRecord& e : it->second.begin()->second.rank->events) {
+      if (format::isCollective(e.op) && shared.contains(e.comm_id)) ++step;
       if (e.comm_id != comm) continue;
-      if (format::isCollective(e.op)) ++step;
       if (e.op == op && e.rank == me && e.peer == peer && it->second.contains(e.op_seq)) {
         ++out[step];
       }
@@ -134,9 +153,10 @@ bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
   };
   const size_t sent = count(OpType::kSend, from, to);
   const size_t received = count(OpType::kRecv, to, from);
-  if (const std::optional<size_t> others = otherPairsMoved(posted, comm, from, to)) {
-    return std::min(sent, received) < *others;
-  }
+  const std::optional<size_t> others = otherPairsMoved(posted, comm, from, to);
+  if (others && std::min(sent, received) < *others) return true;
+  // Not below the other pairs (or none): they may play another role (a ring's and a pipeline's
+  // links on one communicator); the pair's own history tells when it can.
   const std::optional<bool> sender = senderChangedFirst(posted, comm, from, to);
   return sender.has_value() && *sender == (sent < received);
 }

@@ -51,10 +51,11 @@ bool aborted(const format::RankData& r);
 bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
 
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
-// count is below what another pair of the communicator moved. For the communicator's only pair,
-// its history decides: at the first step (collectives of `comm` issued before) where the two
-// sides differ, the side whose count changed from the step before. False when the shorter side
-// matches the other pairs (the longer side posted an extra op), or nothing tells.
+// count is below what another pair of the communicator moved. Else (the communicator's only pair,
+// or other pairs that may play another role) the pair's history decides: at the first step (the
+// collectives of the communicators both ranks hold, issued before) where the two sides differ,
+// the side whose count changed from the step before. False when nothing says the shorter side
+// deviated: the longer side posted an extra op.
 bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to);
 
 // The verdict for wait `w` (a send or receive with no counterpart) blaming the peer that did not

@@ -80,6 +80,27 @@ TEST(P2pBlameTest, TwoStageTailThatSkippedAReceiveIsTheCulprit) {
   EXPECT_EQ(shortFunctionName(v.site.function), "recvActivations");
 }
 
+TEST(P2pBlameTest, PairCarryingARingAndAPipelineIsJudgedByItsHistory) {
+  // Two ranks, a pipeline 0 -> 1 and a ring on one communicator: the link 0 -> 1 carries both,
+  // 1 -> 0 the ring only, so the other pair moved fewer by design. Rank 1 posts no receive of
+  // the pipeline in step 2; only its count changed from the step before.
+  Job job(2);
+  job.ops(0,
+          {send(1), kLossOp, send(1, kHalo), recv(1, kHalo), send(1), kLossOp, send(1, kHalo),
+           recv(1, kHalo), send(1)},
+          true);
+  job.ops(1,
+          {recv(0), kLossOp, send(0, kHalo), recv(0, kHalo), recv(0), kLossOp, send(0, kHalo),
+           recv(0, kHalo), kLossOp},
+          true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(shortFunctionName(v.site.function), "recvActivations") << v.headline;
+}
+
 TEST(P2pBlameTest, CallSiteIsTheFunctionThatPairedWithTheWaitingCallBefore) {
   // Stage 0 sends activations then gradients to stage 1 each step, and skips the activation of
   // the last step: its last send is from sendGradients(), the missing one from sendActivations().
