@@ -238,6 +238,10 @@ Verdict Engine::run() {
   // the blame for.
   for (auto* find : {&findDeviceCollision, &findEarlyCommEnd, &findPartialSplit, &findGroupPeerSkip,
                      &findWaitCycle, &findP2pMismatch}) {
+    if (find == &findP2pMismatch && findP2pStop(v)) {
+      addStatus(v);
+      return v;
+    }
     if (std::optional<Verdict> w = find(set_, callsites_)) {
       v = std::move(*w);
       if (find == &findWaitCycle) {

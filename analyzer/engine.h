@@ -212,6 +212,10 @@ class Engine {
   // last NCCL op
   // ..." (the ranks of that communicator that have not issued it; how the one rank is, if one).
   std::string waitsThereFor(const EventRecord& pending, size_t self) const;
+  // A send or receive waiting for a rank that left NCCL without posting its counterpart (stuck
+  // in host code, killed, exited early): that rank's stop is the verdict (p2p_stop.cc). Fills `v`
+  // and returns true when found.
+  bool findP2pStop(Verdict& v);
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;

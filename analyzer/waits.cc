@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/cycle_blame.h"
+#include "analyzer/p2p_blame.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -35,14 +36,9 @@ std::string opAt(const EventRecord& e, const CallSite& site) {
          shortCommId(e.comm_id) + " from " + describeCallSite(site);
 }
 
-struct Located {
-  const RankData* rank = nullptr;
-  const EventRecord* event = nullptr;
-};
-
-// (comm, op, my comm rank, peer comm rank) -> the calls by per-peer seq.
-using Posted = std::map<std::tuple<uint64_t, OpType, int, int>, std::map<uint64_t, Located>>;
-using GlobalOf = std::map<std::pair<uint64_t, int>, int>;  // (comm, comm rank) -> global rank
+using p2p::GlobalOf;
+using p2p::Located;
+using p2p::Posted;
 
 // A receive `w` with no matching send, from a peer that is not blocked in a send or receive: in a
 // ring or pipeline the peer relays what it receives from its own predecessors. When it completed
@@ -111,7 +107,8 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       }
       if (!format::isP2p(e.op) || refused(e) || e.state == EventState::kEmpty) continue;
       posted[{e.comm_id, e.op, e.rank, e.peer}][e.op_seq] = Located{&r, &e};
-      if (pending(e)) waiting.push_back(Located{&r, &e});
+      // A call that failed because its peer left had waited for it as well.
+      if (pending(e) || p2p::lostPeer(e)) waiting.push_back(Located{&r, &e});
     }
     for (const format::Comm& c : r.comms) {
       if (c.comm_id != 0 && c.rank >= 0) global_of[{c.comm_id, c.rank}] = r.global_rank;
@@ -163,14 +160,24 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
   // post what its peer waits for, and that wait is a symptom of its own.
   const auto blockedInP2p = [&](uint64_t comm, int r) {
     return std::any_of(waiting.begin(), waiting.end(), [&](const Located& x) {
-      return x.event->comm_id == comm && x.event->rank == r;
+      return x.event->comm_id == comm && x.event->rank == r && pending(*x.event);
     });
   };
+  std::map<int, const RankData*> rank_data;  // global rank -> its recording
+  for (const RankData& r : set.ranks) rank_data[r.global_rank] = &r;
   std::optional<Verdict> symptom;  // the first unmatched wait whose peer is blocked as well
   for (const Located& w : waiting) {
     const EventRecord& e = *w.event;
     const auto peer = global_of.find({e.comm_id, e.peer});
     if (peer == global_of.end()) continue;  // no data for the peer: nothing to judge by
+    const auto peer_data = rank_data.find(peer->second);
+    if (peer_data == rank_data.end()) continue;
+    // A peer that left NCCL without ending the communicator stopped (a truncation, p2p_stop.cc);
+    // a failed call is judged here only when its peer finished its work and left.
+    if (p2p::stoppedIn(*peer_data->second, e.comm_id) || p2p::aborted(*peer_data->second)) {
+      continue;
+    }
+    if (!pending(e) && !p2p::finishedComm(*peer_data->second, e.comm_id)) continue;
     if (e.op == OpType::kRecv && !blockedInP2p(e.comm_id, e.peer)) {
       if (std::optional<Verdict> relay = relayCulprit(posted, global_of, w, sites)) {
         relay->tables.push_back(pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
@@ -211,6 +218,19 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       if (blockedInP2p(e.comm_id, e.peer)) {
         if (!symptom) symptom = std::move(v);
         continue;
+      }
+      // Per pair and per role: the side that posted fewer than the other pairs moved skipped
+      // one (the peer, which went on without it); else this rank posted one too many.
+      const int from = e.op == OpType::kSend ? e.rank : e.peer;
+      const int to = e.op == OpType::kSend ? e.peer : e.rank;
+      // A peer blocked in a collective that waits for others than this rank is held up there:
+      // the unmatched op is a symptom of that collective (the next wait is looked at, and the
+      // communicators' alignment after that).
+      if (!p2p::freeOrWaitsFor(*peer_data->second, *w.rank)) continue;
+      if (p2p::shortSideDeviates(posted, e.comm_id, from, to)) {
+        Verdict missing = p2p::missingCounterpart(posted, global_of, w, sites);
+        missing.tables = std::move(v.tables);
+        return missing;
       }
       return v;
     }

@@ -1,0 +1,227 @@
+#include "analyzer/p2p_blame.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::p2p {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+
+bool lostPeer(const EventRecord& e) {
+  return e.state == EventState::kFailed &&
+         (e.result == engine::kNcclRemoteError || e.result == engine::kNcclSystemError);
+}
+
+bool finishedComm(const RankData& r, uint64_t comm) {
+  return std::any_of(r.events.begin(), r.events.end(), [&](const EventRecord& e) {
+    return e.comm_id == comm && (e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize);
+  });
+}
+
+bool stoppedIn(const RankData& r, uint64_t comm) {
+  const EventRecord* last = nullptr;
+  for (const EventRecord& e : r.events) {
+    if (e.op == OpType::kCommAbort) return false;  // an abort is a verdict of its own
+    if (engine::isIncomplete(e)) return false;
+    if (format::isCollective(e.op) || format::isP2p(e.op)) last = &e;
+  }
+  if (last != nullptr && lostPeer(*last)) return false;
+  return !finishedComm(r, comm);
+}
+
+bool aborted(const RankData& r) {
+  return std::any_of(r.events.begin(), r.events.end(),
+                     [](const EventRecord& e) { return e.op == OpType::kCommAbort; });
+}
+
+bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
+  const EventRecord* blocked = nullptr;
+  for (const EventRecord& e : r.events) {
+    if (format::isCollective(e.op) && engine::isIncomplete(e)) blocked = &e;
+  }
+  if (blocked == nullptr) return true;
+  bool member = false;
+  for (const EventRecord& e : waiter.events) {
+    if (e.comm_id != blocked->comm_id) continue;
+    member = true;
+    if (format::isCollective(e.op) && e.op_seq >= blocked->op_seq) return false;  // issued it
+  }
+  if (!member) {
+    member = std::any_of(waiter.comms.begin(), waiter.comms.end(),
+                         [&](const format::Comm& c) { return c.comm_id == blocked->comm_id; });
+  }
+  return member;
+}
+
+namespace {
+
+// How many ops the pair from -> to agreed on at most: the longer of its sends and receives.
+size_t pairCount(const Posted& posted, uint64_t comm, int from, int to) {
+  const auto count = [&](OpType op, int me, int peer) -> size_t {
+    const auto it = posted.find({comm, op, me, peer});
+    return it == posted.end() ? 0 : it->second.size();
+  };
+  return std::max(count(OpType::kSend, from, to), count(OpType::kRecv, to, from));
+}
+
+// The most any other pair of `comm` moved; nullopt when the pair from -> to is its only one.
+std::optional<size_t> otherPairsMoved(const Posted& posted, uint64_t comm, int from, int to) {
+  std::optional<size_t> most;
+  for (const auto& [key, calls] : posted) {
+    const auto& [c, op, me, peer] = key;
+    if (c != comm) continue;
+    const int a = op == OpType::kSend ? me : peer;
+    const int b = op == OpType::kSend ? peer : me;
+    if (a == from && b == to) continue;
+    most = std::max(most.value_or(0), pairCount(posted, comm, a, b));
+  }
+  return most;
+}
+
+// For a pair with no other pair to compare with, its history: at the first step where the
+// sends and receives differ, the side whose count changed from its previous step deviated.
+// True: the sender; false: the receiver; nullopt: no earlier step, or both or neither changed.
+std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int from, int to) {
+  const auto sends_it = posted.find({comm, OpType::kSend, from, to});
+  const auto recvs_it = posted.find({comm, OpType::kRecv, to, from});
+  if (sends_it == posted.end() || recvs_it == posted.end() || sends_it->second.empty() ||
+      recvs_it->second.empty()) {
+    return std::nullopt;
+  }
+  // The communicators both ranks hold (a pipeline's own one may have no collective).
+  const auto commsOf = [](const RankData& r) {
+    std::set<uint64_t> out;
+    for (const EventRecord& e : r.events) {
+      if (format::isCollective(e.op)) out.insert(e.comm_id);
+    }
+    return out;
+  };
+  const std::set<uint64_t> a = commsOf(*sends_it->second.begin()->second.rank);
+  const std::set<uint64_t> b = commsOf(*recvs_it->second.begin()->second.rank);
+  std::set<uint64_t> shared;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(),
+                        std::inserter(shared, shared.end()));
+  // Per step (the collectives the rank issued on those communicators before the op: every rank
+  // of a communicator issues the same ones, so the steps of two ranks line up), the ops it posted.
+  const auto perStep = [&](OpType op, int me, int peer) {
+    std::map<size_t, size_t> out;
+    const auto it = posted.find({comm, op, me, peer});
+    size_t step = 0;
+    for (const EventRecord& e : it->second.begin()->second.rank->events) {
+      if (format::isCollective(e.op) && shared.contains(e.comm_id)) ++step;
+      if (e.comm_id != comm) continue;
+      if (e.op == op && e.rank == me && e.peer == peer && it->second.contains(e.op_seq)) {
+        ++out[step];
+      }
+    }
+    return out;
+  };
+  std::map<size_t, size_t> sends = perStep(OpType::kSend, from, to);
+  std::map<size_t, size_t> recvs = perStep(OpType::kRecv, to, from);
+  std::set<size_t> steps;
+  for (const auto& [step, n] : sends) steps.insert(step);
+  for (const auto& [step, n] : recvs) steps.insert(step);
+  std::optional<size_t> prev;
+  for (size_t step : steps) {
+    if (sends[step] != recvs[step]) {
+      if (!prev) return std::nullopt;
+      const bool send_changed = sends[step] != sends[*prev];
+      const bool recv_changed = recvs[step] != recvs[*prev];
+      if (send_changed == recv_changed) return std::nullopt;
+      return send_changed;
+    }
+    prev = step;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
+  const auto count = [&](OpType op, int me, int peer) -> size_t {
+    const auto it = posted.find({comm, op, me, peer});
+    return it == posted.end() ? 0 : it->second.size();
+  };
+  const size_t sent = count(OpType::kSend, from, to);
+  const size_t received = count(OpType::kRecv, to, from);
+  const std::optional<size_t> others = otherPairsMoved(posted, comm, from, to);
+  if (others && std::min(sent, received) < *others) return true;
+  // Not below the other pairs (or none): they may play another role (a ring's and a pipeline's
+  // links on one communicator); the pair's own history tells when it can.
+  const std::optional<bool> sender = senderChangedFirst(posted, comm, from, to);
+  return sender.has_value() && *sender == (sent < received);
+}
+
+Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, const Located& w,
+                           const CallSites& sites) {
+  const EventRecord& e = *w.event;
+  const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+  const auto globalOf = [&](int r) {
+    const auto it = global_of.find({e.comm_id, r});
+    return it != global_of.end() ? it->second : -1;
+  };
+  const int culprit = globalOf(e.peer);
+  const auto theirs = posted.find({e.comm_id, other, e.peer, e.rank});
+  const auto mine = posted.find({e.comm_id, e.op, e.rank, e.peer});
+  const size_t n = theirs == posted.end() ? 0 : theirs->second.size();
+  const size_t k = mine == posted.end() ? 0 : mine->second.size();
+  Verdict v;
+  v.cls = VerdictClass::kP2pMismatch;
+  v.ranks = {culprit};
+  v.comm_id = e.comm_id;
+  v.seq = n + 1;  // the first one it never posted
+  v.op = other;
+  const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
+  std::string last;
+  if (n > 0) {
+    const Located& l = theirs->second.rbegin()->second;
+    v.site = callSiteOf(*l.rank, *l.event, sites);
+    last = " (the last, #" + std::to_string(l.event->op_seq) + ", from " +
+           describeCallSite(v.site) + ")";
+    // The function that should have posted it: the one whose calls paired with the waiting
+    // rank's calls from the same site in the earlier steps (the first such pair: later ones may
+    // be shifted by the missing call).
+    const std::string waiting_at = describeCallSite(waiter_site);
+    for (const auto& [seq, call] : mine->second) {
+      if (seq >= e.op_seq) break;
+      const auto match = theirs->second.find(seq);
+      if (match == theirs->second.end() ||
+          describeCallSite(callSiteOf(*call.rank, *call.event, sites)) != waiting_at) {
+        continue;
+      }
+      const CallSite role = callSiteOf(*match->second.rank, *match->second.event, sites);
+      if (describeCallSite(role) != describeCallSite(v.site)) {
+        v.site = role;
+        last = " (those for " + waiting_at + " from " + describeCallSite(role) + ")";
+      }
+      break;
+    }
+  }
+  v.stacks = {v.site, waiter_site};
+  if (!v.site.known()) v.stacks.erase(v.stacks.begin());
+  const std::string to = other == OpType::kSend ? " to" : " from";
+  const std::string back = other == OpType::kSend ? " from it" : " to it";
+  v.headline = "rank " + std::to_string(culprit) + " posted " + std::to_string(n) + " " +
+               std::string(format::opName(other)) + "s" + to + " rank " +
+               std::to_string(w.rank->global_rank) + " on comm " + shortCommId(e.comm_id) + last +
+               " but rank " + std::to_string(w.rank->global_rank) + " posted " + std::to_string(k) +
+               " " + std::string(format::opName(e.op)) + "s" + back;
+  const int from = e.op == OpType::kRecv ? e.peer : e.rank;
+  const int dest = e.op == OpType::kRecv ? e.rank : e.peer;
+  if (const std::optional<size_t> others = otherPairsMoved(posted, e.comm_id, from, dest)) {
+    v.headline +=
+        " (the other pairs of the communicator moved up to " + std::to_string(*others) + ")";
+  }
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::p2p

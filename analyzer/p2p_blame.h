@@ -1,0 +1,66 @@
+// Internal to the analyzer (waits.cc, p2p_stop.cc): who is at fault for a send or receive that
+// waits for a counterpart its peer never posted. Point-to-point ops pair by (communicator, pair,
+// direction, per-peer seq); the pair's two sides posted different counts, and the side whose count
+// falls short of what the other pairs of the communicator moved (a ring's or pipeline's other
+// links) skipped one, while a side above them posted one too many (docs/analyzer.md, "p2p
+// accounting per pair and per role").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "analyzer/callsite.h"
+#include "analyzer/verdict.h"
+#include "recorder/format/reader.h"
+
+namespace ncclrec::analyzer::p2p {
+
+struct Located {
+  const format::RankData* rank = nullptr;
+  const format::EventRecord* event = nullptr;
+};
+
+// (comm, op, my comm rank, peer comm rank) -> the calls by per-peer seq.
+using Posted =
+    std::map<std::tuple<uint64_t, format::OpType, int, int>, std::map<uint64_t, Located>>;
+using GlobalOf = std::map<std::pair<uint64_t, int>, int>;  // (comm, comm rank) -> global rank
+
+// Failed because a peer vanished (NCCL's remote or system error): the op waited for it.
+bool lostPeer(const format::EventRecord& e);
+
+// Whether the rank ended communicator `comm` (ncclCommDestroy or ncclCommFinalize): it finished
+// its work there.
+bool finishedComm(const format::RankData& r, uint64_t comm);
+
+// Whether the rank left NCCL before posting what a peer waits for on `comm`: it has no op
+// pending, did not end the communicator, did not abort any, and its own last op did not fail
+// because another peer vanished (then it is a victim of that one). A rank stopped in host code,
+// killed or exited early: a truncation, not a mismatch.
+bool stoppedIn(const format::RankData& r, uint64_t comm);
+
+// Whether the rank aborted a communicator (ncclCommAbort): a verdict of its own (comm_aborted).
+bool aborted(const format::RankData& r);
+
+// Whether the rank, when blocked in a collective, waits there for `waiter` (a member of that
+// communicator that has not issued it), or is not blocked in one at all. False when it waits for
+// others only: then it is held up by something else (a mismatch, another rank), and its missing
+// send or receive is a symptom, not a skip (findP2pMismatch leaves that wait to the alignment).
+bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
+
+// Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
+// count is below what another pair of the communicator moved. Else (the communicator's only pair,
+// or other pairs that may play another role) the pair's history decides: at the first step (the
+// collectives of the communicators both ranks hold, issued before) where the two sides differ,
+// the side whose count changed from the step before. False when nothing says the shorter side
+// deviated: the longer side posted an extra op.
+bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to);
+
+// The verdict for wait `w` (a send or receive with no counterpart) blaming the peer that did not
+// post the counterpart; its call site is the peer's last call of that kind to `w`'s rank.
+Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, const Located& w,
+                           const CallSites& sites);
+
+}  // namespace ncclrec::analyzer::p2p

@@ -1,0 +1,192 @@
+// Point-to-point accounting per pair and per role (p2p_blame.h) and a stopped rank seen through a
+// peer's send or receive (p2p_stop.cc): the shapes of the random fault generator's failures
+// (docs/accuracy.md, patterns P1, P2 and P6).
+#include "analyzer/p2p_blame.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/testing/job_builder.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
+
+const Site kSendAct{"sendActivations(ncclComm*, std::vector<float>&, int)", 70};
+const Site kRecvAct{"recvActivations(ncclComm*, std::vector<float>&, int)", 74};
+const Site kSendGrad{"sendGradients(ncclComm*, std::vector<float>&, int)", 78};
+const Site kHalo{"exchangeHalo(ncclComm*, float*)", 82};
+const Op kLossOp{kLoss, 1};
+
+Op p2pOp(OpType op, int peer, const Site& site) {
+  Op o{site, 256, op};
+  o.root = peer;
+  return o;
+}
+Op send(int peer, const Site& site = kSendAct) { return p2pOp(OpType::kSend, peer, site); }
+Op recv(int peer, const Site& site = kRecvAct) { return p2pOp(OpType::kRecv, peer, site); }
+
+// Job numbers every op of a rank on a communicator in one sequence; NCCL numbers p2p per peer
+// and direction.
+void renumber(Job& job, int world) {
+  for (int r = 0; r < world; ++r) {
+    std::map<std::pair<OpType, int>, uint64_t> per_peer;
+    uint64_t collectives = 0;
+    for (format::EventRecord& e : job.rank(r).events) {
+      e.op_seq = format::isP2p(e.op) ? ++per_peer[{e.op, e.peer}] : ++collectives;
+      if (!format::isP2p(e.op)) e.peer = -1;
+    }
+  }
+}
+
+TEST(P2pBlameTest, PipelineHeadThatSkippedASendIsTheCulprit) {
+  // Stage 0 of 3 sends no activation in step 2 and goes on to the loss all-reduce; stage 1 waits
+  // in its 3rd receive, stage 2 behind it. Stage 0 relays nothing, but the link 1 -> 2 moved 3.
+  Job job(3);
+  job.ops(0, {send(1), kLossOp, send(1), kLossOp, kLossOp}, true);
+  job.ops(1, {recv(0), send(2), kLossOp, recv(0), send(2), kLossOp, recv(0)}, true);
+  job.ops(2, {recv(1), kLossOp, recv(1), kLossOp, recv(1)}, true);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
+  EXPECT_EQ(v.op, OpType::kSend);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations");
+  EXPECT_EQ(v.headline,
+            "rank 0 posted 2 ncclSends to rank 1 on comm c0ffee00 (the last, #2, from "
+            "sendActivations() train.cc:70) but rank 1 posted 3 ncclRecvs from it (the other pairs "
+            "of the communicator moved up to 3); ranks 1-2 wait for it in ncclRecv #3 from "
+            "recvActivations() train.cc:74");
+}
+
+TEST(P2pBlameTest, TwoStageTailThatSkippedAReceiveIsTheCulprit) {
+  // The only link of the communicator: the side that posted fewer went on without the call.
+  Job job(2);
+  job.ops(0, {send(1), kLossOp, send(1), kLossOp, send(1)}, true);
+  job.ops(1, {recv(0), kLossOp, recv(0), kLossOp, kLossOp}, true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, std::vector<int>{0});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(shortFunctionName(v.site.function), "recvActivations");
+}
+
+TEST(P2pBlameTest, PairCarryingARingAndAPipelineIsJudgedByItsHistory) {
+  // Two ranks, a pipeline 0 -> 1 and a ring on one communicator: the link 0 -> 1 carries both,
+  // 1 -> 0 the ring only, so the other pair moved fewer by design. Rank 1 posts no receive of
+  // the pipeline in step 2; only its count changed from the step before.
+  Job job(2);
+  job.ops(0,
+          {send(1), kLossOp, send(1, kHalo), recv(1, kHalo), send(1), kLossOp, send(1, kHalo),
+           recv(1, kHalo), send(1)},
+          true);
+  job.ops(1,
+          {recv(0), kLossOp, send(0, kHalo), recv(0, kHalo), recv(0), kLossOp, send(0, kHalo),
+           recv(0, kHalo), kLossOp},
+          true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(shortFunctionName(v.site.function), "recvActivations") << v.headline;
+}
+
+TEST(P2pBlameTest, CallSiteIsTheFunctionThatPairedWithTheWaitingCallBefore) {
+  // Stage 0 sends activations then gradients to stage 1 each step, and skips the activation of
+  // the last step: its last send is from sendGradients(), the missing one from sendActivations().
+  Job job(2);
+  job.ops(0,
+          {send(1), send(1, kSendGrad), kLossOp, send(1), send(1, kSendGrad), kLossOp,
+           send(1, kSendGrad), kLossOp},
+          true);
+  // Stage 1's 5th receive took the 5th send, the gradient: it waits in its 6th.
+  job.ops(1, {recv(0), recv(0), kLossOp, recv(0), recv(0), kLossOp, recv(0), recv(0)}, true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+  EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << v.headline;
+}
+
+TEST(P2pBlameTest, RingPeerThatSkippedAReceiveAndFinishedIsTheCulpritNotTheRemoteError) {
+  // A ring of two: rank 0 posts no receive in the last step, ends the communicator and exits;
+  // rank 1's send then fails with NCCL's remote error. The error is evidence, not the cause.
+  Job job(2);
+  const Op destroy{kTrain, 0, OpType::kCommDestroy};
+  job.ops(
+      0, {send(1, kHalo), recv(1, kHalo), send(1, kHalo), recv(1, kHalo), send(1, kHalo), destroy});
+  job.ops(1, {send(0, kHalo), recv(0, kHalo), send(0, kHalo), recv(0, kHalo), recv(0, kHalo),
+              send(0, kHalo)});
+  renumber(job, 2);
+  job.rank(0).exited = true;
+  format::EventRecord& failed = job.rank(1).events.back();
+  failed.state = EventState::kFailed;
+  failed.result = 6;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "exchangeHalo");
+}
+
+TEST(P2pBlameTest, ReceiveBehindARankHeldInAMismatchedCollectiveIsNotTheVerdict) {
+  // A pipeline 0 -> 1 -> 2 on one communicator, then an all-reduce of ranks 0 and 1 on another;
+  // in step 2 rank 0 passes int32 for float32 there, so 0 and 1 hang in it, and stage 2 waits in
+  // its 4th receive. The mismatch is the cause; stage 2's wait is its symptom.
+  const auto pipe = [](Op o) {
+    o.comm = kOtherComm;
+    return o;
+  };
+  Op bad = kLossOp;
+  bad.dtype = kInt32;
+  Job job(3);
+  job.ops(0, {pipe(send(1)), kLossOp, pipe(send(1)), kLossOp, pipe(send(1)), bad}, true);
+  job.ops(1,
+          {pipe(recv(0)), pipe(send(2)), kLossOp, pipe(recv(0)), pipe(send(2)), kLossOp,
+           pipe(recv(0)), pipe(send(2)), kLossOp},
+          true);
+  job.ops(2, {pipe(recv(1)), pipe(recv(1)), pipe(recv(1)), pipe(recv(1))}, true);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kDtypeMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+}
+
+TEST(P2pBlameTest, StalledRankSeenThroughAPeersSendIsStuckInHost) {
+  // The tail stage sleeps in host code before step 2; stage 1's send to it has no receive.
+  Job job(3);
+  job.ops(0, {send(1), kLossOp, send(1), kLossOp, send(1), kLossOp}, true);
+  job.ops(1, {recv(0), send(2), kLossOp, recv(0), send(2), kLossOp, recv(0), send(2)}, true);
+  job.ops(2, {recv(1), kLossOp, recv(1), kLossOp});
+  renumber(job, 3);
+  Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(shortFunctionName(v.site.function), "logLoss");
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1}));
+
+  job.rank(2).fatal_signal = 9;  // killed instead
+  v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+
+  job.rank(2).fatal_signal = 0;
+  job.rank(2).exited = true;  // returned from main without ending the communicator
+  v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer
