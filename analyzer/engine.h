@@ -175,6 +175,9 @@ inline std::string subsetCondition(const std::vector<int>& subset, const std::ve
   return "rank in {" + formatRanks(subset) + "}";
 }
 
+// The single edit of one rank's stream that explains a slot where ranks issued different ops.
+enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
+
 class Engine {
  public:
   Engine(const format::LoadedSet& set, const DiagnoseOptions& options, const CallSites& callsites)
@@ -214,6 +217,10 @@ class Engine {
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;
+  // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
+  // before they line up again (divergence.cc).
+  Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,
+                      bool same_function) const;
   bool knownSite(const CommStreams& c, size_t p, uint32_t site,
                  const std::vector<size_t>& other_streams) const;
   bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,

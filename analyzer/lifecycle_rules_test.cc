@@ -127,6 +127,27 @@ TEST(LifecycleRulesTest, SplitSkippedByOneRankNamesIt) {
             "trainStep() train.cc:27 instead");
 }
 
+TEST(LifecycleRulesTest, TheSkippedSplitIsTheOneMissingFromTheRanksCalls) {
+  // faultgen seed 77: three splits of the world; rank 2 does not make the first (data parallel),
+  // makes the other two, then broadcasts on the world where its peers wait. It made two splits to
+  // their three, but the one it lacks is the first, not the third.
+  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
+  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
+  const Site expert{"(anonymous namespace)::makeExpertGroup(ncclComm*)", 92};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    if (r != 2) call(job, r, OpType::kCommSplit, kComm, data);
+    call(job, r, OpType::kCommSplit, kComm, tensor);
+    call(job, r, OpType::kCommSplit, kComm, expert);
+    job.ops(r, {{kTrain}}, true);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.op, OpType::kCommSplit);
+  EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
+}
+
 TEST(LifecycleRulesTest, SplitCalledByOneRankAloneIsGated) {
   Job job(4);
   for (int r = 0; r < 4; ++r) {
