@@ -57,6 +57,19 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
   return best;
 }
 
+// A rank's first send or receive on `comm` that never completed (pending, or failed after it was
+// issued: the peer left), or nullptr. After a peer's abort, hostnccl and NCCL fail these with a
+// remote error.
+const EventRecord* firstP2pLeft(const RankData& r, uint64_t comm) {
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id == comm && format::isP2p(e.op) && !refused(e) &&
+        (incomplete(e) || e.state == EventState::kFailed)) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
 bool holdsComm(const RankData& r, uint64_t comm) {
   for (const format::Comm& c : r.comms) {
     if (c.comm_id == comm) return true;
@@ -142,9 +155,12 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
       for (size_t q = 0; q < set.ranks.size(); ++q) {
         if (q == i) continue;
         const EventRecord* p = firstPast(set.ranks[q], e.comm_id, last_seq);
+        const bool p2p = p == nullptr;
+        if (p2p) p = firstP2pLeft(set.ranks[q], e.comm_id);
         if (p == nullptr) continue;
         past.push_back(set.ranks[q].global_rank);
-        if (first == nullptr || p->op_seq < first->op_seq) {
+        // A collective past the end names the slot best; else a send or receive left unmatched.
+        if (first == nullptr || (!p2p && (format::isP2p(first->op) || p->op_seq < first->op_seq))) {
           first = p;
           first_rank = q;
         }
