@@ -237,6 +237,16 @@ class Engine {
   // Whether the rank issued collective `seq` of `comm` before its newest call.
   bool issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const;
 
+  // Ranks that left (leavers.cc). Whether the rank's newest call failed because a peer was gone
+  // (a remote or system error): it stopped because of another rank.
+  bool reacted(size_t rank) const;
+  // Whether the rank exited, crashed or died with nothing of its own pending or failed.
+  bool leftOnItsOwn(size_t rank) const;
+  bool anyLeftOnItsOwn() const;
+  // For `failed`, a call that failed because a peer was gone: the first rank holding its
+  // communicator that left on its own is the verdict (rank_exited or rank_crashed).
+  bool leaverExplains(const EventRecord& failed, Verdict& v) const;
+
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
   void addStatus(Verdict& v) const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
