@@ -60,7 +60,13 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
     const bool holds = std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
       return e.comm_id == failed.comm_id;
     });
-    if (holds && leftOnItsOwn(r)) leavers.push_back(r);
+    // One that destroyed the communicator finished its program: what it left unmatched is for
+    // the point-to-point rules (waits.h), not an early exit.
+    const bool finished =
+        std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
+          return e.comm_id == failed.comm_id && e.op == OpType::kCommDestroy;
+        });
+    if (holds && !finished && leftOnItsOwn(r)) leavers.push_back(r);
   }
   if (leavers.empty()) return false;
   const auto exitedFirst = [&](size_t a, size_t b) {
