@@ -240,6 +240,9 @@ class Engine {
   // Ranks that left (leavers.cc). Whether the rank's newest call failed because a peer was gone
   // (a remote or system error): it stopped because of another rank.
   bool reacted(size_t rank) const;
+  // Whether a black box with no exit mark is gone: a peer's send or receive to it failed with a
+  // remote or system error (the transport lost it; SIGKILL leaves no mark).
+  bool vanished(size_t rank) const;
   // Whether the rank exited, crashed or died with nothing of its own pending or failed.
   bool leftOnItsOwn(size_t rank) const;
   bool anyLeftOnItsOwn() const;

@@ -2,6 +2,7 @@
 // was gone (a remote or system error) and that then exited is that peer's victim, not a culprit.
 // The rank that left first, with nothing failed on its side, is the verdict.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,33 @@ bool Engine::reacted(size_t rank) const {
   return last != nullptr && peerLost(*last);
 }
 
+bool Engine::vanished(size_t rank) const {
+  const RankData& r = set_.ranks[rank];
+  if (r.exited || r.source == format::SourceKind::kDump) return false;
+  // Its rank on each communicator, as its own calls recorded it.
+  std::map<uint64_t, int> comm_rank;
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id != 0 && (format::isCollective(e.op) || format::isP2p(e.op))) {
+      comm_rank[e.comm_id] = e.rank;
+    }
+  }
+  for (size_t q = 0; q < set_.ranks.size(); ++q) {
+    if (q == rank) continue;
+    for (const EventRecord& e : set_.ranks[q].events) {
+      const auto it = comm_rank.find(e.comm_id);
+      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second && peerLost(e)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool Engine::leftOnItsOwn(size_t rank) const {
   const RankData& r = set_.ranks[rank];
-  if (!(r.exited || r.fatal_signal != 0 || dead(rank)) || reacted(rank)) return false;
+  if (!(r.exited || r.fatal_signal != 0 || dead(rank) || vanished(rank)) || reacted(rank)) {
+    return false;
+  }
   // Nothing of its own pending or failed: it left between calls (returned, aborted, was killed).
   return std::none_of(r.events.begin(), r.events.end(), [](const EventRecord& e) {
     return (format::isCollective(e.op) || format::isP2p(e.op)) &&

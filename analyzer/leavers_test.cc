@@ -64,12 +64,33 @@ TEST(LeaversTest, PeersFailingTheirSendsAfterARankExitedNameThatRank) {
 }
 
 TEST(LeaversTest, AFailedCallWithNoRankGoneStaysAnNcclError) {
+  // Rank 1 wrote a dump (a live process's snapshot) and has nothing of its own failed.
   Job job(2);
   for (int r = 0; r < 2; ++r) job.ops(r, repeat({kTrain}, 3));
   job.ops(0, {p2p(kSend, OpType::kSend, 1, kComm)});
   fail(job, 0);
+  job.rank(1).source = format::SourceKind::kDump;
   const Verdict v = job.diagnose();
-  EXPECT_NE(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.cls, VerdictClass::kNcclError) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+}
+
+TEST(LeaversTest, ABlackBoxWhosePeersLostItsSendsAndReceivesDied) {
+  // faultgen seed 235: rank 0 is killed (SIGKILL: no exit mark, only its black box) between two
+  // steps; its ring neighbours' send and receive to it fail with a remote error and they exit.
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 3));
+  job.ops(1, {p2p(kRecv, OpType::kRecv, 0, kComm)});
+  fail(job, 1);
+  job.ops(2, {p2p(kSend, OpType::kSend, 0, kComm)});
+  fail(job, 2);
+  for (int r = 1; r < 3; ++r) {
+    job.rank(r).source = format::SourceKind::kDump;
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
 }
 
 }  // namespace
