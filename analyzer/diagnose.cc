@@ -251,6 +251,9 @@ Verdict Engine::run() {
       if (find == &findWaitCycle) {
         buildStreams();
         preferEarlierCause(v);
+      } else if (find == &findP2pMismatch) {
+        buildStreams();
+        collectiveCauseOfP2pWait(v);
       }
       addStatus(v);
       return v;

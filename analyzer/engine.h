@@ -232,6 +232,10 @@ class Engine {
   // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
   // Needs buildStreams(). Returns whether it replaced `v`.
   bool preferEarlierCause(Verdict& v);
+  // For `v`, a send or receive that waits for its peer: when a communicator with ops pending
+  // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held
+  // up by it) and `v` its evidence. Needs buildStreams(). Returns whether it replaced `v`.
+  bool collectiveCauseOfP2pWait(Verdict& v);
   // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
   int64_t opTime(uint64_t comm, uint64_t seq) const;
   // Whether the rank issued collective `seq` of `comm` before its newest call.

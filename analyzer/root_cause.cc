@@ -27,6 +27,18 @@ bool isSymptom(const Verdict& v) {
   }
 }
 
+// `cause` becomes the verdict; `v`, the symptom, one row of its evidence.
+void becomeCause(Verdict& v, Verdict cause) {
+  EvidenceTable later;
+  later.title = "what followed";
+  later.columns = {"class", "ranks", "headline"};
+  later.rows.push_back({TableCell::of(std::string(verdictClassName(v.cls))),
+                        TableCell::of(formatRanks(v.ranks)), TableCell::of(v.headline)});
+  later.marked.push_back(false);
+  cause.tables.push_back(std::move(later));
+  v = std::move(cause);
+}
+
 }  // namespace
 
 int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
@@ -82,15 +94,31 @@ bool Engine::preferEarlierCause(Verdict& v) {
     best_at = at;
   }
   if (!best) return false;
-  // What followed: the symptom, one row, kept as evidence.
-  EvidenceTable later;
-  later.title = "what followed";
-  later.columns = {"class", "ranks", "headline"};
-  later.rows.push_back({TableCell::of(std::string(verdictClassName(v.cls))),
-                        TableCell::of(formatRanks(v.ranks)), TableCell::of(v.headline)});
-  later.marked.push_back(false);
-  best->tables.push_back(std::move(later));
-  v = std::move(*best);
+  becomeCause(v, std::move(*best));
+  return true;
+}
+
+bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
+  std::optional<Verdict> best;
+  int64_t best_at = INT64_MAX;
+  for (const CommStreams& c : comms_) {
+    const bool pending = std::any_of(c.streams.begin(), c.streams.end(), [](const Stream& s) {
+      return std::any_of(s.ops.begin(), s.ops.end(),
+                         [](const Op& o) { return isIncomplete(*o.e); });
+    });
+    if (!pending) continue;
+    Verdict cause;
+    const std::set<size_t> inferred = inferred_dead_;
+    const bool found = diagnoseComm(c, cause) && isDivergence(cause.cls);
+    inferred_dead_ = inferred;
+    if (!found) continue;
+    const int64_t at = opTime(cause.comm_id, cause.seq);
+    if (best && at >= best_at) continue;
+    best = std::move(cause);
+    best_at = at;
+  }
+  if (!best) return false;
+  becomeCause(v, std::move(*best));
   return true;
 }
 
