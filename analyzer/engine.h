@@ -236,6 +236,10 @@ class Engine {
   // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held
   // up by it) and `v` its evidence. Needs buildStreams(). Returns whether it replaced `v`.
   bool collectiveCauseOfP2pWait(Verdict& v);
+  // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
+  // that some ranks issued past the end of every other rank's stream: fills `v` with
+  // rank_gated_collective naming them.
+  bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
   // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
   int64_t opTime(uint64_t comm, uint64_t seq) const;
   // Whether the rank issued collective `seq` of `comm` before its newest call.

@@ -124,6 +124,30 @@ TEST(RootCauseTest, AMismatchOnACollectiveExplainsAReceiveLeftWaiting) {
   EXPECT_EQ(v.tables.back().rows[0][0], TableCell::of(std::string("p2p_mismatch")));
 }
 
+TEST(RootCauseTest, AnExtraCollectiveAtTheEndExplainsASendLeftWaiting) {
+  // faultgen seed 128: after two steps (an all-reduce on A, then rank 0 sends to rank 1 on B) rank
+  // 1 alone adds saveCheckpoint()'s all-reduce on A and blocks there; rank 0's 3rd send has no
+  // receive. On A the others' streams just end: nobody else issued anything there.
+  const Site send{"sendActivations(ncclComm*)", 61};
+  const Site recv{"recvActivations(ncclComm*)", 62};
+  Op to1{send, 64, OpType::kSend};
+  to1.root = 1;
+  to1.comm = kOtherComm;
+  Op from0{recv, 64, OpType::kRecv};
+  from0.root = 0;
+  from0.comm = kOtherComm;
+  Job job(3);
+  job.ops(0, {{kTrain}, to1, {kTrain}, to1, to1}, true);
+  job.ops(1, {{kTrain}, from0, {kTrain}, from0, {kSave, 1}}, true);
+  job.ops(2, repeat({kTrain}, 2));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "saveCheckpoint");
+  ASSERT_FALSE(v.tables.empty());
+  EXPECT_EQ(v.tables.back().title, "what followed");
+}
+
 TEST(RootCauseTest, AStopWithNoEarlierDivergenceStaysTheVerdict) {
   Job job(3);
   job.ops(0, repeat({kTrain}, 4), true).ops(1, repeat({kTrain}, 4), true);
