@@ -216,7 +216,15 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
         return true;
       }
     }
-    classifyTruncation(c, p, ended, going, v);
+    // Cause before symptom: ranks that stopped after a peer's departure failed their call are
+    // its victims. Name the ranks that stopped on their own; when every rank that stopped here
+    // reacted, another communicator shows the one that left first.
+    std::vector<size_t> own;
+    for (size_t s : ended) {
+      if (!reacted(c.streams[s].rank)) own.push_back(s);
+    }
+    if (own.empty() && anyLeftOnItsOwn()) return false;
+    classifyTruncation(c, p, own.empty() ? ended : own, going, v);
     if (v.site.known()) v.stacks = {v.site};
     addEvidence(c, p, v);
     return true;
@@ -247,6 +255,9 @@ Verdict Engine::run() {
       if (find == &findWaitCycle) {
         buildStreams();
         preferEarlierCause(v);
+      } else if (find == &findP2pMismatch) {
+        buildStreams();
+        collectiveCauseOfP2pWait(v);
       }
       addStatus(v);
       return v;
@@ -349,6 +360,7 @@ Verdict Engine::run() {
       }
     }
   }
+  if (failed != nullptr && leaverExplains(*failed, v)) return v;
   if (failed != nullptr) {
     v.cls = VerdictClass::kNcclError;
     v.ranks = {globalRank(failed_rank)};

@@ -41,6 +41,58 @@ bool Engine::knownSite(const CommStreams& c, size_t p, uint32_t site,
   return false;
 }
 
+namespace {
+
+// The op that usually follows `of` in the first `p` ops of `s` (the most frequent successor).
+std::optional<uint32_t> usuallyAfter(const Stream& s, size_t p, uint32_t of) {
+  std::optional<uint32_t> after;
+  std::unordered_map<uint32_t, size_t> next;
+  for (size_t i = 0; i + 1 < p; ++i) {
+    if (s.ops[i].key == of) ++next[s.ops[i + 1].key];
+  }
+  size_t best = 0;
+  for (const auto& [key, count] : next) {
+    if (count > best || (count == best && after && key < *after)) {
+      best = count;
+      after = key;
+    }
+  }
+  return after;
+}
+
+}  // namespace
+
+// The streams stop too soon to line up again (a hang stops them): judge the slot by the history.
+Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known,
+                            bool other_args, bool same_function) const {
+  const Op& n = ns.ops[p];
+  const Op& d = ds.ops[p];
+  if (other_args) return Edit::kSubstitution;
+  // Another collective of the same length from the same function: the call was changed, not
+  // added (an extra, gated op is rarely the length of the one it meets, nor issued beside it).
+  if (d.e->op != n.e->op && d.e->count == n.e->count && same_function) return Edit::kSubstitution;
+  if (!d_known) return Edit::kInsertion;
+  // Whether d's op would follow n's op in the history, at once or after a few more ops that d
+  // skipped as well (a step's gradient buckets).
+  std::optional<uint32_t> key = usuallyAfter(ns, p, n.key);
+  for (size_t hop = 1; hop < kSkippedRun && key && *key != d.key; ++hop) {
+    key = usuallyAfter(ns, p, *key);
+  }
+  const bool follows = key == d.key;
+  if (d.e->op != n.e->op) {
+    // Another collective where the others issued theirs: skipped, or two collectives swapped.
+    // Only a stream that went on tells: after a skip the rank goes on as the history does, after a
+    // swap it issues the op it swapped. A stream that stops here is left a mismatch.
+    const bool went_on = p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
+                         usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key;
+    return follows && went_on ? Edit::kDeletion : Edit::kSubstitution;
+  }
+  if (predictNext(ns, p + 1) == d.key || (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {
+    return Edit::kDeletion;
+  }
+  return follows ? Edit::kDeletion : Edit::kSubstitution;
+}
+
 bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
                                    Verdict& v) {
   // Which group behaves as the history predicts (the normal one) and which deviates.
@@ -80,7 +132,6 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   const Op& d = ds.ops[p];
 
   // The diff: which single edit makes the following ops line up again.
-  enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
   const auto lineUp = [&](size_t d_from, size_t n_from) {
     size_t overlap = 0;
     while (overlap < kDiffWindow && d_from + overlap < ds.ops.size() &&
@@ -105,47 +156,11 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   const bool other_args = d.e->op == n.e->op && d.e->count == n.e->count &&
                           (d.e->dtype != n.e->dtype || d.e->redop != n.e->redop ||
                            (hasRoot(d.e->op) && d.e->peer != n.e->peer));
-  if (edit == Edit::kNone) {
-    // The streams stop too soon to line up again (a hang stops them): judge by the history.
-    if (same_site || other_args) {
-      edit = Edit::kSubstitution;
-    } else if (!d_known) {
-      edit = Edit::kInsertion;
-    } else if (d.e->op != n.e->op) {
-      // Another collective where the others issued theirs: whether the rank skipped theirs or
-      // issues it later (two collectives swapped) cannot be told before the streams go on.
-      edit = Edit::kSubstitution;
-    } else if (predictNext(ns, p + 1) == d.key ||
-               (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {
-      edit = Edit::kDeletion;
-    } else {
-      // d's op would follow n's op in the history, at once or after a few more ops that d
-      // skipped as well (a step's gradient buckets): d skipped n's.
-      const auto usuallyAfter = [&](uint32_t of) {
-        std::optional<uint32_t> after;
-        std::unordered_map<uint32_t, size_t> next;
-        for (size_t i = 0; i + 1 < p; ++i) {
-          if (ns.ops[i].key == of) ++next[ns.ops[i + 1].key];
-        }
-        size_t best = 0;
-        for (const auto& [key, count] : next) {
-          if (count > best || (count == best && after && key < *after)) {
-            best = count;
-            after = key;
-          }
-        }
-        return after;
-      };
-      std::optional<uint32_t> key = usuallyAfter(n.key);
-      for (size_t hop = 1; hop < kSkippedRun && key && *key != d.key; ++hop) {
-        key = usuallyAfter(*key);
-      }
-      edit = key == d.key ? Edit::kDeletion : Edit::kSubstitution;
-    }
-  }
-
   const CallSite n_site = siteAt(set_.ranks[ns.rank], *n.e);
   const CallSite d_site = siteAt(set_.ranks[ds.rank], *d.e);
+  if (edit == Edit::kNone)
+    edit = judgeByHistory(ns, ds, p, d_known, same_site || other_args,
+                          n_site.function == d_site.function);
   std::vector<int> all;
   for (const Stream& s : c.streams) all.push_back(globalRank(s.rank));
   std::sort(all.begin(), all.end());

@@ -176,6 +176,9 @@ inline std::string subsetCondition(const std::vector<int>& subset, const std::ve
   return "rank in {" + formatRanks(subset) + "}";
 }
 
+// The single edit of one rank's stream that explains a slot where ranks issued different ops.
+enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
+
 class Engine {
  public:
   Engine(const format::LoadedSet& set, const DiagnoseOptions& options, const CallSites& callsites)
@@ -219,6 +222,10 @@ class Engine {
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;
+  // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
+  // before they line up again (divergence.cc).
+  Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,
+                      bool same_function) const;
   bool knownSite(const CommStreams& c, size_t p, uint32_t site,
                  const std::vector<size_t>& other_streams) const;
   bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
@@ -230,10 +237,31 @@ class Engine {
   // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
   // Needs buildStreams(). Returns whether it replaced `v`.
   bool preferEarlierCause(Verdict& v);
+  // For `v`, a send or receive that waits for its peer: when a communicator with ops pending
+  // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held
+  // up by it) and `v` its evidence. Needs buildStreams(). Returns whether it replaced `v`.
+  bool collectiveCauseOfP2pWait(Verdict& v);
+  // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
+  // that some ranks issued past the end of every other rank's stream: fills `v` with
+  // rank_gated_collective naming them.
+  bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
   // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
   int64_t opTime(uint64_t comm, uint64_t seq) const;
   // Whether the rank issued collective `seq` of `comm` before its newest call.
   bool issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const;
+
+  // Ranks that left (leavers.cc). Whether the rank's newest call failed because a peer was gone
+  // (a remote or system error): it stopped because of another rank.
+  bool reacted(size_t rank) const;
+  // Whether a black box with no exit mark is gone: a peer's send or receive to it failed with a
+  // remote or system error (the transport lost it; SIGKILL leaves no mark).
+  bool vanished(size_t rank) const;
+  // Whether the rank exited, crashed or died with nothing of its own pending or failed.
+  bool leftOnItsOwn(size_t rank) const;
+  bool anyLeftOnItsOwn() const;
+  // For `failed`, a call that failed because a peer was gone: the first rank holding its
+  // communicator that left on its own is the verdict (rank_exited or rank_crashed).
+  bool leaverExplains(const EventRecord& failed, Verdict& v) const;
 
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
   void addStatus(Verdict& v) const;

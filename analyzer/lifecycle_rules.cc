@@ -57,6 +57,19 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
   return best;
 }
 
+// A rank's first send or receive on `comm` that never completed (pending, or failed after it was
+// issued: the peer left), or nullptr. After a peer's abort, hostnccl and NCCL fail these with a
+// remote error.
+const EventRecord* firstP2pLeft(const RankData& r, uint64_t comm) {
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id == comm && format::isP2p(e.op) && !refused(e) &&
+        (incomplete(e) || e.state == EventState::kFailed)) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
 bool holdsComm(const RankData& r, uint64_t comm) {
   for (const format::Comm& c : r.comms) {
     if (c.comm_id == comm) return true;
@@ -142,9 +155,12 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
       for (size_t q = 0; q < set.ranks.size(); ++q) {
         if (q == i) continue;
         const EventRecord* p = firstPast(set.ranks[q], e.comm_id, last_seq);
+        const bool p2p = p == nullptr;
+        if (p2p) p = firstP2pLeft(set.ranks[q], e.comm_id);
         if (p == nullptr) continue;
         past.push_back(set.ranks[q].global_rank);
-        if (first == nullptr || p->op_seq < first->op_seq) {
+        // A collective past the end names the slot best; else a send or receive left unmatched.
+        if (first == nullptr || (!p2p && (format::isP2p(first->op) || p->op_seq < first->op_seq))) {
           first = p;
           first_rank = q;
         }
@@ -198,6 +214,28 @@ struct SplitCall {
   uint64_t after_seq = 0;
 };
 
+// Which of the callers' splits the skippers did not make: the first whose call site differs from
+// the skipper's split at the same place in its calls (the skippers made the others in the same
+// order), or the first past the skippers' last.
+size_t skippedSplit(const format::LoadedSet& set, const CallSites& sites,
+                    const std::map<size_t, std::vector<SplitCall>>& by_rank, size_t caller,
+                    const std::vector<size_t>& skippers) {
+  const std::vector<SplitCall>& made = by_rank.at(caller);
+  size_t skipped = SIZE_MAX;
+  for (size_t i : skippers) {
+    const auto it = by_rank.find(i);
+    const size_t n = it == by_rank.end() ? 0 : it->second.size();
+    size_t k = 0;
+    while (k < n && k < made.size() &&
+           callSiteKey(callSiteOf(set.ranks[caller], *made[k].e, sites)) ==
+               callSiteKey(callSiteOf(set.ranks[i], *it->second[k].e, sites))) {
+      ++k;
+    }
+    skipped = std::min(skipped, k);
+  }
+  return skipped;
+}
+
 }  // namespace
 
 std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const CallSites& sites) {
@@ -229,10 +267,11 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     }
     if (callers.empty() || skippers.empty()) continue;
     // The first split the skippers never made, and where the callers made it.
+    const size_t skipped = skippedSplit(set, sites, by_rank, callers.front(), skippers);
     const SplitCall* call = nullptr;
     bool unfinished = false;
     for (size_t i : callers) {
-      const SplitCall& c = by_rank.at(i)[fewest];
+      const SplitCall& c = by_rank.at(i)[skipped];
       if (call == nullptr || c.after_seq < call->after_seq) call = &c;
       unfinished |= incomplete(*c.e) || c.e->state == EventState::kFailed;
     }
@@ -254,7 +293,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     std::merge(caller_ranks.begin(), caller_ranks.end(), skipper_ranks.begin(), skipper_ranks.end(),
                std::back_inserter(all));
     const size_t caller = *std::find_if(callers.begin(), callers.end(),
-                                        [&](size_t i) { return &by_rank.at(i)[fewest] == call; });
+                                        [&](size_t i) { return &by_rank.at(i)[skipped] == call; });
     Verdict v;
     v.comm_id = comm;
     v.op = OpType::kCommSplit;
@@ -287,7 +326,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
       const auto it = by_rank.find(i);
       const size_t n = it == by_rank.end() ? 0 : it->second.size();
       const EventRecord* at =
-          n > fewest ? it->second[fewest].e : firstPast(set.ranks[i], comm, call->after_seq);
+          n > fewest ? it->second[skipped].e : firstPast(set.ranks[i], comm, call->after_seq);
       t.rows.push_back(
           {TableCell::of(int64_t{set.ranks[i].global_rank}), TableCell::of(static_cast<int64_t>(n)),
            at ? TableCell::of(evidenceOpOf(set.ranks[i], *at, sites)) : TableCell::none()});

@@ -127,6 +127,47 @@ TEST(LifecycleRulesTest, SplitSkippedByOneRankNamesIt) {
             "trainStep() train.cc:27 instead");
 }
 
+TEST(LifecycleRulesTest, AbortWhilePeersSendOrReceiveNamesTheAbortingRank) {
+  // faultgen seeds 11 and 33: rank 1 aborts the pipeline's communicator where it would receive;
+  // its predecessor's send and its successor's receive fail with a remote error. The first failed
+  // call read as the verdict (nccl_error naming rank 0).
+  const Site send{"(anonymous namespace)::sendActivations(ncclComm*)", 95};
+  const Site recv{"(anonymous namespace)::recvActivations(ncclComm*)", 96};
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 3));
+  job.ops(0, {{send, 64, OpType::kSend, kFloat, -1, 1}});
+  failLast(job, 0);
+  call(job, 1, OpType::kCommAbort, kComm, kAbortSite);
+  job.ops(2, {{recv, 64, OpType::kRecv, kFloat, -1, 1}});
+  failLast(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kCommAborted) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "handleBadBatch");
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2})) << v.headline;
+}
+
+TEST(LifecycleRulesTest, TheSkippedSplitIsTheOneMissingFromTheRanksCalls) {
+  // faultgen seed 77: three splits of the world; rank 2 does not make the first (data parallel),
+  // makes the other two, then broadcasts on the world where its peers wait. It made two splits to
+  // their three, but the one it lacks is the first, not the third.
+  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
+  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
+  const Site expert{"(anonymous namespace)::makeExpertGroup(ncclComm*)", 92};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    if (r != 2) call(job, r, OpType::kCommSplit, kComm, data);
+    call(job, r, OpType::kCommSplit, kComm, tensor);
+    call(job, r, OpType::kCommSplit, kComm, expert);
+    job.ops(r, {{kTrain}}, true);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.op, OpType::kCommSplit);
+  EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
+}
+
 TEST(LifecycleRulesTest, SplitCalledByOneRankAloneIsGated) {
   Job job(4);
   for (int r = 0; r < 4; ++r) {

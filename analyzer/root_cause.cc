@@ -27,6 +27,18 @@ bool isSymptom(const Verdict& v) {
   }
 }
 
+// `cause` becomes the verdict; `v`, the symptom, one row of its evidence.
+void becomeCause(Verdict& v, Verdict cause) {
+  EvidenceTable later;
+  later.title = "what followed";
+  later.columns = {"class", "ranks", "headline"};
+  later.rows.push_back({TableCell::of(std::string(verdictClassName(v.cls))),
+                        TableCell::of(formatRanks(v.ranks)), TableCell::of(v.headline)});
+  later.marked.push_back(false);
+  cause.tables.push_back(std::move(later));
+  v = std::move(cause);
+}
+
 }  // namespace
 
 int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
@@ -82,15 +94,73 @@ bool Engine::preferEarlierCause(Verdict& v) {
     best_at = at;
   }
   if (!best) return false;
-  // What followed: the symptom, one row, kept as evidence.
-  EvidenceTable later;
-  later.title = "what followed";
-  later.columns = {"class", "ranks", "headline"};
-  later.rows.push_back({TableCell::of(std::string(verdictClassName(v.cls))),
-                        TableCell::of(formatRanks(v.ranks)), TableCell::of(v.headline)});
-  later.marked.push_back(false);
-  best->tables.push_back(std::move(later));
-  v = std::move(*best);
+  becomeCause(v, std::move(*best));
+  return true;
+}
+
+bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
+  // The slot past every other stream's end, held by the streams with an op pending there.
+  size_t p = SIZE_MAX;
+  std::vector<size_t> going, ended;
+  for (size_t s = 0; s < c.streams.size(); ++s) {
+    const auto& ops = c.streams[s].ops;
+    if (!ops.empty() && isIncomplete(*ops.back().e)) {
+      if (p != SIZE_MAX && ops.size() - 1 != p) return false;
+      p = ops.size() - 1;
+      going.push_back(s);
+    } else {
+      ended.push_back(s);
+    }
+  }
+  if (p == SIZE_MAX || ended.empty()) return false;
+  for (size_t s : ended) {
+    if (c.streams[s].ops.size() != p) return false;
+  }
+  const Op& extra = c.streams[going.front()].ops[p];
+  for (size_t s : going) {
+    if (c.streams[s].ops[p].key != extra.key) return false;
+  }
+  // An op this communicator never issued before: a collective only they added.
+  if (knownSite(c, p, extra.site, ended)) return false;
+  const RankData& rd = set_.ranks[c.streams[going.front()].rank];
+  v.cls = VerdictClass::kRankGatedCollective;
+  v.ranks = ranksOf(c, going);
+  v.comm_id = c.comm_id;
+  v.seq = extra.e->op_seq;
+  v.op = extra.e->op;
+  v.site = siteAt(rd, *extra.e);
+  v.stacks = {v.site};
+  std::vector<size_t> all(c.streams.size());
+  for (size_t s = 0; s < all.size(); ++s) all[s] = s;
+  v.headline = ranksWord(v.ranks) + " alone (" + subsetCondition(v.ranks, ranksOf(c, all)) +
+               ") issued " + std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) +
+               " on comm " + hex8(c.comm_id) + " from " + describeCallSite(v.site) + "; " +
+               ranksWord(ranksOf(c, ended)) + " issued no collective there";
+  return true;
+}
+
+bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
+  std::optional<Verdict> best;
+  int64_t best_at = INT64_MAX;
+  for (const CommStreams& c : comms_) {
+    const bool pending = std::any_of(c.streams.begin(), c.streams.end(), [](const Stream& s) {
+      return std::any_of(s.ops.begin(), s.ops.end(),
+                         [](const Op& o) { return isIncomplete(*o.e); });
+    });
+    if (!pending) continue;
+    Verdict cause;
+    const std::set<size_t> inferred = inferred_dead_;
+    const bool found =
+        (diagnoseComm(c, cause) && isDivergence(cause.cls)) || aloneAtTheEnd(c, cause);
+    inferred_dead_ = inferred;
+    if (!found) continue;
+    const int64_t at = opTime(cause.comm_id, cause.seq);
+    if (best && at >= best_at) continue;
+    best = std::move(cause);
+    best_at = at;
+  }
+  if (!best) return false;
+  becomeCause(v, std::move(*best));
   return true;
 }
 

@@ -97,6 +97,57 @@ TEST(RootCauseTest, ExtraOpOnAPairCommunicatorExplainsALaterCycle) {
   EXPECT_EQ(v.tables[0].title, "what followed");
 }
 
+TEST(RootCauseTest, AMismatchOnACollectiveExplainsAReceiveLeftWaiting) {
+  // faultgen seed 2: rank 0 passes int32 where rank 1 passes float32 to their all-reduce (comm A,
+  // ranks 0-1) and both block there; rank 1 sends to rank 2 on pair comm B after each all-reduce,
+  // so rank 2's 3rd receive has no send. The unmatched receive is a symptom of the mismatch.
+  const Site send{"sendActivations(ncclComm*)", 61};
+  const Site recv{"recvActivations(ncclComm*)", 62};
+  Op to2{send, 64, OpType::kSend};
+  to2.root = 2;
+  to2.comm = kOtherComm;
+  Op from1{recv, 64, OpType::kRecv};
+  from1.root = 1;
+  from1.comm = kOtherComm;
+  Op bad{kTrain};
+  bad.dtype = kInt32;
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 2)).ops(0, {bad}, true);
+  job.ops(1, {{kTrain}, to2, {kTrain}, to2, {kTrain}}, true);
+  job.ops(2, {from1, from1, from1}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kDtypeMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.comm_id, kComm);
+  ASSERT_FALSE(v.tables.empty());
+  EXPECT_EQ(v.tables.back().title, "what followed");
+  EXPECT_EQ(v.tables.back().rows[0][0], TableCell::of(std::string("p2p_mismatch")));
+}
+
+TEST(RootCauseTest, AnExtraCollectiveAtTheEndExplainsASendLeftWaiting) {
+  // faultgen seed 128: after two steps (an all-reduce on A, then rank 0 sends to rank 1 on B) rank
+  // 1 alone adds saveCheckpoint()'s all-reduce on A and blocks there; rank 0's 3rd send has no
+  // receive. On A the others' streams just end: nobody else issued anything there.
+  const Site send{"sendActivations(ncclComm*)", 61};
+  const Site recv{"recvActivations(ncclComm*)", 62};
+  Op to1{send, 64, OpType::kSend};
+  to1.root = 1;
+  to1.comm = kOtherComm;
+  Op from0{recv, 64, OpType::kRecv};
+  from0.root = 0;
+  from0.comm = kOtherComm;
+  Job job(3);
+  job.ops(0, {{kTrain}, to1, {kTrain}, to1, to1}, true);
+  job.ops(1, {{kTrain}, from0, {kTrain}, from0, {kSave, 1}}, true);
+  job.ops(2, repeat({kTrain}, 2));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "saveCheckpoint");
+  ASSERT_FALSE(v.tables.empty());
+  EXPECT_EQ(v.tables.back().title, "what followed");
+}
+
 TEST(RootCauseTest, AStopWithNoEarlierDivergenceStaysTheVerdict) {
   Job job(3);
   job.ops(0, repeat({kTrain}, 4), true).ops(1, repeat({kTrain}, 4), true);

@@ -1,0 +1,103 @@
+// Classifying the slot where ranks issued different ops (divergence.cc) when the streams stop
+// before they line up again: substitution, skip, swap.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/testing/job_builder.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
+
+const Site kEmaReduce{"syncEmaWeights(NcclBlock const&)", 20};
+const Site kEmaBcast{"syncEmaWeights(NcclBlock const&)", 22};
+const Site kEmaScatter{"syncEmaWeights(NcclBlock const&)", 28};
+const Site kGrads{"reduceScatterGrads(NcclBlock const&)", 28};
+const Site kParams{"broadcastParameters(NcclBlock const&)", 22};
+const Site kMergeBcast{"mergeExpertOutputs(NcclBlock const&)", 22};
+const Site kMergeReduce{"mergeExpertOutputs(NcclBlock const&)", 20};
+
+Op allReduce(const Site& s, uint64_t count) { return Op{s, count}; }
+Op broadcast(const Site& s, uint64_t count) {
+  Op o{s, count, OpType::kBroadcast};
+  o.root = 0;
+  return o;
+}
+Op reduce(const Site& s, uint64_t count) {
+  Op o{s, count, OpType::kReduce};
+  o.root = 0;
+  return o;
+}
+Op reduceScatter(const Site& s, uint64_t count) { return Op{s, count, OpType::kReduceScatter}; }
+
+// Marks the last `n` ops of `rank` as enqueued and not completed (a hang, or ops behind it).
+void pendingTail(Job& job, int rank, size_t n) {
+  auto& events = job.rank(rank).events;
+  for (size_t i = events.size() - n; i < events.size(); ++i) {
+    events[i].state = EventState::kEnqueued;
+    events[i].end_ns = 0;
+  }
+}
+
+TEST(DivergenceTest, AnotherCollectiveOfTheSameLengthFromTheSameFunctionIsAnOpMismatch) {
+  // faultgen seed 8: in syncEmaWeights() rank 1 issues a reduce-scatter of 4 floats where its
+  // peers broadcast 4 floats, and every rank blocks there. Nothing follows the slot to line up,
+  // and the reduce-scatter's line is new: it read as an inserted (gated) collective.
+  const std::vector<Op> step = {allReduce(kEmaReduce, 1024), broadcast(kEmaBcast, 4),
+                                reduceScatter(kGrads, 16)};
+  Job job(3);
+  for (int r = 0; r < 3; ++r) {
+    job.ops(r, concat(concat(step, step), {allReduce(kEmaReduce, 1024)}));
+    job.ops(r, {r == 1 ? reduceScatter(kEmaScatter, 4) : broadcast(kEmaBcast, 4)}, true);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kOpMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.seq, 8u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights");
+}
+
+TEST(DivergenceTest, ARankThatGoesOnAsTheHistoryDoesSkippedTheSlot) {
+  // faultgen seed 71: rank 1 skips syncEmaWeights()'s reduce and goes on with the next block,
+  // mergeExpertOutputs() (a broadcast, then an all-reduce); its peers wait in the reduce.
+  const std::vector<Op> step = {broadcast(kParams, 256), broadcast(kEmaBcast, 4),
+                                reduce(kEmaReduce, 1024), broadcast(kMergeBcast, 1024),
+                                allReduce(kMergeReduce, 4)};
+  Job job(3);
+  for (int r = 0; r < 3; ++r) {
+    job.ops(r, concat(concat(step, step), {broadcast(kParams, 256), broadcast(kEmaBcast, 4)}));
+    if (r == 1) {
+      job.ops(r, {broadcast(kMergeBcast, 1024), allReduce(kMergeReduce, 4)});
+      pendingTail(job, r, 2);
+    } else {
+      job.ops(r, {reduce(kEmaReduce, 1024)}, true);
+    }
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.seq, 13u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights");
+}
+
+TEST(DivergenceTest, TwoCollectivesSwappedWhereTheStreamsStopStayAMismatch) {
+  // samples/op_order: the last rank all-reduces before it broadcasts; a skip would look the same
+  // up to the slot, and nothing after it tells them apart (faultgen seeds 29 and 327: a skipped
+  // op where every rank blocks at the slot reads as this mismatch).
+  const std::vector<Op> step = {broadcast(kParams, 1), allReduce(kMergeReduce, 4096)};
+  Job job(3);
+  for (int r = 0; r < 3; ++r) {
+    job.ops(r, concat(step, step));
+    job.ops(r, {r == 2 ? allReduce(kMergeReduce, 4096) : broadcast(kParams, 1)}, true);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kOpMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

@@ -1,0 +1,133 @@
+// Cause before symptom for ranks that left: a rank whose own last NCCL call failed because a peer
+// was gone (a remote or system error) and that then exited is that peer's victim, not a culprit.
+// The rank that left first, with nothing failed on its side, is the verdict.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+bool peerLost(const EventRecord& e) {
+  return e.state == EventState::kFailed &&
+         (e.result == kNcclRemoteError || e.result == kNcclSystemError);
+}
+
+// The rank's newest call that talks to peers (collective, p2p, life cycle, group end).
+const EventRecord* lastCall(const RankData& rd) {
+  const EventRecord* last = nullptr;
+  for (const EventRecord& e : rd.events) {
+    if (format::isCollective(e.op) || format::isP2p(e.op) || format::isCommLifecycle(e.op) ||
+        e.op == OpType::kGroupEnd) {
+      last = &e;
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+bool Engine::reacted(size_t rank) const {
+  const EventRecord* last = lastCall(set_.ranks[rank]);
+  return last != nullptr && peerLost(*last);
+}
+
+bool Engine::vanished(size_t rank) const {
+  const RankData& r = set_.ranks[rank];
+  if (r.exited || r.source == format::SourceKind::kDump) return false;
+  // Its rank on each communicator, as its own calls recorded it.
+  std::map<uint64_t, int> comm_rank;
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id != 0 && (format::isCollective(e.op) || format::isP2p(e.op))) {
+      comm_rank[e.comm_id] = e.rank;
+    }
+  }
+  for (size_t q = 0; q < set_.ranks.size(); ++q) {
+    if (q == rank) continue;
+    for (const EventRecord& e : set_.ranks[q].events) {
+      const auto it = comm_rank.find(e.comm_id);
+      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second && peerLost(e)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool Engine::leftOnItsOwn(size_t rank) const {
+  const RankData& r = set_.ranks[rank];
+  if (!(r.exited || r.fatal_signal != 0 || dead(rank) || vanished(rank)) || reacted(rank)) {
+    return false;
+  }
+  // Nothing of its own pending or failed: it left between calls (returned, aborted, was killed).
+  return std::none_of(r.events.begin(), r.events.end(), [](const EventRecord& e) {
+    return (format::isCollective(e.op) || format::isP2p(e.op)) &&
+           (isIncomplete(e) || e.state == EventState::kFailed);
+  });
+}
+
+bool Engine::anyLeftOnItsOwn() const {
+  for (size_t r = 0; r < set_.ranks.size(); ++r) {
+    if (leftOnItsOwn(r)) return true;
+  }
+  return false;
+}
+
+bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
+  if (!peerLost(failed)) return false;
+  // The ranks that left on their own and held the failed call's communicator; the first to go.
+  std::vector<size_t> leavers;
+  for (size_t r = 0; r < set_.ranks.size(); ++r) {
+    const RankData& rd = set_.ranks[r];
+    const bool holds = std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
+      return e.comm_id == failed.comm_id;
+    });
+    // One that destroyed the communicator finished its program: what it left unmatched is for
+    // the point-to-point rules (waits.h), not an early exit.
+    const bool finished =
+        std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
+          return e.comm_id == failed.comm_id && e.op == OpType::kCommDestroy;
+        });
+    if (holds && !finished && leftOnItsOwn(r)) leavers.push_back(r);
+  }
+  if (leavers.empty()) return false;
+  const auto exitedFirst = [&](size_t a, size_t b) {
+    return lastSignOfLife(a) < lastSignOfLife(b);
+  };
+  const size_t who = *std::min_element(leavers.begin(), leavers.end(), exitedFirst);
+  const RankData& rd = set_.ranks[who];
+  std::vector<int> victims;
+  for (size_t r = 0; r < set_.ranks.size(); ++r) {
+    if (reacted(r) ||
+        (r != who && std::any_of(set_.ranks[r].events.begin(), set_.ranks[r].events.end(),
+                                 [&](const EventRecord& e) {
+                                   return e.comm_id == failed.comm_id && peerLost(e);
+                                 }))) {
+      victims.push_back(globalRank(r));
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  const auto [pending, last] = lastOps(rd);
+  v.cls = rd.exited ? VerdictClass::kRankExited : VerdictClass::kRankCrashed;
+  v.ranks = {globalRank(who)};
+  v.comm_id = failed.comm_id;
+  v.seq = failed.op_seq;
+  v.op = failed.op;
+  v.site = last != nullptr ? siteAt(rd, *last) : CallSite{};
+  if (v.site.known()) v.stacks = {v.site};
+  const std::string how = rd.exited              ? " exited"
+                          : rd.fatal_signal != 0 ? " crashed (" + signalName(rd.fatal_signal) + ")"
+                                                 : " died without an exit mark";
+  v.headline = ranksWord(v.ranks) + how + " with nothing pending: " + lastOpPhrase(rd, last) +
+               "; " + ranksWord(victims) + " then failed (NCCL error " +
+               std::to_string(failed.result) + ": the peer was gone), " +
+               std::string(format::opName(failed.op)) +
+               (failed.op_seq != 0 ? " #" + std::to_string(failed.op_seq) : "") + " on comm " +
+               hex8(failed.comm_id) + " first";
+  return true;
+}
+
+}  // namespace ncclrec::analyzer::engine
