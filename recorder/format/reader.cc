@@ -21,6 +21,8 @@
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/dump_io.h"
+#include "recorder/format/flight_recorder.h"
+#include "recorder/format/pickle_reader.h"
 
 namespace ncclrec::format {
 namespace {
@@ -128,6 +130,32 @@ std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::strin
   return out;
 }
 
+// Enough to tell the formats apart, JSON with leading blanks included.
+constexpr size_t kSniffBytes = 64;
+
+// A file found in a directory without an ncclrec suffix is read when its content looks like a
+// Flight Recorder dump. nullopt: it is something else (a JSON document without pg_config, such as
+// a saved verdict or trace), skipped silently like any other unrelated file.
+StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) {
+  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
+  if (!looksLikeFlightRecorder(prefix)) return std::optional<RankData>();
+  NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+  if (!looksLikePickle(bytes)) {
+    StatusOr<nlohmann::json> doc = parseFlightRecorderJson(bytes, path);
+    if (!doc.ok() || !doc->is_object() || !doc->contains("pg_config")) {
+      return std::optional<RankData>();
+    }
+    NCCLREC_ASSIGN_OR_RETURN(RankData data,
+                             flightRecorderToModel(*doc, path, rankFromFileName(path)));
+    data.source_path = path;
+    return std::optional<RankData>(std::move(data));
+  }
+  NCCLREC_ASSIGN_OR_RETURN(
+      RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path, rankFromFileName(path)));
+  data.source_path = path;
+  return std::optional<RankData>(std::move(data));
+}
+
 }  // namespace
 
 StatusOr<RankData> loadDump(const std::string& path) {
@@ -136,8 +164,8 @@ StatusOr<RankData> loadDump(const std::string& path) {
 }
 
 StatusOr<RankData> loadFile(const std::string& path) {
-  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, sizeof(kBboxMagic)));
-  if (prefix.size() == sizeof(kBboxMagic) &&
+  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
+  if (prefix.size() >= sizeof(kBboxMagic) &&
       std::memcmp(prefix.data(), kBboxMagic, sizeof(kBboxMagic)) == 0) {
     return loadBlackBox(path);
   }
@@ -146,6 +174,13 @@ StatusOr<RankData> loadFile(const std::string& path) {
     return loadDump(path);
   }
   if (prefix.empty()) return Status::error(path + ": empty file");
+  if (looksLikeFlightRecorder(prefix)) {
+    NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+    NCCLREC_ASSIGN_OR_RETURN(RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path,
+                                                                rankFromFileName(path)));
+    data.source_path = path;
+    return data;
+  }
   return Status::error(path + ": not an ncclrec black box or dump (bad magic)");
 }
 
@@ -162,14 +197,28 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
       continue;
     }
     std::vector<std::string> files;
+    std::vector<std::string> others;  // maybe Flight Recorder dumps: told by content
     for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (endsWith(name, kBboxSuffix) || endsWith(name, kDumpSuffix)) {
         files.push_back(it->path().string());
+      } else if (it->is_regular_file(ec)) {
+        others.push_back(it->path().string());
       }
     }
     if (ec) return Status::error(path + ": " + ec.message());
     std::sort(files.begin(), files.end());
+    std::sort(others.begin(), others.end());
+    const size_t fr_before = loaded.size();
+    for (const std::string& other : others) {
+      StatusOr<std::optional<RankData>> fr = loadIfFlightRecorder(other);
+      if (!fr.ok()) {
+        set.warnings.push_back(fr.status().message());
+      } else if (fr->has_value()) {
+        loaded.push_back(std::move(**fr));
+      }
+    }
+    const bool found_fr = loaded.size() > fr_before;
     for (StatusOr<RankData>& data : loadFilesInParallel(files)) {
       if (!data.ok()) {
         set.warnings.push_back(data.status().message());
@@ -177,9 +226,10 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
       }
       loaded.push_back(std::move(data).value());
     }
-    if (files.empty()) {
+    if (files.empty() && !found_fr) {
       set.warnings.push_back(path + ": no black boxes or dumps (*" + std::string(kBboxSuffix) +
-                             ", *" + std::string(kDumpSuffix) + ")");
+                             ", *" + std::string(kDumpSuffix) +
+                             ") nor PyTorch Flight Recorder dumps");
     }
   }
   if (loaded.empty()) {
@@ -191,9 +241,10 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
     return Status::error(what);
   }
 
-  std::map<std::pair<std::string, int>, std::vector<RankData>> by_process;
+  // pid 0: no process identity (Flight Recorder dumps): each file is its own process.
+  std::map<std::tuple<std::string, int, std::string>, std::vector<RankData>> by_process;
   for (RankData& data : loaded) {
-    auto key = std::make_pair(data.host, data.pid);
+    auto key = std::make_tuple(data.host, data.pid, data.pid == 0 ? data.source_path : "");
     by_process[key].push_back(std::move(data));
   }
   for (auto& [key, files] : by_process) {
