@@ -300,18 +300,21 @@ StatusOr<RankData> Converter::run(const Json& dump) {
   out_.dump_detail = std::move(detail);
   const auto entries = dump.find("entries");  // the JSON form omits it when empty
   if (entries != dump.end() && !entries->is_array()) return fail("entries is not a list");
-  std::vector<const Json*> order;
+  std::vector<std::pair<int64_t, const Json*>> order;  // (record_id, entry)
   if (entries != dump.end()) {
-    for (const Json& e : *entries) order.push_back(&e);
+    order.reserve(entries->size());
+    for (const Json& e : *entries) {
+      order.emplace_back(e.is_object() ? intField(e, "record_id", 0) : 0, &e);
+    }
   }
   // Ring order is oldest first already; record_id (process-wide) makes it explicit.
-  std::stable_sort(order.begin(), order.end(), [](const Json* a, const Json* b) {
-    return (a->is_object() ? intField(*a, "record_id", 0) : 0) <
-           (b->is_object() ? intField(*b, "record_id", 0) : 0);
-  });
-  for (size_t i = 0; i < order.size(); ++i) NCCLREC_RETURN_IF_ERROR(readEntry(*order[i], i));
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < order.size(); ++i) {
+    NCCLREC_RETURN_IF_ERROR(readEntry(*order[i].second, i));
+  }
   markCoalesced();
-  const int64_t first_id = order.empty() ? 0 : intField(*order.front(), "record_id", 0);
+  const int64_t first_id = order.empty() ? 0 : order.front().first;
   out_.events_lost = static_cast<uint64_t>(std::max<int64_t>(0, first_id));
   out_.events_total = out_.events_lost + out_.events.size();
   return std::move(out_);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
+
+#include "recorder/format/reader.h"
+#include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::format {
 namespace {
@@ -159,6 +163,29 @@ TEST(FlightRecorder, RankFromFileNameAndSniffing) {
   EXPECT_TRUE(looksLikeFlightRecorder("  \n{\"version\""));
   EXPECT_FALSE(looksLikeFlightRecorder("NCRECBBX"));
   EXPECT_FALSE(looksLikeFlightRecorder("[1, 2]"));
+}
+
+TEST(FlightRecorder, DirectoriesAreReadByContent) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("nccl_trace_rank_0")) << dump(Json::array()).dump();
+  std::ofstream(dir.file("nccl_trace_rank_1")) << dump(Json::array()).dump();
+  std::ofstream(dir.file("verdict.json")) << R"({"verdict": {"class": "no_hang"}})";
+  std::ofstream(dir.file("notes.txt")) << "not a dump";
+  // pickle.dumps of os.system("true") by reduction: refused, a warning.
+  std::ofstream(dir.file("nccl_trace_rank_2")) << std::string(
+      "\x80\x02"
+      "cposix\nsystem\nX\x04\x00\x00\x00true\x85R.",
+      28);
+  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ASSERT_EQ(set->ranks.size(), 2u);  // pid 0 for both: not merged into one process
+  EXPECT_EQ(set->ranks[0].global_rank, 0);
+  EXPECT_EQ(set->ranks[1].global_rank, 1);
+  EXPECT_EQ(set->ranks[1].source_path, dir.file("nccl_trace_rank_1"));
+  ASSERT_EQ(set->warnings.size(), 1u);
+  EXPECT_EQ(set->warnings[0].rfind(dir.file("nccl_trace_rank_2") + ": offset 2: opcode GLOBAL", 0),
+            0u)
+      << set->warnings[0];
 }
 
 }  // namespace

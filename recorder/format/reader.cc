@@ -102,14 +102,16 @@ RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* war
   return merged;
 }
 
-// Loads `files` on up to one thread per core (each file is parsed independently); results keep
-// the order of `files`.
-std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::string>& files) {
-  std::vector<std::optional<StatusOr<RankData>>> results(files.size());
+// Loads `files` with `load` on up to one thread per core (each file is parsed independently);
+// results keep the order of `files`.
+template <class Load>
+auto loadFilesInParallel(const std::vector<std::string>& files, Load load) {
+  using Result = decltype(load(std::string()));
+  std::vector<std::optional<Result>> results(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < files.size(); i = next.fetch_add(1)) {
-      results[i].emplace(loadFile(files[i]));
+      results[i].emplace(load(files[i]));
     }
   };
   const size_t threads =
@@ -124,7 +126,7 @@ std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::strin
   }
   work();
   for (std::thread& t : pool) t.join();
-  std::vector<StatusOr<RankData>> out;
+  std::vector<Result> out;
   out.reserve(files.size());
   for (auto& r : results) out.push_back(std::move(*r));
   return out;
@@ -210,8 +212,8 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
     std::sort(files.begin(), files.end());
     std::sort(others.begin(), others.end());
     const size_t fr_before = loaded.size();
-    for (const std::string& other : others) {
-      StatusOr<std::optional<RankData>> fr = loadIfFlightRecorder(other);
+    for (StatusOr<std::optional<RankData>>& fr :
+         loadFilesInParallel(others, loadIfFlightRecorder)) {
       if (!fr.ok()) {
         set.warnings.push_back(fr.status().message());
       } else if (fr->has_value()) {
@@ -219,7 +221,7 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
       }
     }
     const bool found_fr = loaded.size() > fr_before;
-    for (StatusOr<RankData>& data : loadFilesInParallel(files)) {
+    for (StatusOr<RankData>& data : loadFilesInParallel(files, loadFile)) {
       if (!data.ok()) {
         set.warnings.push_back(data.status().message());
         continue;
