@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "recorder/format/dump_io.h"
 #include "recorder/format/reader.h"
 #include "recorder/format/testing/temp_dir.h"
 
@@ -186,6 +187,26 @@ TEST(FlightRecorder, DirectoriesAreReadByContent) {
   EXPECT_EQ(set->warnings[0].rfind(dir.file("nccl_trace_rank_2") + ": offset 2: opcode GLOBAL", 0),
             0u)
       << set->warnings[0];
+}
+
+TEST(FlightRecorder, AnNcclrecRecordingOfTheSameRankWins) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("nccl_trace_rank_0")) << dump(Json::array()).dump();
+  std::ofstream(dir.file("nccl_trace_rank_1")) << dump(Json::array()).dump();
+  RankData own;
+  own.global_rank = 1;
+  own.pid = 4242;
+  own.host = "node-a";
+  ASSERT_TRUE(writeDumpFile(own, dir.file("r1.ncclrec.pb")).ok());
+  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ASSERT_EQ(set->ranks.size(), 2u);
+  EXPECT_EQ(set->ranks[0].pid, 0);  // rank 0: the FR dump alone
+  EXPECT_EQ(set->ranks[1].pid, 4242);
+  ASSERT_EQ(set->warnings.size(), 1u);
+  EXPECT_EQ(set->warnings[0], dir.file("nccl_trace_rank_1") +
+                                  ": rank 1 also has an ncclrec recording; this Flight Recorder "
+                                  "dump is left out");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -158,6 +159,22 @@ StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) 
   return std::optional<RankData>(std::move(data));
 }
 
+// A rank recorded by ncclrec and by PyTorch's Flight Recorder (a job run under ncclrec with FR
+// on, both writing to one directory): ncclrec's recording is the richer one; the FR dump goes,
+// with a warning. `set.ranks` is sorted by global rank.
+void dropFlightRecorderDuplicates(LoadedSet& set) {
+  std::set<int> recorded;
+  for (const RankData& r : set.ranks) {
+    if (r.pid != 0 && r.global_rank >= 0) recorded.insert(r.global_rank);
+  }
+  std::erase_if(set.ranks, [&](const RankData& r) {
+    if (r.pid != 0 || !recorded.contains(r.global_rank)) return false;
+    set.warnings.push_back(r.source_path + ": rank " + std::to_string(r.global_rank) +
+                           " also has an ncclrec recording; this Flight Recorder dump is left out");
+    return true;
+  });
+}
+
 }  // namespace
 
 StatusOr<RankData> loadDump(const std::string& path) {
@@ -255,6 +272,7 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
   std::sort(set.ranks.begin(), set.ranks.end(), [](const RankData& a, const RankData& b) {
     return std::tie(a.global_rank, a.host, a.pid) < std::tie(b.global_rank, b.host, b.pid);
   });
+  dropFlightRecorderDuplicates(set);
   return set;
 }
 
