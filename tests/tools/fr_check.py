@@ -4,6 +4,8 @@ directory and checks the verdict: class, culprit ranks, call site, exit code, mi
 
     fr_check.py ANALYZE SCENARIO --class C [--ranks 0,1] [--site train.py:77] [--exit N]
                 [--missing TEXT] [--json] [--protocol P]
+    fr_check.py ANALYZE SCENARIO --events REGEX  (--events lists the ops: REGEX must match)
+    fr_check.py ANALYZE SCENARIO --trace         (--trace FILE writes a Chrome trace of the ranks)
     fr_check.py ANALYZE SCENARIO --error REGEX   (exit 1, one stderr line matching REGEX, and
                                                   no file `pwned` created by the dump)"""
 
@@ -24,6 +26,8 @@ def main():
     p.add_argument("scenario")
     p.add_argument("--class", dest="cls")
     p.add_argument("--error")
+    p.add_argument("--events")
+    p.add_argument("--trace", action="store_true")
     p.add_argument("--ranks")
     p.add_argument("--site")
     p.add_argument("--exit", type=int)
@@ -35,8 +39,22 @@ def main():
         gen = [sys.executable, os.path.join(HERE, "gen_fr_dumps.py"), a.scenario, work,
                "--protocol", a.protocol] + (["--json"] if a.json else [])
         subprocess.run(gen, check=True)
-        run = subprocess.run([a.analyze, "--json", work], capture_output=True, text=True)
+        if a.events is not None:
+            run = subprocess.run([a.analyze, "--events", work], capture_output=True, text=True)
+            ok = run.returncode == 0 and re.search(a.events, run.stdout) is not None
+            print(run.stdout[-2000:] + run.stderr)
+            sys.exit(0 if ok else f"FAIL: exit {run.returncode} or no line matching {a.events}")
+        trace = os.path.join(work, "trace.json")
+        flags = ["--trace", trace] if a.trace else []
+        run = subprocess.run([a.analyze, "--json"] + flags + [work], capture_output=True, text=True)
         pwned = os.path.exists(os.path.join(work, "pwned"))
+        if a.trace:
+            with open(trace) as f:
+                events = json.load(f)["traceEvents"]
+            ranks = {e.get("pid") for e in events if e.get("ph") == "X"}
+            print(f"trace: {len(events)} events, ranks {sorted(ranks)}")
+            if len(ranks) < 2:
+                sys.exit("FAIL: the trace shows fewer than two ranks' ops")
     if a.error is not None:
         print(run.stderr.strip())
         ok = (run.returncode == 1 and not pwned and len(run.stderr.splitlines()) == 1 and
