@@ -6,7 +6,8 @@ dumps"): pickle protocol 2 by default, or the debug server's JSON form with --js
     gen_fr_dumps.py SCENARIO OUT_DIR [--ranks N] [--entries N] [--json] [--protocol P]
 
 Scenarios: healthy, gated (rank 0 issues an extra broadcast mid-stream), size_mismatch and
-dtype_mismatch (on rank 0), p2p_ring (a clean send/recv ring), coalesced (coalesced groups, all
+dtype_mismatch (on rank 0), p2p_ring (a clean send/recv ring), p2p_skip (rank 1 skips its last
+send of the ring), coalesced (coalesced groups, all
 complete), missing_rank (rank 2 left no dump), multi_pg (a size mismatch on rank 3 in a 2-rank
 group), ring_wrap (rings of different sizes that wrapped, then the gated broadcast), malicious
 (rank 0's file is a pickle that would run `touch OUT/pwned` if unpickled by Python; it is written
@@ -107,13 +108,18 @@ def scenario(name, n, entries):
             bad = r.rank == 0
             hang_tail(r, numel=2048 if bad and name == "size_mismatch" else 1024,
                       dtype="Half" if bad and name == "dtype_mismatch" else "Float")
-    elif name == "p2p_ring":
-        for _ in range(5):
+    elif name in ("p2p_ring", "p2p_skip"):
+        for step in range(5):
             for r in ranks:
                 nxt, prv = (r.rank + 1) % n, (r.rank - 1) % n
+                last = name == "p2p_skip" and step == 4
+                if last and r.rank == 1:
+                    continue  # rank 1 skips its last send: rank 2's recv never completes
+                state = "started" if last and r.rank == 2 else "completed"
                 r.op("0", f"nccl:send {r.rank}->{nxt}", "completed", p2p=True, bump=False, py_op="send")
-                r.op("0", f"nccl:recv {r.rank}<-{prv}", "completed", p2p=True, bump=False, py_op="recv")
-        all_reduces(ranks, 2)
+                r.op("0", f"nccl:recv {r.rank}<-{prv}", state, p2p=True, bump=False, py_op="recv")
+        if name == "p2p_ring":
+            all_reduces(ranks, 2)
     elif name == "coalesced":
         for _ in range(4):
             for r in ranks:
