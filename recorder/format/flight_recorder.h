@@ -7,9 +7,10 @@
 // The mapping: a process group is a communicator (comm id: a hash of the group's name, equal on
 // every rank; members: pg_config's "ranks", comm-local rank = position there); an entry is an
 // event (op from profiling_name, op_seq = collective_seq_id for collectives and a per-peer,
-// per-direction count for send/recv, count and dtype from the first input, state scheduled ->
-// enqueued, started, completed); `frames` become Python frames of the event's stack, innermost
-// first, so the analyzer's call-site rule applies unchanged. `nccl:coalesced` end markers are
+// per-direction count for send/recv, count from the first input (output for reduce-scatter),
+// dtype from the first input, state scheduled -> enqueued, started, completed); `frames` become
+// Python frames of the event's stack, innermost first, so the analyzer's call-site rule applies
+// unchanged. `nccl:coalesced` end markers are
 // dropped and the ops they close get group depth 1. The file holds no process identity: pid is 0
 // and host "", and the global rank is the number that ends the file's name.
 #pragma once
