@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -21,6 +22,8 @@
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/dump_io.h"
+#include "recorder/format/flight_recorder.h"
+#include "recorder/format/pickle_reader.h"
 
 namespace ncclrec::format {
 namespace {
@@ -100,14 +103,16 @@ RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* war
   return merged;
 }
 
-// Loads `files` on up to one thread per core (each file is parsed independently); results keep
-// the order of `files`.
-std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::string>& files) {
-  std::vector<std::optional<StatusOr<RankData>>> results(files.size());
+// Loads `files` with `load` on up to one thread per core (each file is parsed independently);
+// results keep the order of `files`.
+template <class Load>
+auto loadFilesInParallel(const std::vector<std::string>& files, Load load) {
+  using Result = decltype(load(std::string()));
+  std::vector<std::optional<Result>> results(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < files.size(); i = next.fetch_add(1)) {
-      results[i].emplace(loadFile(files[i]));
+      results[i].emplace(load(files[i]));
     }
   };
   const size_t threads =
@@ -122,10 +127,54 @@ std::vector<StatusOr<RankData>> loadFilesInParallel(const std::vector<std::strin
   }
   work();
   for (std::thread& t : pool) t.join();
-  std::vector<StatusOr<RankData>> out;
+  std::vector<Result> out;
   out.reserve(files.size());
   for (auto& r : results) out.push_back(std::move(*r));
   return out;
+}
+
+// Enough to tell the formats apart, JSON with leading blanks included.
+constexpr size_t kSniffBytes = 64;
+
+// A file found in a directory without an ncclrec suffix is read when its content looks like a
+// Flight Recorder dump. nullopt: it is something else (a JSON document without pg_config, such as
+// a saved verdict or trace), skipped silently like any other unrelated file.
+StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) {
+  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
+  if (!looksLikeFlightRecorder(prefix)) return std::optional<RankData>();
+  NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+  if (!looksLikePickle(bytes)) {
+    // A trace or verdict saved beside the dumps may be large: no DOM for JSON without the key.
+    if (bytes.find("\"pg_config\"") == std::string::npos) return std::optional<RankData>();
+    StatusOr<nlohmann::json> doc = parseFlightRecorderJson(bytes, path);
+    if (!doc.ok() || !doc->is_object() || !doc->contains("pg_config")) {
+      return std::optional<RankData>();
+    }
+    NCCLREC_ASSIGN_OR_RETURN(RankData data,
+                             flightRecorderToModel(*doc, path, rankFromFileName(path)));
+    data.source_path = path;
+    return std::optional<RankData>(std::move(data));
+  }
+  NCCLREC_ASSIGN_OR_RETURN(
+      RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path, rankFromFileName(path)));
+  data.source_path = path;
+  return std::optional<RankData>(std::move(data));
+}
+
+// A rank recorded by ncclrec and by PyTorch's Flight Recorder (a job run under ncclrec with FR
+// on, both writing to one directory): ncclrec's recording is the richer one; the FR dump goes,
+// with a warning. `set.ranks` is sorted by global rank.
+void dropFlightRecorderDuplicates(LoadedSet& set) {
+  std::set<int> recorded;
+  for (const RankData& r : set.ranks) {
+    if (r.pid != 0 && r.global_rank >= 0) recorded.insert(r.global_rank);
+  }
+  std::erase_if(set.ranks, [&](const RankData& r) {
+    if (r.pid != 0 || !recorded.contains(r.global_rank)) return false;
+    set.warnings.push_back(r.source_path + ": rank " + std::to_string(r.global_rank) +
+                           " also has an ncclrec recording; this Flight Recorder dump is left out");
+    return true;
+  });
 }
 
 }  // namespace
@@ -136,8 +185,8 @@ StatusOr<RankData> loadDump(const std::string& path) {
 }
 
 StatusOr<RankData> loadFile(const std::string& path) {
-  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, sizeof(kBboxMagic)));
-  if (prefix.size() == sizeof(kBboxMagic) &&
+  NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
+  if (prefix.size() >= sizeof(kBboxMagic) &&
       std::memcmp(prefix.data(), kBboxMagic, sizeof(kBboxMagic)) == 0) {
     return loadBlackBox(path);
   }
@@ -146,6 +195,13 @@ StatusOr<RankData> loadFile(const std::string& path) {
     return loadDump(path);
   }
   if (prefix.empty()) return Status::error(path + ": empty file");
+  if (looksLikeFlightRecorder(prefix)) {
+    NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+    NCCLREC_ASSIGN_OR_RETURN(RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path,
+                                                                rankFromFileName(path)));
+    data.source_path = path;
+    return data;
+  }
   return Status::error(path + ": not an ncclrec black box or dump (bad magic)");
 }
 
@@ -162,24 +218,39 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
       continue;
     }
     std::vector<std::string> files;
+    std::vector<std::string> others;  // maybe Flight Recorder dumps: told by content
     for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (endsWith(name, kBboxSuffix) || endsWith(name, kDumpSuffix)) {
         files.push_back(it->path().string());
+      } else if (it->is_regular_file(ec)) {
+        others.push_back(it->path().string());
       }
     }
     if (ec) return Status::error(path + ": " + ec.message());
     std::sort(files.begin(), files.end());
-    for (StatusOr<RankData>& data : loadFilesInParallel(files)) {
+    std::sort(others.begin(), others.end());
+    const size_t fr_before = loaded.size();
+    for (StatusOr<std::optional<RankData>>& fr :
+         loadFilesInParallel(others, loadIfFlightRecorder)) {
+      if (!fr.ok()) {
+        set.warnings.push_back(fr.status().message());
+      } else if (fr->has_value()) {
+        loaded.push_back(std::move(**fr));
+      }
+    }
+    const bool found_fr = loaded.size() > fr_before;
+    for (StatusOr<RankData>& data : loadFilesInParallel(files, loadFile)) {
       if (!data.ok()) {
         set.warnings.push_back(data.status().message());
         continue;
       }
       loaded.push_back(std::move(data).value());
     }
-    if (files.empty()) {
+    if (files.empty() && !found_fr) {
       set.warnings.push_back(path + ": no black boxes or dumps (*" + std::string(kBboxSuffix) +
-                             ", *" + std::string(kDumpSuffix) + ")");
+                             ", *" + std::string(kDumpSuffix) +
+                             ") nor PyTorch Flight Recorder dumps");
     }
   }
   if (loaded.empty()) {
@@ -191,9 +262,10 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
     return Status::error(what);
   }
 
-  std::map<std::pair<std::string, int>, std::vector<RankData>> by_process;
+  // pid 0: no process identity (Flight Recorder dumps): each file is its own process.
+  std::map<std::tuple<std::string, int, std::string>, std::vector<RankData>> by_process;
   for (RankData& data : loaded) {
-    auto key = std::make_pair(data.host, data.pid);
+    auto key = std::make_tuple(data.host, data.pid, data.pid == 0 ? data.source_path : "");
     by_process[key].push_back(std::move(data));
   }
   for (auto& [key, files] : by_process) {
@@ -202,6 +274,7 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
   std::sort(set.ranks.begin(), set.ranks.end(), [](const RankData& a, const RankData& b) {
     return std::tie(a.global_rank, a.host, a.pid) < std::tie(b.global_rank, b.host, b.pid);
   });
+  dropFlightRecorderDuplicates(set);
   return set;
 }
 
