@@ -7,9 +7,9 @@ dumps"): pickle protocol 2 by default, or the debug server's JSON form with --js
 
 Scenarios: healthy, gated (rank 0 issues an extra broadcast mid-stream), size_mismatch and
 dtype_mismatch (on rank 0), p2p_ring (a clean send/recv ring), p2p_skip (rank 1 skips its last
-send of the ring), coalesced (coalesced groups, all
-complete), missing_rank (rank 2 left no dump), multi_pg (a size mismatch on rank 3 in a 2-rank
-group), ring_wrap (rings of different sizes that wrapped, then the gated broadcast), malicious
+send of the ring, then waits with the others for rank 2 in an all-reduce), coalesced
+(coalesced groups, all complete), missing_rank (rank 2 left no dump), multi_pg (a size
+mismatch on rank 3 in a 2-rank group), ring_wrap (rings of different sizes that wrapped, then the gated broadcast), malicious
 (rank 0's file is a pickle that would run `touch OUT/pwned` if unpickled by Python; it is written
 here, never loaded).
 Standard library only: Debian's python3 runs it without PyTorch."""
@@ -113,13 +113,17 @@ def scenario(name, n, entries):
             for r in ranks:
                 nxt, prv = (r.rank + 1) % n, (r.rank - 1) % n
                 last = name == "p2p_skip" and step == 4
-                if last and r.rank == 1:
-                    continue  # rank 1 skips its last send: rank 2's recv never completes
                 state = "started" if last and r.rank == 2 else "completed"
-                r.op("0", f"nccl:send {r.rank}->{nxt}", "completed", p2p=True, bump=False, py_op="send")
+                if not (last and r.rank == 1):  # rank 1 skips its last send
+                    r.op("0", f"nccl:send {r.rank}->{nxt}", "completed", p2p=True, bump=False,
+                         py_op="send")
                 r.op("0", f"nccl:recv {r.rank}<-{prv}", state, p2p=True, bump=False, py_op="recv")
         if name == "p2p_ring":
             all_reduces(ranks, 2)
+        else:  # rank 2 waits for the send; the others wait for rank 2 in the next all-reduce
+            for r in ranks:
+                if r.rank != 2:
+                    r.op("0", "nccl:all_reduce", "started")
     elif name == "coalesced":
         for _ in range(4):
             for r in ranks:
