@@ -5,11 +5,20 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "analyzer/engine.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
+
+// Of several candidate causes, the one whose op was enqueued first.
+void keepEarliest(std::optional<Verdict>& best, int64_t& best_at, Verdict cause, int64_t at) {
+  if (best && at >= best_at) return;
+  best = std::move(cause);
+  best_at = at;
+}
 
 // A stop (a stream that ended, a rank blocked elsewhere or in host code, an error after which it
 // stopped) or a verdict found from a wait cycle: what an earlier divergence can lead to.
@@ -89,9 +98,7 @@ bool Engine::preferEarlierCause(Verdict& v) {
       continue;
     }
     const int64_t at = opTime(cause.comm_id, cause.seq);
-    if (best && at >= best_at) continue;
-    best = std::move(cause);
-    best_at = at;
+    keepEarliest(best, best_at, std::move(cause), at);
   }
   if (!best) return false;
   becomeCause(v, std::move(*best));
@@ -155,9 +162,7 @@ bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
     inferred_dead_ = inferred;
     if (!found) continue;
     const int64_t at = opTime(cause.comm_id, cause.seq);
-    if (best && at >= best_at) continue;
-    best = std::move(cause);
-    best_at = at;
+    keepEarliest(best, best_at, std::move(cause), at);
   }
   if (!best) return false;
   becomeCause(v, std::move(*best));
