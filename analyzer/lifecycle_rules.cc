@@ -22,14 +22,9 @@ bool incomplete(const EventRecord& e) {
   return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
 }
 
-// Refused before it was issued (ncclInvalidArgument, ncclInvalidUsage): it pairs with nothing.
-bool refused(const EventRecord& e) {
-  return e.state == EventState::kFailed && (e.result == 4 || e.result == 5);
-}
-
 bool countedCollective(const EventRecord& e) {
   return format::isCollective(e.op) && e.comm_id != 0 && e.state != EventState::kEmpty &&
-         !refused(e);
+         !engine::rejected(e);
 }
 
 std::string opAt(const EventRecord& e, const CallSite& site) {
@@ -62,7 +57,7 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
 // remote error.
 const EventRecord* firstP2pLeft(const RankData& r, uint64_t comm) {
   for (const EventRecord& e : r.events) {
-    if (e.comm_id == comm && format::isP2p(e.op) && !refused(e) &&
+    if (e.comm_id == comm && format::isP2p(e.op) && !engine::rejected(e) &&
         (incomplete(e) || e.state == EventState::kFailed)) {
       return &e;
     }
@@ -91,7 +86,7 @@ bool cleanEnd(const RankData& rd, size_t k, EarlyEnd& out) {
   const EventRecord& end = rd.events[k];
   for (size_t j = 0; j < k; ++j) {
     const EventRecord& e = rd.events[j];
-    if (e.state == EventState::kFailed && !refused(e)) return false;
+    if (e.state == EventState::kFailed && !engine::rejected(e)) return false;
     if (e.comm_id != end.comm_id) continue;
     if ((format::isCollective(e.op) || format::isP2p(e.op)) && incomplete(e)) return false;
     if (countedCollective(e) && (out.last == nullptr || e.op_seq > out.last->op_seq)) out.last = &e;
@@ -245,7 +240,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     std::map<uint64_t, uint64_t> reached;
     for (const EventRecord& e : set.ranks[i].events) {
       if (countedCollective(e)) reached[e.comm_id] = std::max(reached[e.comm_id], e.op_seq);
-      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !refused(e)) {
+      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !engine::rejected(e)) {
         splits[e.comm_id][i].push_back(SplitCall{&e, reached[e.comm_id]});
       }
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/cycle_blame.h"
+#include "analyzer/engine.h"
 #include "analyzer/p2p_blame.h"
 
 namespace ncclrec::analyzer {
@@ -24,11 +25,6 @@ constexpr uint64_t kP2pContext = 2;
 
 bool pending(const EventRecord& e) {
   return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-// A call refused before it was issued (ncclInvalidArgument, ncclInvalidUsage) pairs with nothing.
-bool refused(const EventRecord& e) {
-  return e.state == EventState::kFailed && (e.result == 4 || e.result == 5);
 }
 
 std::string opAt(const EventRecord& e, const CallSite& site) {
@@ -105,7 +101,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
         global_of[{e.comm_id, e.rank}] = r.global_rank;
         last_comm = e.comm_id;
       }
-      if (!format::isP2p(e.op) || refused(e) || e.state == EventState::kEmpty) continue;
+      if (!format::isP2p(e.op) || engine::rejected(e) || e.state == EventState::kEmpty) continue;
       posted[{e.comm_id, e.op, e.rank, e.peer}][e.op_seq] = Located{&r, &e};
       // A call that failed because its peer left had waited for it as well.
       if (pending(e) || p2p::lostPeer(e)) waiting.push_back(Located{&r, &e});
@@ -273,7 +269,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
         last_comm = e.comm_id;
         last_reached = &reached[{i, e.comm_id}];
       }
-      if (!format::isCollective(e.op) || refused(e)) continue;
+      if (!format::isCollective(e.op) || engine::rejected(e)) continue;
       *last_reached = std::max(*last_reached, e.op_seq);
       if (pending(e) && (blocked[i] == nullptr || e.enqueue_ns < blocked[i]->enqueue_ns)) {
         blocked[i] = &e;
