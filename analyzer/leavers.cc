@@ -7,14 +7,10 @@
 #include <vector>
 
 #include "analyzer/engine.h"
+#include "analyzer/p2p_blame.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
-
-bool peerLost(const EventRecord& e) {
-  return e.state == EventState::kFailed &&
-         (e.result == kNcclRemoteError || e.result == kNcclSystemError);
-}
 
 // The rank's newest call that talks to peers (collective, p2p, life cycle, group end).
 const EventRecord* lastCall(const RankData& rd) {
@@ -32,7 +28,7 @@ const EventRecord* lastCall(const RankData& rd) {
 
 bool Engine::reacted(size_t rank) const {
   const EventRecord* last = lastCall(set_.ranks[rank]);
-  return last != nullptr && peerLost(*last);
+  return last != nullptr && p2p::lostPeer(*last);
 }
 
 bool Engine::vanished(size_t rank) const {
@@ -49,7 +45,8 @@ bool Engine::vanished(size_t rank) const {
     if (q == rank) continue;
     for (const EventRecord& e : set_.ranks[q].events) {
       const auto it = comm_rank.find(e.comm_id);
-      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second && peerLost(e)) {
+      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second &&
+          p2p::lostPeer(e)) {
         return true;
       }
     }
@@ -77,7 +74,7 @@ bool Engine::anyLeftOnItsOwn() const {
 }
 
 bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
-  if (!peerLost(failed)) return false;
+  if (!p2p::lostPeer(failed)) return false;
   // The ranks that left on their own and held the failed call's communicator; the first to go.
   std::vector<size_t> leavers;
   for (size_t r = 0; r < set_.ranks.size(); ++r) {
@@ -104,7 +101,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
     if (reacted(r) ||
         (r != who && std::any_of(set_.ranks[r].events.begin(), set_.ranks[r].events.end(),
                                  [&](const EventRecord& e) {
-                                   return e.comm_id == failed.comm_id && peerLost(e);
+                                   return e.comm_id == failed.comm_id && p2p::lostPeer(e);
                                  }))) {
       victims.push_back(globalRank(r));
     }

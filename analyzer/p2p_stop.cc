@@ -46,9 +46,9 @@ bool Engine::findP2pStop(Verdict& v) {
     const auto theirs = posted.find({e->comm_id, other, e->peer, e->rank});
     if (theirs != posted.end() && theirs->second.contains(e->op_seq)) continue;
     const bool failed = e->state == EventState::kFailed;
-    // A peer's call failing because of the rank says it is gone only of a black box: a rank that
-    // wrote a dump was alive then, and what failed that call is not this rule's to name.
-    const bool gone = failed && rd.source == format::SourceKind::kBlackBox;
+    // A peer's call failing because of the rank says it is gone only of a black box (vanished():
+    // a rank that wrote a dump was alive then, and what failed that call is not this rule's).
+    const bool gone = failed && vanished(x);
     if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !dead(x)) continue;
     v.ranks = {globalRank(x)};
     v.comm_id = e->comm_id;
