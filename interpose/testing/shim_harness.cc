@@ -33,7 +33,14 @@ void addSanitizerOptions(Env* env) {
   }
   if (which == "address") {
     // libncclrec.so comes before the program's libasan in the initial library list.
-    value += ":verify_asan_link_order=0";
+    // intercept_tls_get_addr=0: GCC 12's LeakSanitizer guesses the bounds of a dlopen'ed
+    // library's thread-local block from a glibc 2.19 header whenever the block starts 16 bytes
+    // into a page; with glibc 2.36 that header is not there, the guessed bounds are garbage and
+    // LSan's tracer dies with SIGSEGV at exit. Where the block lands depends on the heap's
+    // layout, so the stub NCCL's 260-byte block hit it in some builds and not others. Without
+    // the interception LSan skips those blocks as roots: the stub's holds no pointers, and
+    // hostnccl's one vector is destroyed at exit, before LSan looks.
+    value += ":verify_asan_link_order=0:intercept_tls_get_addr=0";
   } else {
     // libunwind's per-thread destructor (dlopen'ed, uninstrumented) takes a mutex after TSan has
     // torn down the exiting thread's state, and TSan's interceptor crashes: every thread that
