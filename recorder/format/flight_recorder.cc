@@ -9,13 +9,23 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "recorder/format/flight_recorder_values.h"
 #include "recorder/format/pickle_reader.h"
 
 namespace ncclrec::format {
 namespace {
+
+using fr::asInt;
+using fr::Entry;
+using fr::entryOf;
+using fr::forEachPair;
+using fr::intField;
+using fr::stringField;
+using fr::text;
 
 using Json = nlohmann::json;
 
@@ -30,31 +40,8 @@ uint64_t commIdOf(const std::string& pg_name) {
   return h == 0 ? 1 : h;
 }
 
-// Integers are numbers in the pickle and sometimes strings in the JSON form (pg_status).
-std::optional<int64_t> asInt(const Json& j) {
-  if (j.is_number_integer()) return j.get<int64_t>();
-  if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && end == s.data() + s.size()) return v;
-  }
-  return std::nullopt;
-}
-
-int64_t intField(const Json& obj, const char* key, int64_t fallback) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  return asInt(*it).value_or(fallback);
-}
-
-std::string stringField(const Json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // "[0, 1, 2]" -> {0, 1, 2}; nullopt when the text is not such a list.
-std::optional<std::vector<int>> parseRanks(const std::string& text) {
+std::optional<std::vector<int>> parseRanks(std::string_view text) {
   std::vector<int> out;
   size_t i = 0;
   const auto blanks = [&] {
@@ -75,8 +62,8 @@ std::optional<std::vector<int>> parseRanks(const std::string& text) {
 }
 
 // ncclDataType_t of a c10 ScalarType name, as ProcessGroupNCCL maps them; -1 when unknown.
-int dtypeCode(const std::string& name) {
-  static const std::map<std::string, int, std::less<>> kTable = {
+int dtypeCode(std::string_view name) {
+  static const std::map<std::string_view, int> kTable = {
       {"Char", 0},     {"Byte", 1},           {"Bool", 1},        {"Int", 2},
       {"Long", 4},     {"Half", 6},           {"Float", 7},       {"Double", 8},
       {"BFloat16", 9}, {"Float8_e4m3fn", 10}, {"Float8_e5m2", 11}};
@@ -91,7 +78,7 @@ struct ParsedName {
 };
 
 // "nccl:all_reduce", "gloo:broadcast", "nccl:send 0->1", "nccl:recv 1<-0", "nccl:coalesced".
-ParsedName parseProfilingName(const std::string& profiling) {
+ParsedName parseProfilingName(std::string_view profiling) {
   ParsedName out;
   std::string_view s = profiling;
   if (const size_t colon = s.find(':'); colon != std::string_view::npos) s.remove_prefix(colon + 1);
@@ -137,42 +124,59 @@ ParsedName parseProfilingName(const std::string& profiling) {
 }
 
 // Elements of the first tensor of a "[[d0, d1], [d0]]" sizes list (1 for a scalar tensor).
-uint64_t firstTensorElements(const Json& sizes) {
-  if (!sizes.is_array() || sizes.empty() || !sizes.front().is_array()) return 0;
+template <class V>
+uint64_t firstTensorElements(V sizes) {
+  if (!sizes.isSequence() || sizes.size() == 0 || !sizes.at(0).isSequence()) return 0;
+  const V first = sizes.at(0);
   uint64_t n = 1;
-  for (const Json& d : sizes.front())
-    n *= static_cast<uint64_t>(std::max<int64_t>(0, asInt(d).value_or(0)));
+  for (size_t k = 0; k < first.size(); ++k)
+    n *= static_cast<uint64_t>(std::max<int64_t>(0, asInt(first.at(k)).value_or(0)));
   return n;
 }
 
+template <class V>
 class Converter {
  public:
   Converter(const std::string& path, int global_rank) : path_(path), global_rank_(global_rank) {}
-  StatusOr<RankData> run(const Json& dump);
+  StatusOr<RankData> run(V dump);
 
  private:
   Status fail(const std::string& why) const { return Status::error(path_ + ": " + why); }
-  Status readGroups(const Json& pg_config);
-  Status readEntry(const Json& e, size_t position);
-  uint32_t internStack(const Json& frames);
+  Status readGroups(V pg_config);
+  Status readEntry(const Entry<V>& e, size_t position);
+  uint32_t internStack(V frames);
+  uint32_t internStackByText(V frames);
   void markCoalesced();
 
   const std::string& path_;
   int global_rank_;
   RankData out_;
-  std::map<std::string, size_t> comm_of_pg_;               // pg name -> index in out_.comms
+  std::map<std::string, size_t, std::less<>> comm_of_pg_;  // pg name -> index in out_.comms
   std::vector<std::pair<uint64_t, int64_t>> event_group_;  // per event: (comm, collective seq)
   std::set<std::pair<uint64_t, int64_t>> coalesced_;       // the same, of each end marker
   std::map<std::tuple<uint64_t, int, bool>, uint64_t> p2p_seq_;
-  std::map<std::string, uint32_t> stack_ids_;
+  std::map<std::string, uint32_t, std::less<>> stack_ids_;
+  std::string stack_key_;          // reused by internStackByText
+  std::vector<uint64_t> ids_key_;  // reused by internStack
+  std::map<std::vector<uint64_t>, uint32_t> stack_of_ids_;
 };
 
-Status Converter::readGroups(const Json& pg_config) {
-  if (!pg_config.is_object()) return fail("pg_config is not a dict");
-  for (const auto& [key, pg] : pg_config.items()) {
-    if (!pg.is_object()) return fail("pg_config[" + key + "] is not a dict");
+template <class V>
+Status Converter<V>::readGroups(V pg_config) {
+  if (!pg_config.isDict()) return fail("pg_config is not a dict");
+  Status status = okStatus();
+  forEachPair(pg_config, [&](std::string_view key_view, V pg) {
+    if (!status.ok()) return;
+    const std::string key(key_view);
+    if (!pg.isDict()) {
+      status = fail("pg_config[" + key + "] is not a dict");
+      return;
+    }
     const std::optional<std::vector<int>> ranks = parseRanks(stringField(pg, "ranks"));
-    if (!ranks) return fail("pg_config[" + key + "].ranks is not a list of ranks");
+    if (!ranks) {
+      status = fail("pg_config[" + key + "].ranks is not a list of ranks");
+      return;
+    }
     for (int r : *ranks) out_.world_size = std::max(out_.world_size, r + 1);
     Comm c;
     c.index = static_cast<uint32_t>(out_.comms.size());
@@ -181,51 +185,90 @@ Status Converter::readGroups(const Json& pg_config) {
     c.nranks = static_cast<int>(ranks->size());
     const auto me = std::find(ranks->begin(), ranks->end(), global_rank_);
     c.rank = me == ranks->end() ? -1 : static_cast<int>(me - ranks->begin());
-    const std::string desc = stringField(pg, "desc");
-    c.name = desc.empty() || desc == key ? key : key + " (" + desc + ")";
+    const std::string_view desc = stringField(pg, "desc");
+    c.name = desc.empty() || desc == key ? key : key + " (" + std::string(desc) + ")";
     comm_of_pg_.emplace(key, out_.comms.size());
     out_.comms.push_back(std::move(c));
-  }
-  return okStatus();
+  });
+  return status;
 }
 
-uint32_t Converter::internStack(const Json& frames) {
+// Frames are looked up by their text first: a stack seen before costs no allocation.
+template <class V>
+uint32_t Converter<V>::internStack(V frames) {
+  if constexpr (std::is_same_v<V, PickleValue>) {
+    // Memoized strings: the same frames are the same string nodes, found without reading them.
+    ids_key_.clear();
+    for (size_t k = 0; k < frames.size(); ++k) {
+      const V f = frames.at(k);
+      if (!f.isDict()) continue;
+      for (const char* field : {"name", "filename", "line"}) {
+        const std::optional<V> v = f.find(field);
+        // An integer (the line) and a node never share a key: odd and even.
+        ids_key_.push_back(!v           ? 1
+                           : v->isInt() ? static_cast<uint64_t>(v->integer()) << 1 | 1
+                                        : uint64_t{v->id()} << 1);
+      }
+    }
+    if (const auto it = stack_of_ids_.find(ids_key_); it != stack_of_ids_.end()) return it->second;
+    const uint32_t id = internStackByText(frames);
+    stack_of_ids_.emplace(ids_key_, id);
+    return id;
+  }
+  return internStackByText(frames);
+}
+
+template <class V>
+uint32_t Converter<V>::internStackByText(V frames) {
+  stack_key_.clear();
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const V f = frames.at(k);
+    if (!f.isDict()) continue;
+    stack_key_ += stringField(f, "name");
+    stack_key_ += '\0';
+    stack_key_ += stringField(f, "filename");
+    stack_key_ += '\0';
+    stack_key_ += std::to_string(intField(f, "line", 0));
+    stack_key_ += '\n';
+  }
+  if (const auto it = stack_ids_.find(stack_key_); it != stack_ids_.end()) return it->second;
   Stack s;
-  std::string key;
-  for (const Json& f : frames) {
-    if (!f.is_object()) continue;
+  s.id = static_cast<uint32_t>(stack_ids_.size());
+  s.symbolized = true;
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const V f = frames.at(k);
+    if (!f.isDict()) continue;
     Frame fr;
     fr.python = true;
     fr.function = stringField(f, "name");
     fr.file = stringField(f, "filename");
     fr.line = static_cast<int>(intField(f, "line", 0));
-    key += fr.function + '\0' + fr.file + '\0' + std::to_string(fr.line) + '\n';
     s.frames.push_back(std::move(fr));
   }
-  const auto [it, inserted] = stack_ids_.emplace(key, static_cast<uint32_t>(stack_ids_.size()));
-  if (inserted) {
-    s.id = it->second;
-    s.symbolized = true;
-    out_.stacks.emplace(s.id, std::move(s));
-  }
-  return it->second;
+  stack_ids_.emplace(stack_key_, s.id);
+  const uint32_t id = s.id;
+  out_.stacks.emplace(id, std::move(s));
+  return id;
 }
 
-Status Converter::readEntry(const Json& e, size_t position) {
+template <class V>
+Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   const auto bad = [&](const std::string& why) {
     return fail("entry " + std::to_string(position) + ": " + why);
   };
-  if (!e.is_object()) return bad("not a dict");
-  const ParsedName name = parseProfilingName(stringField(e, "profiling_name"));
-  std::string pg_name;
-  if (const auto it = e.find("process_group");
-      it != e.end() && it->is_array() && !it->empty() && it->front().is_string()) {
-    pg_name = it->front().get<std::string>();
+  if (!e.value) return bad("not a dict");
+  const ParsedName name = parseProfilingName(e.stringOf(fr::kProfilingName));
+  std::string_view pg_name;
+  if (const auto& pg = e.fields[fr::kProcessGroup];
+      pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString()) {
+    pg_name = pg->at(0).str();
   }
   const auto cit = comm_of_pg_.find(pg_name);
-  if (cit == comm_of_pg_.end()) return bad("process group '" + pg_name + "' is not in pg_config");
+  if (cit == comm_of_pg_.end()) {
+    return bad("process group '" + std::string(pg_name) + "' is not in pg_config");
+  }
   const Comm& comm = out_.comms[cit->second];
-  const int64_t seq = intField(e, "collective_seq_id", 0);
+  const int64_t seq = e.intOf(fr::kCollectiveSeq, 0);
   if (name.coalesced_marker) {
     // From format 2.7 the ops of a coalesced group precede their marker, sharing its seq.
     coalesced_.insert({comm.comm_id, seq});
@@ -238,7 +281,7 @@ Status Converter::readEntry(const Json& e, size_t position) {
   ev.comm_index = comm.index;
   ev.rank = comm.rank;
   ev.nranks = comm.nranks;
-  const std::string state = stringField(e, "state");
+  const std::string_view state = e.stringOf(fr::kState);
   ev.state = state == "completed" ? EventState::kCompleted
              : state == "started" ? EventState::kStarted
                                   : EventState::kEnqueued;
@@ -248,36 +291,38 @@ Status Converter::readEntry(const Json& e, size_t position) {
   } else {
     ev.op_seq = static_cast<uint64_t>(std::max<int64_t>(0, seq));
   }
-  const Json* sizes = nullptr;
-  if (const auto it = e.find(ev.op == OpType::kReduceScatter ? "output_sizes" : "input_sizes");
-      it != e.end()) {
-    sizes = &*it;
+  if (const auto& sizes =
+          e.fields[ev.op == OpType::kReduceScatter ? fr::kOutputSizes : fr::kInputSizes])
+    ev.count = firstTensorElements(*sizes);
+  if (const auto& dtypes = e.fields[fr::kInputDtypes];
+      dtypes && dtypes->isSequence() && dtypes->size() > 0 && dtypes->at(0).isString()) {
+    ev.dtype = dtypeCode(dtypes->at(0).str());
   }
-  ev.count = sizes != nullptr ? firstTensorElements(*sizes) : 0;
-  if (const auto it = e.find("input_dtypes");
-      it != e.end() && it->is_array() && !it->empty() && it->front().is_string()) {
-    ev.dtype = dtypeCode(it->front().get<std::string>());
-  }
-  ev.enqueue_ns = intField(e, "time_created_ns", 0);
-  ev.start_ns = intField(e, "time_discovered_started_ns", 0);  // null (pickle) or 0 (JSON)
-  ev.end_ns = intField(e, "time_discovered_completed_ns", 0);
-  ev.tid = static_cast<uint32_t>(intField(e, "thread_id", 0));
-  if (const auto it = e.find("frames"); it != e.end() && it->is_array())
-    ev.stack_id = internStack(*it);
+  ev.enqueue_ns = e.intOf(fr::kCreated, 0);
+  ev.start_ns = e.intOf(fr::kStarted, 0);  // null (pickle) or 0 (JSON)
+  ev.end_ns = e.intOf(fr::kCompleted, 0);
+  ev.tid = static_cast<uint32_t>(e.intOf(fr::kThreadId, 0));
+  if (const auto& frames = e.fields[fr::kFrames]; frames && frames->isSequence())
+    ev.stack_id = internStack(*frames);
   out_.dump_ns = std::max({out_.dump_ns, ev.enqueue_ns, ev.start_ns, ev.end_ns});
   out_.events.push_back(ev);
   event_group_.emplace_back(comm.comm_id, seq);
   return okStatus();
 }
 
-void Converter::markCoalesced() {
+template <class V>
+void Converter<V>::markCoalesced() {
+  if (coalesced_.empty()) return;
   for (size_t i = 0; i < out_.events.size(); ++i) {
     if (coalesced_.contains(event_group_[i])) out_.events[i].group_depth = 1;
   }
 }
 
-StatusOr<RankData> Converter::run(const Json& dump) {
-  if (!dump.is_object() || !dump.contains("version") || !dump.contains("pg_config")) {
+template <class V>
+StatusOr<RankData> Converter<V>::run(V dump) {
+  const std::optional<V> version = dump.find("version");
+  const std::optional<V> pg_config = dump.find("pg_config");
+  if (!dump.isDict() || !version || !pg_config) {
     return fail("not a PyTorch Flight Recorder dump (no version or pg_config)");
   }
   if (global_rank_ < 0) {
@@ -288,33 +333,46 @@ StatusOr<RankData> Converter::run(const Json& dump) {
   out_.source = SourceKind::kDump;
   out_.global_rank = global_rank_;
   out_.world_size = global_rank_ + 1;
-  NCCLREC_RETURN_IF_ERROR(readGroups(dump["pg_config"]));
-  const Json& v = dump["version"];
-  std::string detail =
-      "PyTorch Flight Recorder dump, version " + (v.is_string() ? v.get<std::string>() : v.dump());
-  if (const std::string lib = stringField(dump, "comm_lib_version"); !lib.empty()) {
-    detail += ", comm lib " + lib;
-  } else if (const std::string nccl = stringField(dump, "nccl_version"); !nccl.empty()) {
-    detail += ", NCCL " + nccl;
+  NCCLREC_RETURN_IF_ERROR(readGroups(*pg_config));
+  std::string detail = "PyTorch Flight Recorder dump, version " + text(*version);
+  if (const std::string_view lib = stringField(dump, "comm_lib_version"); !lib.empty()) {
+    detail += ", comm lib " + std::string(lib);
+  } else if (const std::string_view nccl = stringField(dump, "nccl_version"); !nccl.empty()) {
+    detail += ", NCCL " + std::string(nccl);
   }
   out_.dump_detail = std::move(detail);
-  const auto entries = dump.find("entries");  // the JSON form omits it when empty
-  if (entries != dump.end() && !entries->is_array()) return fail("entries is not a list");
-  std::vector<std::pair<int64_t, const Json*>> order;  // (record_id, entry)
-  if (entries != dump.end()) {
+  const std::optional<V> entries = dump.find("entries");  // the JSON form omits it when empty
+  if (entries && !entries->isSequence()) return fail("entries is not a list");
+  std::vector<Entry<V>> order;
+  std::vector<int64_t> record_ids;
+  if (entries) {
+    fr::FieldCache fields;
     order.reserve(entries->size());
-    for (const Json& e : *entries) {
-      order.emplace_back(e.is_object() ? intField(e, "record_id", 0) : 0, &e);
+    record_ids.reserve(entries->size());
+    for (size_t k = 0; k < entries->size(); ++k) {
+      order.push_back(entryOf(entries->at(k), fields));
+      record_ids.push_back(order.back().intOf(fr::kRecordId, 0));
     }
   }
   // Ring order is oldest first already; record_id (process-wide) makes it explicit.
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!std::is_sorted(record_ids.begin(), record_ids.end())) {
+    std::vector<size_t> by_id(order.size());
+    for (size_t k = 0; k < by_id.size(); ++k) by_id[k] = k;
+    std::stable_sort(by_id.begin(), by_id.end(),
+                     [&](size_t a, size_t b) { return record_ids[a] < record_ids[b]; });
+    std::vector<Entry<V>> sorted;
+    sorted.reserve(order.size());
+    for (const size_t k : by_id) sorted.push_back(order[k]);
+    order = std::move(sorted);
+    std::sort(record_ids.begin(), record_ids.end());
+  }
+  out_.events.reserve(order.size());
+  event_group_.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    NCCLREC_RETURN_IF_ERROR(readEntry(*order[i].second, i));
+    NCCLREC_RETURN_IF_ERROR(readEntry(order[i], i));
   }
   markCoalesced();
-  const int64_t first_id = order.empty() ? 0 : order.front().first;
+  const int64_t first_id = record_ids.empty() ? 0 : record_ids.front();
   out_.events_lost = static_cast<uint64_t>(std::max<int64_t>(0, first_id));
   out_.events_total = out_.events_lost + out_.events.size();
   return std::move(out_);
@@ -383,20 +441,21 @@ int rankFromFileName(const std::string& path) {
 StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std::string& path,
                                        int global_rank) {
   const std::string_view bytes(static_cast<const char*>(data), size);
-  Json dump;
-  if (looksLikePickle(bytes)) {
-    NCCLREC_ASSIGN_OR_RETURN(dump, parsePickle(data, size, path));
-  } else {
-    NCCLREC_ASSIGN_OR_RETURN(dump, parseFlightRecorderJson(bytes, path));
+  if (!looksLikePickle(bytes)) {
+    NCCLREC_ASSIGN_OR_RETURN(const Json dump, parseFlightRecorderJson(bytes, path));
+    return flightRecorderToModel(dump, path, global_rank);
   }
-  return flightRecorderToModel(dump, path, global_rank);
+  // The pickle is converted from its decoded form directly: no JSON document in between.
+  NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path));
+  Converter<PickleValue> c(path, global_rank);
+  return c.run(doc.root());
 }
 
 StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,
                                          int global_rank) {
   try {
-    Converter c(path, global_rank);
-    return c.run(dump);
+    Converter<fr::JsonRef> c(path, global_rank);
+    return c.run(fr::JsonRef(dump));
   } catch (const nlohmann::json::exception& e) {
     return Status::error(path + ": unexpected value in a Flight Recorder dump (" + e.what() + ")");
   }

@@ -1,7 +1,9 @@
-// parsePickle (pickle_reader.h). Values live in an arena while the pickle runs, so a memoized
+// decodePickle and parsePickle (pickle_reader.h). Values are nodes of a PickleDoc, so a memoized
 // dict filled after it was memoized (EMPTY_DICT, BINPUT, ..., SETITEMS) is seen filled by every
-// later BINGET, as in Python; the arena becomes JSON at STOP. Every opcode adds at most one node,
-// so the arena is bounded by the input size; the expansion to JSON is bounded by PickleLimits.
+// later BINGET, as in Python. Every opcode adds at most one node, so nodes are bounded by the input
+// size; container elements by PickleLimits (a container filled in several batches between others
+// is moved to the end of `items`), and so is parsePickle's expansion to JSON. No allocation per
+// string or per container: strings stay in the input, elements in one vector.
 #include "recorder/format/pickle_reader.h"
 
 #include <bit>
@@ -16,33 +18,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr uint32_t kMark = std::numeric_limits<uint32_t>::max();
-
-struct Node {
-  enum Kind : uint8_t { kNull, kBool, kInt, kFloat, kStr, kList, kTuple, kDict } kind = kNull;
-  int64_t i = 0;
-  double d = 0;
-  std::string s;
-  std::vector<uint32_t> items;  // list and tuple elements; dict keys and values, alternating
-
-  static Node of(Kind k, int64_t v) {
-    Node n;
-    n.kind = k;
-    n.i = v;
-    return n;
-  }
-  static Node real(double v) {
-    Node n;
-    n.kind = kFloat;
-    n.d = v;
-    return n;
-  }
-  static Node seq(Kind k, std::vector<uint32_t> v) {
-    Node n;
-    n.kind = k;
-    n.items = std::move(v);
-    return n;
-  }
-};
+using Kind = PickleKind;
 
 // Name of an opcode for the error line: the subset's and the refused ones people meet.
 const char* opcodeName(uint8_t op) {
@@ -72,13 +48,19 @@ std::string hexByte(uint8_t b) {
 class Machine {
  public:
   Machine(const uint8_t* data, size_t size, const std::string& path, const PickleLimits& limits)
-      : p_(data), size_(size), path_(path), limits_(limits) {}
+      : p_(data), size_(size), path_(path), limits_(limits) {
+    doc_.input = data;
+    items_budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * size;
+  }
 
-  StatusOr<Json> run();
+  StatusOr<PickleDoc> run();
 
  private:
-  Status fail(const std::string& why) const {
-    return Status::error(path_ + ": offset " + std::to_string(op_at_) + ": " + why);
+  // Every step answers true, or false with the error line in error_ (a Status per opcode would
+  // cost more than most opcodes).
+  bool fail(const std::string& why) {
+    error_ = path_ + ": offset " + std::to_string(op_at_) + ": " + why;
+    return false;
   }
   bool take(size_t n, const uint8_t** out) {
     if (size_ - pos_ < n) return false;
@@ -86,24 +68,25 @@ class Machine {
     pos_ += n;
     return true;
   }
-  uint64_t littleEndian(const uint8_t* b, size_t n) const {
+  static uint64_t littleEndian(const uint8_t* b, size_t n) {
     uint64_t v = 0;
     for (size_t k = n; k-- > 0;) v = (v << 8) | b[k];
     return v;
   }
-  uint32_t add(Node n) {
-    nodes_.push_back(std::move(n));
-    return static_cast<uint32_t>(nodes_.size() - 1);
+  void push(Kind kind, int64_t i = 0, uint64_t first = 0, uint32_t count = 0) {
+    doc_.nodes.push_back(PickleNode{kind, count, first, i});
+    stack_.push_back(static_cast<uint32_t>(doc_.nodes.size() - 1));
   }
-  Status step(uint8_t op, bool* stop);
-  Status structure(uint8_t op);
-  Status pushString(size_t len_bytes);
-  Status pushLong(size_t len_bytes);
-  Status memoPut(uint64_t slot);
-  Status memoGet(uint64_t slot);
-  Status popToMark(std::vector<uint32_t>* items);
-  Status fillTarget(Node::Kind want, const std::vector<uint32_t>& items, const char* what);
-  Status toJson(uint32_t node, size_t depth, Json* out);
+  void pushContainer(Kind kind) { push(kind, 0, doc_.items.size()); }
+  bool step(uint8_t op, bool* stop);
+  bool structure(uint8_t op);
+  bool pushString(size_t len_bytes);
+  bool pushLong(size_t len_bytes);
+  bool memoPut(uint64_t slot);
+  bool memoGet(uint64_t slot);
+  bool markAt(size_t* at);
+  bool tuple(size_t from);
+  bool fill(Kind want, size_t from, const char* what);
 
   const uint8_t* p_;
   size_t size_;
@@ -111,28 +94,26 @@ class Machine {
   size_t op_at_ = 0;
   const std::string& path_;
   const PickleLimits& limits_;
-  std::vector<Node> nodes_;
+  PickleDoc doc_;
+  size_t items_budget_ = 0;
   std::vector<uint32_t> stack_;  // node indexes and kMark
   std::vector<uint32_t> memo_;   // kMark = empty slot
-  size_t budget_ = 0;            // JSON nodes left to build
+  std::string error_;
 };
 
-Status Machine::pushString(size_t len_bytes) {
+bool Machine::pushString(size_t len_bytes) {
   const uint8_t* b = nullptr;
   if (!take(len_bytes, &b)) return fail("truncated string length");
   const uint64_t len = littleEndian(b, len_bytes);
-  if (len > limits_.max_string_bytes) {
+  if (len > limits_.max_string_bytes || len > std::numeric_limits<uint32_t>::max()) {
     return fail("string of " + std::to_string(len) + " bytes is over the limit");
   }
   if (!take(static_cast<size_t>(len), &b)) return fail("truncated string");
-  Node n;
-  n.kind = Node::kStr;
-  n.s.assign(reinterpret_cast<const char*>(b), static_cast<size_t>(len));
-  stack_.push_back(add(std::move(n)));
-  return okStatus();
+  push(Kind::kStr, 0, static_cast<uint64_t>(b - p_), static_cast<uint32_t>(len));
+  return true;
 }
 
-Status Machine::pushLong(size_t len_bytes) {
+bool Machine::pushLong(size_t len_bytes) {
   const uint8_t* b = nullptr;
   if (!take(len_bytes, &b)) return fail("truncated integer length");
   const uint64_t len = littleEndian(b, len_bytes);
@@ -140,86 +121,117 @@ Status Machine::pushLong(size_t len_bytes) {
   if (!take(static_cast<size_t>(len), &b)) return fail("truncated integer");
   uint64_t v = littleEndian(b, static_cast<size_t>(len));
   if (len > 0 && len < 8 && (b[len - 1] & 0x80) != 0) v |= ~uint64_t{0} << (8 * len);  // sign
-  Node n;
-  n.kind = Node::kInt;
-  n.i = static_cast<int64_t>(v);
-  stack_.push_back(add(std::move(n)));
-  return okStatus();
+  push(Kind::kInt, static_cast<int64_t>(v));
+  return true;
 }
 
-Status Machine::memoPut(uint64_t slot) {
+bool Machine::memoPut(uint64_t slot) {
   if (stack_.empty() || stack_.back() == kMark) return fail("memo store with nothing to store");
   if (slot >= limits_.max_memo)
     return fail("memo slot " + std::to_string(slot) + " over the limit");
   if (slot >= memo_.size()) memo_.resize(static_cast<size_t>(slot) + 1, kMark);
   memo_[static_cast<size_t>(slot)] = stack_.back();
-  return okStatus();
+  return true;
 }
 
-Status Machine::memoGet(uint64_t slot) {
+bool Machine::memoGet(uint64_t slot) {
   if (slot >= memo_.size() || memo_[static_cast<size_t>(slot)] == kMark) {
     return fail("memo slot " + std::to_string(slot) + " read before it was stored");
   }
   stack_.push_back(memo_[static_cast<size_t>(slot)]);
-  return okStatus();
+  return true;
 }
 
-Status Machine::popToMark(std::vector<uint32_t>* items) {
+// Position of the topmost MARK; the items above it are stack_[*at + 1, end).
+bool Machine::markAt(size_t* at) {
   size_t k = stack_.size();
   while (k > 0 && stack_[k - 1] != kMark) --k;
   if (k == 0) return fail("no MARK before this opcode");
-  items->assign(stack_.begin() + static_cast<std::ptrdiff_t>(k), stack_.end());
-  stack_.resize(k - 1);
-  return okStatus();
+  *at = k - 1;
+  return true;
 }
 
-// SETITEM(S) and APPEND(S): the container below the popped items gets them.
-Status Machine::fillTarget(Node::Kind want, const std::vector<uint32_t>& items, const char* what) {
-  if (stack_.empty() || stack_.back() == kMark || nodes_[stack_.back()].kind != want) {
-    return fail(std::string(what) + " without a " + (want == Node::kDict ? "dict" : "list") +
+// A tuple of stack_[from, end), which replace it on the stack.
+bool Machine::tuple(size_t from) {
+  const size_t n = stack_.size() - from;
+  if (doc_.items.size() + n > items_budget_) return fail("value past the size limit");
+  const uint64_t first = doc_.items.size();
+  doc_.items.insert(doc_.items.end(), stack_.begin() + static_cast<std::ptrdiff_t>(from),
+                    stack_.end());
+  stack_.resize(from);
+  push(Kind::kTuple, 0, first, static_cast<uint32_t>(n));
+  return true;
+}
+
+// SETITEM(S) and APPEND(S): stack_[from, end) go into the container below them. Elements stay
+// contiguous: a container whose elements are not the last ones of `items` moves there first.
+bool Machine::fill(Kind want, size_t from, const char* what) {
+  const size_t n = stack_.size() - from;
+  if (from == 0 || stack_[from - 1] == kMark || doc_.nodes[stack_[from - 1]].kind != want) {
+    return fail(std::string(what) + " without a " + (want == Kind::kDict ? "dict" : "list") +
                 " below");
   }
-  if (want == Node::kDict && items.size() % 2 != 0) return fail("odd number of dict items");
-  Node& target = nodes_[stack_.back()];
-  target.items.insert(target.items.end(), items.begin(), items.end());
-  return okStatus();
+  if (want == Kind::kDict) {
+    if (n % 2 != 0) return fail("odd number of dict items");
+    for (size_t k = from; k < stack_.size(); k += 2) {
+      if (doc_.nodes[stack_[k]].kind != Kind::kStr) return fail("dict key is not a string");
+    }
+  }
+  PickleNode& target = doc_.nodes[stack_[from - 1]];
+  const bool at_end = target.first + target.count == doc_.items.size();
+  const size_t moved = at_end ? 0 : target.count;
+  if (doc_.items.size() + moved + n > items_budget_ ||
+      target.count + n > std::numeric_limits<uint32_t>::max()) {
+    return fail("value expands past the size limit (containers filled in turns?)");
+  }
+  if (!at_end) {
+    const uint64_t first = doc_.items.size();
+    for (uint32_t k = 0; k < target.count; ++k) {
+      doc_.items.push_back(doc_.items[static_cast<size_t>(target.first) + k]);
+    }
+    target.first = first;
+  }
+  doc_.items.insert(doc_.items.end(), stack_.begin() + static_cast<std::ptrdiff_t>(from),
+                    stack_.end());
+  target.count += static_cast<uint32_t>(n);
+  stack_.resize(from);
+  return true;
 }
 
-Status Machine::step(uint8_t op, bool* stop) {
+bool Machine::step(uint8_t op, bool* stop) {
   const uint8_t* b = nullptr;
-  const auto scalar = [&](Node n) { stack_.push_back(add(std::move(n))); };
   const auto need = [&](size_t n) { return take(n, &b); };
   switch (op) {
     case 0x80:  // PROTO
       if (!need(1)) return fail("truncated PROTO");
       if (b[0] < 2 || b[0] > 5)
         return fail("pickle protocol " + std::to_string(b[0]) + " (2-5 read)");
-      return okStatus();
+      return true;
     case 0x95:  // FRAME: a length hint only
       if (!need(8)) return fail("truncated FRAME");
-      return okStatus();
+      return true;
     case '.':
       *stop = true;
-      return okStatus();
+      return true;
     case 'N':
-      scalar(Node{});
-      return okStatus();
+      push(Kind::kNull);
+      return true;
     case 0x88:
     case 0x89:
-      scalar(Node::of(Node::kBool, op == 0x88 ? 1 : 0));
-      return okStatus();
+      push(Kind::kBool, op == 0x88 ? 1 : 0);
+      return true;
     case 'K':
       if (!need(1)) return fail("truncated BININT1");
-      scalar(Node::of(Node::kInt, b[0]));
-      return okStatus();
+      push(Kind::kInt, b[0]);
+      return true;
     case 'M':
       if (!need(2)) return fail("truncated BININT2");
-      scalar(Node::of(Node::kInt, static_cast<int64_t>(littleEndian(b, 2))));
-      return okStatus();
+      push(Kind::kInt, static_cast<int64_t>(littleEndian(b, 2)));
+      return true;
     case 'J':
       if (!need(4)) return fail("truncated BININT");
-      scalar(Node::of(Node::kInt, static_cast<int32_t>(littleEndian(b, 4))));
-      return okStatus();
+      push(Kind::kInt, static_cast<int32_t>(littleEndian(b, 4)));
+      return true;
     case 0x8a:
       return pushLong(1);
     case 0x8b:
@@ -228,8 +240,8 @@ Status Machine::step(uint8_t op, bool* stop) {
       if (!need(8)) return fail("truncated BINFLOAT");
       uint64_t bits = 0;
       for (int k = 0; k < 8; ++k) bits = (bits << 8) | b[k];  // big-endian
-      scalar(Node::real(std::bit_cast<double>(bits)));
-      return okStatus();
+      push(Kind::kFloat, static_cast<int64_t>(bits));
+      return true;
     }
     case 0x8c:
       return pushString(1);
@@ -243,57 +255,50 @@ Status Machine::step(uint8_t op, bool* stop) {
 }
 
 // Containers, marks and the memo.
-Status Machine::structure(uint8_t op) {
+bool Machine::structure(uint8_t op) {
   const uint8_t* b = nullptr;
-  const auto scalar = [&](Node n) { stack_.push_back(add(std::move(n))); };
   const auto need = [&](size_t n) { return take(n, &b); };
-  std::vector<uint32_t> items;
+  size_t mark = 0;
   switch (op) {
     case '(':
       stack_.push_back(kMark);
-      return okStatus();
+      return true;
     case '}':
-      scalar(Node::of(Node::kDict, 0));
-      return okStatus();
+      pushContainer(Kind::kDict);
+      return true;
     case ']':
-      scalar(Node::of(Node::kList, 0));
-      return okStatus();
+      pushContainer(Kind::kList);
+      return true;
     case ')':
-      scalar(Node::of(Node::kTuple, 0));
-      return okStatus();
+      pushContainer(Kind::kTuple);
+      return true;
     case 't':
-      NCCLREC_RETURN_IF_ERROR(popToMark(&items));
-      scalar(Node::seq(Node::kTuple, std::move(items)));
-      return okStatus();
+      if (!markAt(&mark)) return false;
+      stack_.erase(stack_.begin() + static_cast<std::ptrdiff_t>(mark));
+      return tuple(mark);
     case 0x85:
     case 0x86:
     case 0x87: {
       const size_t n = op - 0x84u;
       if (stack_.size() < n) return fail("tuple of " + std::to_string(n) + " from a shorter stack");
-      items.assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
-      for (uint32_t x : items)
-        if (x == kMark) return fail("tuple item is a MARK");
-      stack_.resize(stack_.size() - n);
-      scalar(Node::seq(Node::kTuple, std::move(items)));
-      return okStatus();
+      for (size_t k = stack_.size() - n; k < stack_.size(); ++k)
+        if (stack_[k] == kMark) return fail("tuple item is a MARK");
+      return tuple(stack_.size() - n);
     }
     case 'u':
-      NCCLREC_RETURN_IF_ERROR(popToMark(&items));
-      return fillTarget(Node::kDict, items, "SETITEMS");
     case 'e':
-      NCCLREC_RETURN_IF_ERROR(popToMark(&items));
-      return fillTarget(Node::kList, items, "APPENDS");
+      if (!markAt(&mark)) return false;
+      stack_.erase(stack_.begin() + static_cast<std::ptrdiff_t>(mark));
+      return fill(op == 'u' ? Kind::kDict : Kind::kList, mark, op == 'u' ? "SETITEMS" : "APPENDS");
     case 's':
     case 'a': {
       const size_t n = op == 's' ? 2 : 1;
       if (stack_.size() < n + 1)
         return fail(op == 's' ? "SETITEM on a short stack" : "APPEND on a short stack");
-      items.assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
-      for (uint32_t x : items)
-        if (x == kMark) return fail("item is a MARK");
-      stack_.resize(stack_.size() - n);
-      return fillTarget(op == 's' ? Node::kDict : Node::kList, items,
-                        op == 's' ? "SETITEM" : "APPEND");
+      for (size_t k = stack_.size() - n; k < stack_.size(); ++k)
+        if (stack_[k] == kMark) return fail("item is a MARK");
+      return fill(op == 's' ? Kind::kDict : Kind::kList, stack_.size() - n,
+                  op == 's' ? "SETITEM" : "APPEND");
     }
     case 'q':
       if (!need(1)) return fail("truncated BINPUT");
@@ -319,74 +324,104 @@ Status Machine::structure(uint8_t op) {
   }
 }
 
-Status Machine::toJson(uint32_t node, size_t depth, Json* out) {
+StatusOr<PickleDoc> Machine::run() {
+  // Upper bounds are the input size (one node per opcode); these cover a Flight Recorder dump.
+  doc_.nodes.reserve(size_ / 6);
+  doc_.items.reserve(size_ / 8);
+  stack_.reserve(256);
+  bool stop = false;
+  while (!stop) {
+    op_at_ = pos_;
+    const uint8_t* b = nullptr;
+    if (!take(1, &b)) {
+      fail(pos_ == 0 ? "empty file" : "truncated: no STOP opcode");
+      return Status::error(std::move(error_));
+    }
+    if (!step(b[0], &stop)) return Status::error(std::move(error_));
+  }
+  if (stack_.empty() || stack_.back() == kMark) {
+    fail("STOP with nothing to return");
+    return Status::error(std::move(error_));
+  }
+  doc_.root_node = stack_.back();
+  return std::move(doc_);
+}
+
+// parsePickle's expansion: every shared reference copied, bounded by `budget` nodes and depth.
+class JsonExpander {
+ public:
+  JsonExpander(const std::string& path, const PickleLimits& limits, size_t input_size)
+      : path_(path), limits_(limits) {
+    budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * input_size;
+  }
+  Status expand(PickleValue v, size_t depth, Json* out);
+
+ private:
+  Status fail(const std::string& why) const { return Status::error(path_ + ": " + why); }
+  const std::string& path_;
+  const PickleLimits& limits_;
+  size_t budget_ = 0;
+};
+
+Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
   if (budget_ == 0) return fail("value expands past the size limit (shared references?)");
   --budget_;
   if (depth > limits_.max_depth) {
     return fail("nesting deeper than " + std::to_string(limits_.max_depth) +
                 " (or a container that holds itself)");
   }
-  const Node& n = nodes_[node];
-  switch (n.kind) {
-    case Node::kNull:
+  switch (v.kind()) {
+    case Kind::kNull:
       *out = nullptr;
       return okStatus();
-    case Node::kBool:
-      *out = n.i != 0;
+    case Kind::kBool:
+      *out = v.integer() != 0;
       return okStatus();
-    case Node::kInt:
-      *out = n.i;
+    case Kind::kInt:
+      *out = v.integer();
       return okStatus();
-    case Node::kFloat:
-      *out = n.d;
+    case Kind::kFloat:
+      *out = v.real();
       return okStatus();
-    case Node::kStr:
-      *out = n.s;
+    case Kind::kStr:
+      *out = std::string(v.str());
       return okStatus();
-    case Node::kList:
-    case Node::kTuple:
+    case Kind::kList:
+    case Kind::kTuple:
       *out = Json::array();
-      for (uint32_t item : n.items) {
-        Json v;
-        NCCLREC_RETURN_IF_ERROR(toJson(item, depth + 1, &v));
-        out->push_back(std::move(v));
+      for (size_t k = 0; k < v.size(); ++k) {
+        Json item;
+        NCCLREC_RETURN_IF_ERROR(expand(v.at(k), depth + 1, &item));
+        out->push_back(std::move(item));
       }
       return okStatus();
-    case Node::kDict:
+    case Kind::kDict:
       *out = Json::object();
-      for (size_t k = 0; k + 1 < n.items.size(); k += 2) {
-        const Node& key = nodes_[n.items[k]];
-        if (key.kind != Node::kStr) return fail("dict key is not a string");
-        Json v;
-        NCCLREC_RETURN_IF_ERROR(toJson(n.items[k + 1], depth + 1, &v));
-        (*out)[key.s] = std::move(v);
+      for (size_t k = 0; k < v.size(); ++k) {
+        Json item;
+        NCCLREC_RETURN_IF_ERROR(expand(v.valueAt(k), depth + 1, &item));
+        (*out)[std::string(v.keyAt(k).str())] = std::move(item);
       }
       return okStatus();
   }
   return fail("internal error: unknown node");
 }
 
-StatusOr<Json> Machine::run() {
-  bool stop = false;
-  while (!stop) {
-    op_at_ = pos_;
-    const uint8_t* b = nullptr;
-    if (!take(1, &b)) return fail(pos_ == 0 ? "empty file" : "truncated: no STOP opcode");
-    NCCLREC_RETURN_IF_ERROR(step(b[0], &stop));
-  }
-  if (stack_.empty() || stack_.back() == kMark) return fail("STOP with nothing to return");
-  budget_ = limits_.min_value_nodes + limits_.value_nodes_per_byte * size_;
-  Json out;
-  NCCLREC_RETURN_IF_ERROR(toJson(stack_.back(), 0, &out));
-  return out;
-}
-
 }  // namespace
+
+StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
+                                 const PickleLimits& limits) {
+  Machine m(static_cast<const uint8_t*>(data), size, path, limits);
+  return m.run();
+}
 
 StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
                                      const PickleLimits& limits) {
-  Machine m(static_cast<const uint8_t*>(data), size, path, limits);
-  return m.run();
+  NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path, limits));
+  JsonExpander expander(path, limits, size);
+  Json out;
+  NCCLREC_RETURN_IF_ERROR(expander.expand(doc.root(), 0, &out));
+  return out;
 }
 
 bool looksLikePickle(std::string_view bytes) {

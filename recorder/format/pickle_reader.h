@@ -11,10 +11,14 @@
 // the reader loop, recurse without end or allocate more than a small multiple of its size.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "recorder/format/status.h"
 
@@ -28,9 +32,103 @@ struct PickleLimits {
   size_t value_nodes_per_byte = 32;     // ...plus this many per input byte
 };
 
-// Reads one pickled value: tuples become JSON arrays, dict keys must be strings, integers must
-// fit in 64 bits, None becomes null. Errors: "PATH: offset N: why" (for a refused opcode,
-// "opcode GLOBAL (0x63) ... refused"). Trailing bytes after STOP are ignored, as pickle does.
+enum class PickleKind : uint8_t { kNull, kBool, kInt, kFloat, kStr, kList, kTuple, kDict };
+
+// One decoded value. Scalars hold their value; a string is a range of the input's bytes; a
+// container is a range of PickleDoc::items (a dict's keys and values alternate).
+struct PickleNode {
+  PickleKind kind = PickleKind::kNull;
+  uint32_t count = 0;  // string: bytes; list, tuple: elements; dict: keys + values
+  uint64_t first = 0;  // string: offset in the input; container: index in PickleDoc::items
+  int64_t i = 0;       // bool, int; a float's bits
+};
+
+struct PickleDoc;
+
+// A read-only handle on a node of a PickleDoc; valid while the doc and its input live.
+class PickleValue {
+ public:
+  PickleValue(const PickleDoc* doc, uint32_t node) : doc_(doc), node_(node) {}
+  PickleKind kind() const { return node().kind; }
+  uint32_t id() const { return node_; }  // equal ids: the same value (a memoized string, say)
+  bool isDict() const { return kind() == PickleKind::kDict; }
+  bool isSequence() const { return kind() == PickleKind::kList || kind() == PickleKind::kTuple; }
+  bool isString() const { return kind() == PickleKind::kStr; }
+  bool isInt() const { return kind() == PickleKind::kInt; }
+  int64_t integer() const;         // int or bool; 0 otherwise
+  double real() const;             // float; 0 otherwise
+  std::string_view str() const;    // "" unless a string
+  size_t size() const;             // list/tuple elements, dict pairs, 0 otherwise
+  PickleValue at(size_t i) const;  // element i of a list or tuple (i < size())
+  PickleValue keyAt(size_t i) const { return at(2 * i); }  // pair i of a dict; keys are strings
+  PickleValue valueAt(size_t i) const { return at(2 * i + 1); }
+  // The value of `key` in a dict (the last one, as Python keeps it); nullopt when absent.
+  std::optional<PickleValue> find(std::string_view key) const;
+
+ private:
+  const PickleNode& node() const;
+  const PickleDoc* doc_;
+  uint32_t node_;
+};
+
+// A decoded pickle: every value once, shared references shared (a memoized value read twice is
+// one node). Strings are not copied: the input must outlive the doc.
+struct PickleDoc {
+  PickleValue root() const { return PickleValue(this, root_node); }
+
+  const uint8_t* input = nullptr;
+  std::vector<PickleNode> nodes;
+  std::vector<uint32_t> items;  // container elements, by node index
+  uint32_t root_node = 0;
+};
+
+// The accessors are inline: the conversion calls them a few dozen times per entry.
+inline const PickleNode& PickleValue::node() const { return doc_->nodes[node_]; }
+
+inline int64_t PickleValue::integer() const {
+  const PickleNode& n = node();
+  return n.kind == PickleKind::kInt || n.kind == PickleKind::kBool ? n.i : 0;
+}
+
+inline double PickleValue::real() const {
+  const PickleNode& n = node();
+  return n.kind == PickleKind::kFloat ? std::bit_cast<double>(n.i) : 0.0;
+}
+
+inline std::string_view PickleValue::str() const {
+  const PickleNode& n = node();
+  if (n.kind != PickleKind::kStr) return {};
+  return {reinterpret_cast<const char*>(doc_->input) + n.first, n.count};
+}
+
+inline size_t PickleValue::size() const {
+  const PickleNode& n = node();
+  if (n.kind == PickleKind::kDict) return n.count / 2;
+  return n.kind == PickleKind::kList || n.kind == PickleKind::kTuple ? n.count : 0;
+}
+
+inline PickleValue PickleValue::at(size_t i) const {
+  return PickleValue(doc_, doc_->items[static_cast<size_t>(node().first) + i]);
+}
+
+inline std::optional<PickleValue> PickleValue::find(std::string_view key) const {
+  if (kind() != PickleKind::kDict) return std::nullopt;
+  for (size_t k = size(); k-- > 0;) {
+    if (keyAt(k).str() == key) return valueAt(k);
+  }
+  return std::nullopt;
+}
+
+// Decodes one pickled value into a PickleDoc. Dict keys must be strings and integers must fit in
+// 64 bits. Errors: "PATH: offset N: why" (for a refused opcode, "opcode GLOBAL (0x63) ...
+// refused"). Trailing bytes after STOP are ignored, as pickle does. Containers hold at most
+// min_value_nodes + value_nodes_per_byte * size elements in all.
+StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
+                                 const PickleLimits& limits = {});
+
+// Reads one pickled value as JSON (decodePickle, then expanded): tuples become JSON arrays,
+// None becomes null. A value that holds itself or expands (shared references) past the limits
+// is refused ("PATH: why").
 StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
                                      const PickleLimits& limits = {});
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace ncclrec::format {
@@ -136,6 +137,68 @@ TEST(PickleReader, RefusesWideIntegersAndNonStringKeys) {
   auto neg = parse(bytes("\x80\x02\x8a\x01\xff."));
   ASSERT_TRUE(neg.ok());
   EXPECT_EQ(*neg, -1);
+}
+
+TEST(PickleReader, TheDocumentViewReadsWithoutCopies) {
+  auto doc = decodePickle(kProto4.data(), kProto4.size(), "dump_rank_0");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const PickleValue root = doc->root();
+  ASSERT_TRUE(root.isDict());
+  EXPECT_EQ(root.size(), 3u);
+  const std::optional<PickleValue> a = root.find("a");
+  ASSERT_TRUE(a && a->isSequence());
+  ASSERT_EQ(a->size(), 9u);
+  EXPECT_EQ(a->at(0).integer(), 1);
+  EXPECT_EQ(a->at(1).real(), 2.5);
+  EXPECT_EQ(a->at(2).kind(), PickleKind::kBool);
+  EXPECT_EQ(a->at(3).kind(), PickleKind::kNull);
+  EXPECT_EQ(a->at(4).str(), "x");
+  EXPECT_EQ(a->at(8).integer(), -(int64_t{1} << 40));
+  EXPECT_EQ(root.find("c")->str(), "\xc3\xa9");
+  // The string is the input's own bytes.
+  EXPECT_GE(root.find("c")->str().data(), kProto4.data());
+  EXPECT_LT(root.find("c")->str().data(), kProto4.data() + kProto4.size());
+  EXPECT_FALSE(root.find("nope").has_value());
+  EXPECT_FALSE(a->find("a").has_value());  // not a dict
+  EXPECT_EQ(a->str(), "");                 // not a string
+}
+
+// Opcodes and their arguments, byte by byte (no escapes to misread).
+std::string ops(std::initializer_list<int> b) {
+  std::string out;
+  for (int c : b) out.push_back(static_cast<char>(c));
+  return out;
+}
+
+TEST(PickleReader, LastDuplicateKeyWinsAndSharedValuesAreOneNode) {
+  // {"k": 1, "k": 2, "s": "v", "t": <BINGET of "v">}
+  const std::string b =
+      ops({0x80, 2,   '}',  '(', 0x8c, 1,   'k', 'K',  1, 0x8c, 1,   'k', 'K', 2,  0x8c,
+           1,    's', 0x8c, 1,   'v',  'q', 0,   0x8c, 1, 't',  'h', 0,   'u', '.'});
+  auto doc = decodePickle(b.data(), b.size(), "d");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc->root().find("k")->integer(), 2);
+  EXPECT_EQ(doc->root().find("s")->id(), doc->root().find("t")->id());
+}
+
+TEST(PickleReader, ContainersFilledInTurnsKeepTheirItemsInOrder) {
+  // outer = [l1, l2] (EMPTY_LIST BINPUT, MARK, two EMPTY_LIST BINPUT, APPENDS); then l1 += 1,
+  // l2 += 2, l1 += 3, l2 += 4 (BINGET, BININT1, APPEND); STOP on a BINGET of outer.
+  std::string b = ops({0x80, 2, ']', 'q', 0, '(', ']', 'q', 1, ']', 'q', 2, 'e'});
+  for (int k = 1; k <= 4; ++k) b += ops({'h', k % 2 == 1 ? 1 : 2, 'K', k, 'a'});
+  b += ops({'h', 0, '.'});
+  auto json = parsePickle(b.data(), b.size(), "d");
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  EXPECT_EQ(*json, nlohmann::json::parse("[[1, 3], [2, 4]]"));
+  // Each turn moves the list to the end of the items: bounded like any other expansion.
+  std::string turns = ops({0x80, 2, ']', 'q', 0, ']', 'q', 1});
+  for (int k = 0; k < 2000; ++k) turns += ops({'h', 0, 'K', 1, 'a', 'h', 1, 'K', 1, 'a'});
+  turns += ops({'.'});
+  auto bounded = parsePickle(turns.data(), turns.size(), "d",
+                             PickleLimits{.min_value_nodes = 1000, .value_nodes_per_byte = 1});
+  ASSERT_FALSE(bounded.ok());
+  EXPECT_NE(bounded.status().message().find("size limit"), std::string::npos)
+      << bounded.status().message();
 }
 
 TEST(PickleReader, TellsPicklesByTheirFirstBytes) {
