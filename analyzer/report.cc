@@ -262,8 +262,7 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
   }
 }
 
-void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
-                      std::ostream& out) {
+Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
   Json doc;
   Json& j = doc["verdict"];
   j["class"] = verdictClassName(v.cls);
@@ -321,7 +320,13 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   }
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;
-  out << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  return doc;
+}
+
+void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
+                      std::ostream& out) {
+  // Strings come from dump files: bad UTF-8 is replaced, never thrown on.
+  out << verdictJson(v, warnings).dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace ncclrec::analyzer
