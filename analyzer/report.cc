@@ -167,6 +167,77 @@ Json cellJson(const TableCell& c) {
   return nullptr;
 }
 
+// The evidence table: one column per group of ranks, one row per sequence number, the verdict's
+// marked with '>'.
+void printEvidence(const Verdict& v, std::ostream& out) {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const EvidenceRow& r : v.evidence) {
+    for (const EvidenceOp& op : r.ops) {
+      first = std::min(first, op.seq);
+      last = std::max(last, op.seq);
+    }
+  }
+  out << "\nevidence on comm " << hex16(v.comm_id).substr(0, 8) << ":\n";
+  std::vector<std::string> head;
+  for (const EvidenceRow& r : v.evidence) {
+    head.push_back((r.ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(r.ranks) +
+                   (r.note.empty() ? "" : " (" + r.note + ")"));
+  }
+  std::vector<size_t> width(v.evidence.size());
+  for (size_t i = 0; i < v.evidence.size(); ++i) {
+    width[i] = head[i].size();
+    for (const EvidenceOp& op : v.evidence[i].ops) width[i] = std::max(width[i], cell(op).size());
+  }
+  std::string line = "    seq  ";
+  for (size_t i = 0; i < head.size(); ++i) line += pad(head[i], width[i] + 3);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  out << line << '\n';
+  if (first != UINT64_MAX) {
+    for (uint64_t seq = first; seq <= last; ++seq) {
+      char num[32];
+      std::snprintf(num, sizeof(num), "%s %5llu  ", seq == v.seq ? ">" : " ",
+                    static_cast<unsigned long long>(seq));
+      line = std::string("  ") + num;
+      for (size_t i = 0; i < v.evidence.size(); ++i) {
+        const auto& ops = v.evidence[i].ops;
+        const auto it =
+            std::find_if(ops.begin(), ops.end(), [&](const EvidenceOp& x) { return x.seq == seq; });
+        line += pad(it == ops.end() ? "-" : cell(*it), width[i] + 3);
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out << line << '\n';
+    }
+  }
+}
+
+// The stacks of the differing call sites, innermost frame first.
+void printStacks(const Verdict& v, std::ostream& out) {
+  out << "\nstacks:\n";
+  for (const CallSite& s : v.stacks) {
+    out << "  " << describeCallSite(s) << '\n';
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      const format::Frame& f = s.frames[i];
+      // '>' marks the call-site frame when it is not the innermost one.
+      const bool marked = static_cast<int>(i) == s.frame && s.frame > 0;
+      out << "  " << (marked ? "> " : "  ") << "#" << i << "  ";
+      if (f.python) {
+        // Python frames read as a traceback does: file:line, then the qualified name.
+        out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
+            << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
+        continue;
+      }
+      char addr[64];
+      std::snprintf(addr, sizeof(addr), "%s+0x%llx",
+                    f.module.empty() ? "?" : baseName(f.module).c_str(),
+                    static_cast<unsigned long long>(f.module_offset));
+      out << (f.function.empty() ? "??" : f.function);
+      if (!f.file.empty())
+        out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
+      out << "  [" << addr << "]\n";
+    }
+  }
+}
+
 }  // namespace
 
 void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& out) {
@@ -180,75 +251,11 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
   if (!v.waiting.empty()) out << "waiting: " << ranksWord(v.waiting) << '\n';
   for (const std::string& m : v.missing) out << "missing: " << m << '\n';
 
-  if (!v.evidence.empty()) {
-    uint64_t first = UINT64_MAX, last = 0;
-    for (const EvidenceRow& r : v.evidence) {
-      for (const EvidenceOp& op : r.ops) {
-        first = std::min(first, op.seq);
-        last = std::max(last, op.seq);
-      }
-    }
-    out << "\nevidence on comm " << hex16(v.comm_id).substr(0, 8) << ":\n";
-    std::vector<std::string> head;
-    for (const EvidenceRow& r : v.evidence) {
-      head.push_back((r.ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(r.ranks) +
-                     (r.note.empty() ? "" : " (" + r.note + ")"));
-    }
-    std::vector<size_t> width(v.evidence.size());
-    for (size_t i = 0; i < v.evidence.size(); ++i) {
-      width[i] = head[i].size();
-      for (const EvidenceOp& op : v.evidence[i].ops) width[i] = std::max(width[i], cell(op).size());
-    }
-    std::string line = "    seq  ";
-    for (size_t i = 0; i < head.size(); ++i) line += pad(head[i], width[i] + 3);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << '\n';
-    if (first != UINT64_MAX) {
-      for (uint64_t seq = first; seq <= last; ++seq) {
-        char num[32];
-        std::snprintf(num, sizeof(num), "%s %5llu  ", seq == v.seq ? ">" : " ",
-                      static_cast<unsigned long long>(seq));
-        line = std::string("  ") + num;
-        for (size_t i = 0; i < v.evidence.size(); ++i) {
-          const auto& ops = v.evidence[i].ops;
-          const auto it = std::find_if(ops.begin(), ops.end(),
-                                       [&](const EvidenceOp& x) { return x.seq == seq; });
-          line += pad(it == ops.end() ? "-" : cell(*it), width[i] + 3);
-        }
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out << line << '\n';
-      }
-    }
-  }
+  if (!v.evidence.empty()) printEvidence(v, out);
 
   for (const EvidenceTable& t : v.tables) printTable(t, out);
 
-  if (!v.stacks.empty()) {
-    out << "\nstacks:\n";
-    for (const CallSite& s : v.stacks) {
-      out << "  " << describeCallSite(s) << '\n';
-      for (size_t i = 0; i < s.frames.size(); ++i) {
-        const format::Frame& f = s.frames[i];
-        // '>' marks the call-site frame when it is not the innermost one.
-        const bool marked = static_cast<int>(i) == s.frame && s.frame > 0;
-        out << "  " << (marked ? "> " : "  ") << "#" << i << "  ";
-        if (f.python) {
-          // Python frames read as a traceback does: file:line, then the qualified name.
-          out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
-              << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
-          continue;
-        }
-        char addr[64];
-        std::snprintf(addr, sizeof(addr), "%s+0x%llx",
-                      f.module.empty() ? "?" : baseName(f.module).c_str(),
-                      static_cast<unsigned long long>(f.module_offset));
-        out << (f.function.empty() ? "??" : f.function);
-        if (!f.file.empty())
-          out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
-        out << "  [" << addr << "]\n";
-      }
-    }
-  }
+  if (!v.stacks.empty()) printStacks(v, out);
 
   if (!v.status.empty()) {
     out << "\nranks:\n";
@@ -262,8 +269,7 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
   }
 }
 
-void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
-                      std::ostream& out) {
+Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
   Json doc;
   Json& j = doc["verdict"];
   j["class"] = verdictClassName(v.cls);
@@ -321,7 +327,13 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   }
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;
-  out << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  return doc;
+}
+
+void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings,
+                      std::ostream& out) {
+  // Strings come from dump files: bad UTF-8 is replaced, never thrown on.
+  out << verdictJson(v, warnings).dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace ncclrec::analyzer

@@ -101,4 +101,14 @@ void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
                    [](const WorkerInfo& a, const WorkerInfo& b) { return a.rank < b.rank; });
 }
 
+void Agent::shareReport(const format::StatusOr<std::string>& path,
+                        const std::vector<NodeInfo>& nodes) {
+  (void)rdzv_->set(jobKey("report"), path.ok() ? *path : path.status().message());
+  std::vector<std::string> seen;
+  for (const NodeInfo& n : nodes)
+    if (n.node != 0 && !n.no_data) seen.push_back(jobKey("report_seen/" + std::to_string(n.node)));
+  std::vector<int> missing;
+  (void)waitForKeys(seen, kSendMarginS, &missing);  // then the store may go away
+}
+
 }  // namespace ncclrec::launcher

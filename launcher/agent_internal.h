@@ -1,8 +1,13 @@
-// Internals of the cxxrun agent (agent.h), shared by its files: agent.cc (the run: store, attempts,
-// hang supervision, failure summary), agent_workers.cc (the worker group: start, output, reaping,
-// stop, the signalfd), agent_rendezvous.cc (multi-node: the agents' rendezvous, fixed or elastic,
-// and what they tell each other through the store: failures, hangs, restarts, the job's end) and
-// agent_gather.cc (multi-node hangs: the other nodes' recordings sent to node 0 for one verdict).
+// Internals of the cxxrun agent (agent.h), shared by its files, one concern each:
+//   agent.cc             the run's set-up: signals, NCCL, run id, token, the store, the rendezvous
+//   agent_attempts.cc    the attempt loop: start the group, watch it, restart or end the job
+//   agent_workers.cc     the worker group: start, output, reaping, stop, the signalfd
+//   agent_supervise.cc   hangs, interrupts and failures: the trigger file, waitForDumps, report()
+//   agent_rendezvous.cc  multi-node: the agents' rendezvous, fixed or elastic, and what they tell
+//                        each other through the store (failures, hangs, restarts, the job's end)
+//   agent_gather.cc      multi-node hangs: the other nodes' recordings sent to node 0 for one
+//                        verdict
+// with agent_util.h (clocks, names, knobs) and failure_text.h (torchrun's failure text, pure).
 // Not for use outside the agent.
 //
 // Store keys of the agents: "rdzv/..." for the rendezvous, "job/a<ATTEMPT>/..." for what happens
@@ -17,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/agent_util.h"
+#include "launcher/failure_text.h"
 #include "launcher/hang_report.h"
 #include "launcher/options.h"
 #include "launcher/store_client.h"
@@ -29,13 +36,6 @@ namespace ncclrec::launcher {
 // Past NCCLREC_DUMP_WAIT, how long node 0 waits for the other nodes' recordings: they wait for
 // their own ranks' dumps as long as node 0 did, starting up to a monitor interval later, then send.
 constexpr double kSendMarginS = 5;
-
-int64_t nowNs();
-double monoS();
-void say(const std::string& line);
-std::string hostName();
-std::string signalName(int sig);
-int freePort();
 
 struct Stream {
   int fd = -1;       // read end of the worker's pipe; -1 after EOF
@@ -53,14 +53,6 @@ struct Worker {
   Stream out, err;
 };
 
-struct Failure {
-  int rank = -1;
-  int local_rank = -1;
-  pid_t pid = 0;
-  int status = 0;
-  int64_t time_ns = 0;
-};
-
 enum class Outcome { kSucceeded, kFailed, kRemoteFailed, kHang, kInterrupted };
 
 class Agent {
@@ -69,32 +61,55 @@ class Agent {
   int run();
 
  private:
-  bool startWorkers();
+  // agent.cc: everything before the first attempt; kExitOk or the exit code to end with.
+  int start();
+  int openSignals();
+  std::string newRunId() const;
+  int startStore(bool* hosting);
+  // agent_attempts.cc
+  int runAttempts();
+  int beginAttempt();
   Outcome monitor();
+  int endOnSignal();
+  // agent_workers.cc
+  bool startWorkers();
   void pump(int timeout_ms);
   void emit(Worker& w, Stream& s, bool flush_partial);
   void reap();
   void stopWorkers();
   void closeStreams();
-  void superviseHang(const std::string& reason, const std::string& trigger_text, int64_t since_ns);
+  // agent_supervise.cc. A hang (a rank's trigger, or another node's hang) or an interrupt: every
+  // rank dumps (waitForDumps), then one report; on several nodes the first of an attempt is
+  // job-wide, on node 0.
+  void superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns);
   // The end of an attempt that failed with no restart left: the ranks still running dump first
   // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
   // recordings, the analyzer's verdict and report.json follow.
   void finishFailure();
+  // True when every running worker with a black box (it called NCCL) has a dump written at or
+  // after `since_ns`.
+  bool allDumped(int64_t since_ns) const;
+  // Pumps output and signals until allDumped(since_ns), `wait_s` passed or a second signal asks
+  // to stop; with `stop_on_signal`, any new signal ends the wait too. Returns the seconds waited.
+  double waitForDumps(int64_t since_ns, double wait_s, bool stop_on_signal);
+  // Prints `in`'s report on stderr and writes it beside the dumps of this attempt (run, attempt,
+  // reason, dump directory and this node's file name are filled in here). Returns report.json's
+  // path, or the error, already said.
+  format::StatusOr<std::string> report(ReportReason reason, HangReportInput in);
   // Writes the trigger file that makes every rank of this run dump; returns its text.
-  std::string writeTrigger(const std::string& reason, const std::string& detail);
+  std::string writeTrigger(ReportReason reason, const std::string& detail);
   std::string triggerPath() const {
     return facts_.dump_dir + "/" + std::string(format::kTriggerFileName);
   }
   void writeOwnTrigger(int signo);
   std::vector<WorkerInfo> workerInfos() const;
   void printFailureSummary() const;
-  std::string failureText(const Failure& f) const;
-  std::string failureLine(const Failure& f) const;
   // Multi-node: the agents' rendezvous and what they tell each other through the store.
   int rendezvous(bool hosting);
   int rendezvousFixed(bool hosting, const std::string& me);
   int rendezvousElastic(bool hosting, const std::string& me);
+  int closeElastic(const std::string& me, const std::string& range, int* world);
+  int joinElastic(const std::string& me, const std::string& range, int* world);
   int agreeOnMasterPort();
   bool checkRemote(Outcome* outcome);
   std::string publishOnce(const std::string& key, const std::string& value);
@@ -108,11 +123,15 @@ class Agent {
   // Multi-node hangs: the first of an attempt gets one job-wide report on node 0.
   bool sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, double wait_s);
   void receiveFromOtherNodes(HangReportInput* in, double deadline_s);
+  // Node 0, after the job-wide report: tells the other nodes where it is and waits a moment for
+  // those that sent recordings to read it (then the store may go away).
+  void shareReport(const format::StatusOr<std::string>& path, const std::vector<NodeInfo>& nodes);
   // More than one node: before an elastic rendezvous closes, MAX; after it, the nodes that joined.
   bool multi() const { return o_.nnodes > 1; }
   // What another node's hang report is about: Ctrl-C there publishes "interrupt on HOST (SIG)".
-  std::string remoteHangReason() const {
-    return remote_hang_.rfind("interrupt on ", 0) == 0 ? "interrupt" : "hang";
+  ReportReason remoteHangReason() const {
+    return remote_hang_.rfind("interrupt on ", 0) == 0 ? ReportReason::kInterrupt
+                                                       : ReportReason::kHang;
   }
   std::string dumpDir() const { return run_dir_ + "/attempt_" + std::to_string(attempt_); }
   // The store key of `what` in the current attempt.

@@ -25,6 +25,7 @@ std::string hostOf(const std::string& claim) { return claim.substr(0, claim.rfin
 // The elastic rendezvous' state, one key changed only by compare_set: "open:K:LAST_JOINER" (K
 // agents joined, node ranks 0..K-1; naming the joiner makes every agent's desired value unique,
 // so a compare_set that returns it was this agent's), "closed:K" or "failed".
+const char* const kRdzvState = "rdzv/state";
 struct RdzvState {
   bool open = false;
   bool failed = false;
@@ -139,105 +140,10 @@ int Agent::rendezvousFixed(bool hosting, const std::string& me) {
 // it. An agent that finds it closed is refused: membership is fixed for the job's whole life,
 // restarts included.
 int Agent::rendezvousElastic(bool hosting, const std::string& me) {
-  const std::string kState = "rdzv/state";
   const std::string range = std::to_string(o_.min_nnodes) + ":" + std::to_string(o_.nnodes);
   int world = 0;
-  if (hosting) {
-    o_.node_rank = 0;
-    const std::string first = "open:1:" + me;
-    auto created = rdzv_->compareSet(kState, "", first);
-    auto claimed = rdzv_->set("rdzv/node/0", me);
-    if (!created.ok() || !claimed.ok() || *created != first)
-      return say("cxxrun: cannot open the rendezvous in the job's store"), kExitUsage;
-    say("cxxrun: node rank 0; elastic rendezvous (--nnodes " + range + "): waiting up to " +
-        seconds(o_.join_timeout_s) + " s for " + std::to_string(o_.min_nnodes) +
-        " node(s), then closing when " + std::to_string(o_.nnodes) + " joined or none joined for " +
-        seconds(o_.rdzv_last_call_s) + " s (--rdzv-last-call) (store " + facts_.store_endpoint +
-        ")");
-    const double start = monoS();
-    double changed = start;
-    int last_count = 1;
-    for (;;) {
-      auto cur = rdzv_->tryGet(kState);
-      if (!cur.ok() || !cur->has_value())
-        return say("cxxrun: lost the rendezvous state in the job's store"), kExitUsage;
-      const RdzvState s = parseState(**cur);
-      const double now = monoS();
-      if (s.count != last_count) {
-        last_count = s.count;
-        changed = now;
-        say("cxxrun: " + std::to_string(s.count) + " node(s) joined the rendezvous");
-      }
-      std::string why;
-      if (s.count >= o_.nnodes) {
-        why = "--nnodes " + range + " allows no more";
-      } else if (s.count >= o_.min_nnodes && now - changed >= o_.rdzv_last_call_s) {
-        why = "no other agent joined within " + seconds(o_.rdzv_last_call_s) +
-              " s (--rdzv-last-call)";
-      }
-      if (!why.empty()) {
-        const std::string closed = "closed:" + std::to_string(s.count);
-        auto after = rdzv_->compareSet(kState, **cur, closed);
-        if (!after.ok()) return say("cxxrun: " + after.status().message()), kExitUsage;
-        if (*after != closed) continue;  // an agent joined in between: count it first
-        say("cxxrun: closing the rendezvous with " + std::to_string(s.count) + " node(s): " + why);
-        world = s.count;
-        break;
-      }
-      if (s.count < o_.min_nnodes && now - start >= o_.join_timeout_s) {
-        (void)rdzv_->compareSet(kState, **cur, "failed");
-        std::string joined;
-        for (int r = 0; r < s.count; ++r) {
-          auto v = rdzv_->tryGet("rdzv/node/" + std::to_string(r));
-          joined += (joined.empty() ? "" : ", ") + std::to_string(r) + " on " +
-                    (v.ok() && v->has_value() ? **v : "?");
-        }
-        say("cxxrun: only " + std::to_string(s.count) + " of at least " +
-            std::to_string(o_.min_nnodes) + " node(s) joined within " + seconds(o_.join_timeout_s) +
-            " s (--nnodes " + range + "; joined: " + joined + ")");
-        return kExitUsage;
-      }
-      pump(50);
-      if (pending_signal_ != 0) {
-        (void)rdzv_->compareSet(kState, **cur, "failed");
-        say("cxxrun: " + signalName(pending_signal_) + " during the rendezvous: stopping");
-        return 128 + pending_signal_;
-      }
-    }
-    if (auto s = rdzv_->set("rdzv/world", std::to_string(world)); !s.ok())
-      return say("cxxrun: " + s.message()), kExitUsage;
-  } else {
-    auto cur = rdzv_->get(kState, o_.join_timeout_s);
-    if (!cur.ok()) return say("cxxrun: " + cur.status().message()), kExitUsage;
-    for (;;) {
-      const RdzvState s = parseState(*cur);
-      if (!s.open || s.count >= o_.nnodes) {
-        say("cxxrun: the rendezvous of run " + facts_.run_id + " is closed" +
-            (s.failed
-                 ? " (it failed: too few nodes joined)"
-                 : " (" + std::to_string(s.count) + " node(s) joined, --nnodes " + range + ")") +
-            ": this agent came too late and is not part of the job; start it with another "
-            "--run-id and --master-port for a new job");
-        return kExitUsage;
-      }
-      const std::string mine = "open:" + std::to_string(s.count + 1) + ":" + me;
-      auto after = rdzv_->compareSet(kState, *cur, mine);
-      if (!after.ok()) return say("cxxrun: " + after.status().message()), kExitUsage;
-      if (*after == mine) {
-        o_.node_rank = s.count;
-        break;
-      }
-      *cur = *after;
-    }
-    if (auto s = rdzv_->set("rdzv/node/" + std::to_string(o_.node_rank), me); !s.ok())
-      return say("cxxrun: " + s.message()), kExitUsage;
-    say("cxxrun: joined the elastic rendezvous (--nnodes " + range + ") as node rank " +
-        std::to_string(o_.node_rank) + "; waiting for node 0 to close it");
-    auto w = rdzv_->get("rdzv/world", o_.join_timeout_s + o_.rdzv_last_call_s + 10);
-    if (!w.ok())
-      return say("cxxrun: the rendezvous did not close: " + w.status().message()), kExitUsage;
-    world = std::atoi(w->c_str());
-  }
+  const int rc = hosting ? closeElastic(me, range, &world) : joinElastic(me, range, &world);
+  if (rc != kExitOk) return rc;
   o_.nnodes = world;
   std::vector<std::string> keys;
   for (int r = 0; r < world; ++r) keys.push_back("rdzv/node/" + std::to_string(r));
@@ -246,6 +152,108 @@ int Agent::rendezvousElastic(bool hosting, const std::string& me) {
     return say("cxxrun: a node of the rendezvous vanished"), kExitUsage;
   say("cxxrun: node rank " + std::to_string(o_.node_rank) + " of " + std::to_string(world) +
       " (elastic --nnodes " + range + "): WORLD_SIZE " + std::to_string(world * o_.nproc_per_node));
+  return kExitOk;
+}
+
+// Node 0: opens the round, watches agents join and closes it; *world: the nodes it closed with.
+int Agent::closeElastic(const std::string& me, const std::string& range, int* world) {
+  o_.node_rank = 0;
+  const std::string first = "open:1:" + me;
+  auto created = rdzv_->compareSet(kRdzvState, "", first);
+  auto claimed = rdzv_->set("rdzv/node/0", me);
+  if (!created.ok() || !claimed.ok() || *created != first)
+    return say("cxxrun: cannot open the rendezvous in the job's store"), kExitUsage;
+  say("cxxrun: node rank 0; elastic rendezvous (--nnodes " + range + "): waiting up to " +
+      seconds(o_.join_timeout_s) + " s for " + std::to_string(o_.min_nnodes) +
+      " node(s), then closing when " + std::to_string(o_.nnodes) + " joined or none joined for " +
+      seconds(o_.rdzv_last_call_s) + " s (--rdzv-last-call) (store " + facts_.store_endpoint + ")");
+  const double start = monoS();
+  double changed = start;
+  int last_count = 1;
+  for (;;) {
+    auto cur = rdzv_->tryGet(kRdzvState);
+    if (!cur.ok() || !cur->has_value())
+      return say("cxxrun: lost the rendezvous state in the job's store"), kExitUsage;
+    const RdzvState s = parseState(**cur);
+    const double now = monoS();
+    if (s.count != last_count) {
+      last_count = s.count;
+      changed = now;
+      say("cxxrun: " + std::to_string(s.count) + " node(s) joined the rendezvous");
+    }
+    std::string why;
+    if (s.count >= o_.nnodes) {
+      why = "--nnodes " + range + " allows no more";
+    } else if (s.count >= o_.min_nnodes && now - changed >= o_.rdzv_last_call_s) {
+      why =
+          "no other agent joined within " + seconds(o_.rdzv_last_call_s) + " s (--rdzv-last-call)";
+    }
+    if (!why.empty()) {
+      const std::string closed = "closed:" + std::to_string(s.count);
+      auto after = rdzv_->compareSet(kRdzvState, **cur, closed);
+      if (!after.ok()) return say("cxxrun: " + after.status().message()), kExitUsage;
+      if (*after != closed) continue;  // an agent joined in between: count it first
+      say("cxxrun: closing the rendezvous with " + std::to_string(s.count) + " node(s): " + why);
+      *world = s.count;
+      break;
+    }
+    if (s.count < o_.min_nnodes && now - start >= o_.join_timeout_s) {
+      (void)rdzv_->compareSet(kRdzvState, **cur, "failed");
+      std::string joined;
+      for (int r = 0; r < s.count; ++r) {
+        auto v = rdzv_->tryGet("rdzv/node/" + std::to_string(r));
+        joined += (joined.empty() ? "" : ", ") + std::to_string(r) + " on " +
+                  (v.ok() && v->has_value() ? **v : "?");
+      }
+      say("cxxrun: only " + std::to_string(s.count) + " of at least " +
+          std::to_string(o_.min_nnodes) + " node(s) joined within " + seconds(o_.join_timeout_s) +
+          " s (--nnodes " + range + "; joined: " + joined + ")");
+      return kExitUsage;
+    }
+    pump(50);
+    if (pending_signal_ != 0) {
+      (void)rdzv_->compareSet(kRdzvState, **cur, "failed");
+      say("cxxrun: " + signalName(pending_signal_) + " during the rendezvous: stopping");
+      return 128 + pending_signal_;
+    }
+  }
+  if (auto s = rdzv_->set("rdzv/world", std::to_string(*world)); !s.ok())
+    return say("cxxrun: " + s.message()), kExitUsage;
+  return kExitOk;
+}
+
+// Another node: takes the next node rank while the round is open, then waits for node 0 to close
+// it; *world: the nodes it closed with.
+int Agent::joinElastic(const std::string& me, const std::string& range, int* world) {
+  auto cur = rdzv_->get(kRdzvState, o_.join_timeout_s);
+  if (!cur.ok()) return say("cxxrun: " + cur.status().message()), kExitUsage;
+  for (;;) {
+    const RdzvState s = parseState(*cur);
+    if (!s.open || s.count >= o_.nnodes) {
+      say("cxxrun: the rendezvous of run " + facts_.run_id + " is closed" +
+          (s.failed ? " (it failed: too few nodes joined)"
+                    : " (" + std::to_string(s.count) + " node(s) joined, --nnodes " + range + ")") +
+          ": this agent came too late and is not part of the job; start it with another "
+          "--run-id and --master-port for a new job");
+      return kExitUsage;
+    }
+    const std::string mine = "open:" + std::to_string(s.count + 1) + ":" + me;
+    auto after = rdzv_->compareSet(kRdzvState, *cur, mine);
+    if (!after.ok()) return say("cxxrun: " + after.status().message()), kExitUsage;
+    if (*after == mine) {
+      o_.node_rank = s.count;
+      break;
+    }
+    *cur = *after;
+  }
+  if (auto s = rdzv_->set("rdzv/node/" + std::to_string(o_.node_rank), me); !s.ok())
+    return say("cxxrun: " + s.message()), kExitUsage;
+  say("cxxrun: joined the elastic rendezvous (--nnodes " + range + ") as node rank " +
+      std::to_string(o_.node_rank) + "; waiting for node 0 to close it");
+  auto w = rdzv_->get("rdzv/world", o_.join_timeout_s + o_.rdzv_last_call_s + 10);
+  if (!w.ok())
+    return say("cxxrun: the rendezvous did not close: " + w.status().message()), kExitUsage;
+  *world = std::atoi(w->c_str());
   return kExitOk;
 }
 
@@ -280,7 +288,7 @@ std::string Agent::publishOnce(const std::string& key, const std::string& value)
 // its failure is the root cause this node names too.
 void Agent::publishFailure() {
   const Failure& f = failures_.front();
-  const std::string mine = failureLine(f) + "\n" + failureText(f);
+  const std::string mine = failureLine(f, host_) + "\n" + failureText(f, host_);
   const std::string first = publishOnce(jobKey("failed"), mine);
   if (first != mine) {
     const size_t nl = first.find('\n');

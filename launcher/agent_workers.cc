@@ -21,12 +21,50 @@
 extern char** environ;
 
 namespace ncclrec::launcher {
+namespace {
+
+// The environment of worker `local_rank`: cxxrun's own, with the worker's variables over it.
+std::vector<std::string> environmentOf(const Options& o, const JobFacts& facts, int local_rank) {
+  const char* ld = std::getenv("LD_LIBRARY_PATH");
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
+  }
+  for (auto& [k, v] : workerEnv(o, facts, local_rank, ld != nullptr ? ld : "")) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+// In the forked child. Only async-signal-safe calls from here: the store's thread may hold locks.
+[[noreturn]] void execWorker(pid_t parent, int out_fd, int err_fd, char* const* argv,
+                             char* const* envp) {
+  setpgid(0, 0);  // Ctrl-C reaches cxxrun only, which makes every rank dump first
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(err_fd, STDERR_FILENO);
+  execvpe(argv[0], argv, envp);
+  const char* why = strerror(errno);
+  (void)!write(STDERR_FILENO, "cxxrun: cannot run ", 19);
+  (void)!write(STDERR_FILENO, argv[0], strlen(argv[0]));
+  (void)!write(STDERR_FILENO, ": ", 2);
+  (void)!write(STDERR_FILENO, why, strlen(why));
+  (void)!write(STDERR_FILENO, "\n", 1);
+  _exit(127);
+}
+
+}  // namespace
 
 bool Agent::startWorkers() {
   workers_.assign(static_cast<size_t>(o_.nproc_per_node), Worker{});
   attempt_start_ns_ = nowNs();
   stopping_ = false;
-  const char* ld = std::getenv("LD_LIBRARY_PATH");
   std::vector<char*> argv;
   for (const auto& a : o_.program) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -34,14 +72,7 @@ bool Agent::startWorkers() {
     Worker& w = workers_[static_cast<size_t>(lr)];
     w.local_rank = lr;
     w.rank = o_.node_rank * o_.nproc_per_node + lr;
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const char* eq = std::strchr(*e, '=');
-      if (eq != nullptr) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
-    }
-    for (auto& [k, v] : workerEnv(o_, facts_, lr, ld != nullptr ? ld : "")) env[k] = v;
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    std::vector<std::string> env_strings = environmentOf(o_, facts_, lr);
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -68,26 +99,7 @@ bool Agent::startWorkers() {
     }
     const pid_t parent = getpid();
     const pid_t pid = fork();
-    if (pid == 0) {
-      // Only async-signal-safe calls from here: the store's thread may hold locks.
-      setpgid(0, 0);  // Ctrl-C reaches cxxrun only, which makes every rank dump first
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      signal(SIGPIPE, SIG_DFL);
-      dup2(out_pipe[1], STDOUT_FILENO);
-      dup2(err_pipe[1], STDERR_FILENO);
-      execvpe(argv[0], argv.data(), envp.data());
-      const char* why = strerror(errno);
-      (void)!write(STDERR_FILENO, "cxxrun: cannot run ", 19);
-      (void)!write(STDERR_FILENO, argv[0], strlen(argv[0]));
-      (void)!write(STDERR_FILENO, ": ", 2);
-      (void)!write(STDERR_FILENO, why, strlen(why));
-      (void)!write(STDERR_FILENO, "\n", 1);
-      _exit(127);
-    }
+    if (pid == 0) execWorker(parent, out_pipe[1], err_pipe[1], argv.data(), envp.data());
     close(out_pipe[1]);
     close(err_pipe[1]);
     if (pid < 0) {

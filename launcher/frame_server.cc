@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "launcher/store_protocol.h"
+#include "recorder/format/frame_client.h"
 
 namespace ncclrec::launcher {
 
@@ -72,12 +72,7 @@ FrameServer::~FrameServer() {
   close(wake_write_);
 }
 
-std::string FrameServer::frame(std::string_view body) {
-  std::string out(4, '\0');
-  for (size_t i = 0; i < 4; ++i) out[i] = static_cast<char>((body.size() >> (8 * i)) & 0xff);
-  out.append(body);
-  return out;
-}
+std::string FrameServer::frame(std::string_view body) { return format::framed(body); }
 
 void FrameServer::loop(Protocol* protocol) {
   Conns conns;
@@ -117,7 +112,7 @@ void FrameServer::loop(Protocol* protocol) {
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) drop = true;
         if (n > 0) c.in.append(buf, static_cast<size_t>(n));
         while (!drop && !c.closing && c.in.size() >= 4) {
-          const uint32_t len = store::readU32(c.in.data());
+          const uint32_t len = format::frameLength(c.in.data());
           if (len > max_frame_) {
             ++violations_;
             drop = true;

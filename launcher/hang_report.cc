@@ -86,102 +86,77 @@ std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns) {
   return newest.empty() ? bbox : newest;
 }
 
-format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
-  Json doc;
-  doc["run_id"] = in.run_id;
-  doc["attempt"] = in.attempt;
-  doc["reason"] = in.reason;
-  if (in.reason == "failure") doc["failure"] = in.failure;
-  doc["trigger"] = in.trigger_text;
-  doc["dump_dir"] = in.dump_dir;
-  doc["waited_s"] = in.waited_s;
-  doc["verdict"] = nullptr;
-  doc["analysis"] = nullptr;
-  doc["ranks"] = Json::array();
-  doc["warnings"] = Json::array();
+std::string_view reportReasonName(ReportReason reason) {
+  switch (reason) {
+    case ReportReason::kHang:
+      return "hang";
+    case ReportReason::kInterrupt:
+      return "interrupt";
+    case ReportReason::kFailure:
+      return "failure";
+  }
+  return "interrupt";
+}
 
-  std::vector<format::RankData> ranks;
-  std::string verdict_text;
-  std::vector<std::string> dirs = {in.dump_dir};
-  for (const NodeInfo& n : in.nodes)
-    if (!n.dir.empty() && n.dir != in.dump_dir) dirs.push_back(n.dir);
-  if (!in.nodes.empty()) {
-    doc["nodes"] = Json::array();
-    for (const NodeInfo& n : in.nodes) {
-      Json j = {{"node", n.node}, {"host", n.host}};
-      j["dir"] = n.dir.empty() ? Json(nullptr) : Json(n.dir);
-      j["files"] = n.files;
-      j["data"] = !n.no_data;
-      doc["nodes"].push_back(std::move(j));
-      if (n.no_data) {
-        doc["warnings"].push_back("no data from node " + std::to_string(n.node) + " (host " +
-                                  n.host + "): its ranks are missing from the verdict");
-      }
-    }
-  }
-  for (const std::string& w : in.warnings) doc["warnings"].push_back(w);
-  auto loaded = format::loadPaths(dirs);
-  if (loaded.ok()) {
-    // The analyzer's verdict first: the one line that says why the job is stuck.
-    const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
-    std::ostringstream text, json;
-    analyzer::printVerdictText(verdict, {}, text);
-    analyzer::printVerdictJson(verdict, loaded->warnings, json);
-    verdict_text = text.str();
-    Json analysis = Json::parse(json.str(), nullptr, false);
-    if (!analysis.is_discarded()) {
-      if (analysis.contains("verdict")) doc["verdict"] = analysis["verdict"];
-      doc["analysis"] = std::move(analysis);
-    }
-    ranks = std::move(loaded->ranks);
-    for (const auto& w : loaded->warnings) doc["warnings"].push_back(w);
-  } else {
-    doc["warnings"].push_back(loaded.status().message());
-  }
+namespace {
+
+// The report, built once: report.json's document, then printed from it and written.
+struct Report {
+  Json doc;
+  std::string verdict_text;       // the analyzer's text verdict; "" when nothing was loaded
+  std::vector<std::string> dirs;  // every directory the recordings were loaded from
+};
+
+Json nodeJson(const NodeInfo& n) {
+  Json j = {{"node", n.node}, {"host", n.host}};
+  j["dir"] = n.dir.empty() ? Json(nullptr) : Json(n.dir);
+  j["files"] = n.files;
+  j["data"] = !n.no_data;
+  return j;
+}
+
+// The recording of a worker and its last op, in report.json's words.
+void addRecording(const format::RankData& r, const analyzer::CallSites& sites, Json* j) {
+  (*j)["recording"] = {{"source", r.source_path},
+                       {"kind", r.source == format::SourceKind::kDump ? "dump" : "bbox"},
+                       {"dump_reason", std::string(format::dumpReasonName(r.dump_reason))},
+                       {"dump_detail", r.dump_detail},
+                       {"host", r.host},
+                       {"global_rank", r.global_rank},
+                       {"exited", r.exited},
+                       {"fatal_signal", r.fatal_signal},
+                       {"events_total", r.events_total}};
+  if (r.events.empty()) return;
+  const format::EventRecord& e = r.events.back();
+  Json ej = {{"op", std::string(format::opName(e.op))},
+             {"state", std::string(format::stateName(e.state))},
+             {"op_seq", e.op_seq},
+             {"count", e.count},
+             {"comm_id", e.comm_id},
+             {"call_site", analyzer::callSite(r, e, sites.rule())}};
+  const bool incomplete =
+      e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
+  const int64_t now = analyzer::snapshotTime(r);
+  if (incomplete && e.enqueue_ns > 0 && now > e.enqueue_ns) ej["age_ns"] = now - e.enqueue_ns;
+  (*j)["last_op"] = std::move(ej);
+}
+
+// report.json's "ranks": one entry per worker the launcher knows, matched with its recording.
+Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& ranks) {
   // Pids repeat across hosts: a worker is matched by host and pid (by pid alone when the
   // launcher did not say which host).
   std::map<std::pair<std::string, int>, const format::RankData*> by_host_pid;
   std::map<int, const format::RankData*> by_pid;
-  // The last op's call site by the verdict's rule (plumbing learnt from every rank), with the
-  // names the dumps hold (no module files read: --events does the same).
-  const analyzer::CallSites sites(ranks, {}, /*read_modules=*/false);
   for (const auto& r : ranks) {
     by_host_pid[{r.host, r.pid}] = &r;
     by_pid[r.pid] = &r;
   }
-
-  const char* what = in.reason == "hang"      ? "hang reported"
-                     : in.reason == "failure" ? "verdict after the worker failure"
-                                              : "job interrupted";
-  out << "cxxrun: " << what << " (run " << in.run_id << ", attempt " << in.attempt;
-  if (in.reason == "failure") {
-    // The trigger cxxrun wrote for the other ranks' dumps would only repeat the failure.
-    out << "; first failure: " << in.failure << ")";
-  } else if (!in.trigger_text.empty()) {
-    out << ")";
-    const format::TriggerFile trigger = format::TriggerFile::parse(in.trigger_text);
-    std::string detail = trigger.detail;
-    if (detail.empty()) detail = in.trigger_text.substr(0, in.trigger_text.find('\n'));  // a note
-    if (trigger.has_rank && trigger.rank >= 0 && in.reason == "hang")
-      out << " by rank " << trigger.rank;
-    if (!detail.empty()) out << ": " << detail;
-  } else {
-    out << ")";
-  }
-  out << "\n" << verdict_text;
-  if (!verdict_text.empty() && verdict_text.back() != '\n') out << "\n";
-  // With a verdict, the analyzer's own per-rank list says where each rank is; the launcher only
-  // adds the workers that left no recording.
-  const bool table = verdict_text.empty();
-  if (table) {
-    out << pad("rank", 6) << pad("pid", 9) << pad("recording", 16) << pad("last op", 30)
-        << pad("seq", 6) << pad("count", 10) << pad("age", 10) << "call site\n";
-  }
-
+  // The last op's call site by the verdict's rule (plumbing learnt from every rank), with the
+  // names the dumps hold (no module files read: --events does the same).
+  const analyzer::CallSites sites(ranks, {}, /*read_modules=*/false);
+  Json out = Json::array();
   for (const WorkerInfo& w : in.workers) {
-    Json j;
-    j["rank"] = w.rank;
-    j["local_rank"] = w.local_rank;
+    Json j = {{"rank", w.rank}, {"local_rank", w.local_rank}};
     if (!in.nodes.empty()) {
       j["node"] = w.node;
       j["host"] = w.host;
@@ -190,7 +165,7 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
       j["pid"] = nullptr;
       j["recording"] = nullptr;
       j["note"] = "no data from node " + std::to_string(w.node) + " (host " + w.host + ")";
-      doc["ranks"].push_back(std::move(j));
+      out.push_back(std::move(j));
       continue;
     }
     j["pid"] = w.pid;
@@ -204,61 +179,140 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
     }
     if (rec == nullptr) {
       j["recording"] = nullptr;
-      out << (table
-                  ? pad(std::to_string(w.rank), 6) + pad(std::to_string(w.pid), 9) + pad("none", 16)
-                  : "cxxrun: rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) +
-                        ") left no recording ")
-          << (w.running ? "(no NCCL call recorded)" : "(" + w.ended + ")") << "\n";
-      doc["ranks"].push_back(std::move(j));
+    } else {
+      addRecording(*rec, sites, &j);
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Loads the recordings, asks the analyzer for its verdict and builds report.json's document.
+Report buildReport(const HangReportInput& in) {
+  Report rep;
+  Json& doc = rep.doc;
+  doc["run_id"] = in.run_id;
+  doc["attempt"] = in.attempt;
+  doc["reason"] = std::string(reportReasonName(in.reason));
+  if (in.reason == ReportReason::kFailure) doc["failure"] = in.failure;
+  doc["trigger"] = in.trigger_text;
+  doc["dump_dir"] = in.dump_dir;
+  doc["waited_s"] = in.waited_s;
+  doc["verdict"] = nullptr;
+  doc["analysis"] = nullptr;
+  doc["ranks"] = Json::array();
+  doc["warnings"] = Json::array();
+  rep.dirs = {in.dump_dir};
+  for (const NodeInfo& n : in.nodes)
+    if (!n.dir.empty() && n.dir != in.dump_dir) rep.dirs.push_back(n.dir);
+  if (!in.nodes.empty()) {
+    doc["nodes"] = Json::array();
+    for (const NodeInfo& n : in.nodes) {
+      doc["nodes"].push_back(nodeJson(n));
+      if (n.no_data) {
+        doc["warnings"].push_back("no data from node " + std::to_string(n.node) + " (host " +
+                                  n.host + "): its ranks are missing from the verdict");
+      }
+    }
+  }
+  for (const std::string& w : in.warnings) doc["warnings"].push_back(w);
+  std::vector<format::RankData> ranks;
+  auto loaded = format::loadPaths(rep.dirs);
+  if (loaded.ok()) {
+    // The analyzer's verdict first: the one line that says why the job is stuck.
+    const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
+    std::ostringstream text;
+    analyzer::printVerdictText(verdict, {}, text);
+    rep.verdict_text = text.str();
+    Json analysis = analyzer::verdictJson(verdict, loaded->warnings);
+    doc["verdict"] = analysis["verdict"];
+    doc["analysis"] = std::move(analysis);
+    ranks = std::move(loaded->ranks);
+    for (const auto& w : loaded->warnings) doc["warnings"].push_back(w);
+  } else {
+    doc["warnings"].push_back(loaded.status().message());
+  }
+  doc["ranks"] = ranksJson(in, ranks);
+  return rep;
+}
+
+// "cxxrun: hang reported (run R, attempt N) by rank K: DETAIL" and its kin.
+void printHeadline(const HangReportInput& in, std::ostream& out) {
+  const char* what = in.reason == ReportReason::kHang      ? "hang reported"
+                     : in.reason == ReportReason::kFailure ? "verdict after the worker failure"
+                                                           : "job interrupted";
+  out << "cxxrun: " << what << " (run " << in.run_id << ", attempt " << in.attempt;
+  if (in.reason == ReportReason::kFailure) {
+    // The trigger cxxrun wrote for the other ranks' dumps would only repeat the failure.
+    out << "; first failure: " << in.failure << ")";
+  } else if (!in.trigger_text.empty()) {
+    out << ")";
+    const format::TriggerFile trigger = format::TriggerFile::parse(in.trigger_text);
+    std::string detail = trigger.detail;
+    if (detail.empty()) detail = in.trigger_text.substr(0, in.trigger_text.find('\n'));  // a note
+    if (trigger.has_rank && trigger.rank >= 0 && in.reason == ReportReason::kHang)
+      out << " by rank " << trigger.rank;
+    if (!detail.empty()) out << ": " << detail;
+  } else {
+    out << ")";
+  }
+  out << "\n";
+}
+
+// A row of the launcher's own table (no verdict), from the rank's entry in report.json.
+std::string tableRow(const Json& j) {
+  const Json& rec = j["recording"];
+  std::string recording = rec["kind"] == "dump" ? "dump:" + rec["dump_reason"].get<std::string>()
+                                                : std::string("black box");
+  if (rec["exited"].get<bool>()) recording += ",exited";
+  if (const int sig = rec["fatal_signal"].get<int>(); sig != 0)
+    recording += ",sig" + std::to_string(sig);
+  std::string last = "-", seq = "-", count = "-", age = "-", site = "-";
+  if (j.contains("last_op")) {
+    const Json& e = j["last_op"];
+    last = e["op"].get<std::string>() + " (" + e["state"].get<std::string>() + ")";
+    seq = std::to_string(e["op_seq"].get<uint64_t>());
+    count = std::to_string(e["count"].get<uint64_t>());
+    site = e["call_site"].get<std::string>();
+    if (e.contains("age_ns")) age = fmtSeconds(e["age_ns"].get<int64_t>());
+  }
+  return pad(std::to_string(j["rank"].get<int>()), 6) +
+         pad(std::to_string(j["pid"].get<int>()), 9) + pad(recording, 16) + pad(last, 30) +
+         pad(seq, 6) + pad(count, 10) + pad(age, 10) + site;
+}
+
+// The headline, the verdict (or, without one, a per-rank table), the workers that left no
+// recording and the warnings.
+void printReport(const HangReportInput& in, const Report& rep, std::ostream& out) {
+  printHeadline(in, out);
+  out << rep.verdict_text;
+  if (!rep.verdict_text.empty() && rep.verdict_text.back() != '\n') out << "\n";
+  // With a verdict, the analyzer's own per-rank list says where each rank is; the launcher only
+  // adds the workers that left no recording.
+  const bool table = rep.verdict_text.empty();
+  if (table) {
+    out << pad("rank", 6) << pad("pid", 9) << pad("recording", 16) << pad("last op", 30)
+        << pad("seq", 6) << pad("count", 10) << pad("age", 10) << "call site\n";
+  }
+  const Json& ranks = rep.doc["ranks"];
+  for (size_t i = 0; i < in.workers.size(); ++i) {
+    const WorkerInfo& w = in.workers[i];
+    const Json& j = ranks[i];
+    if (w.no_data) continue;
+    if (!j["recording"].is_null()) {
+      if (table) out << tableRow(j) << "\n";
       continue;
     }
-    const format::RankData& r = *rec;
-    std::string recording = r.source == format::SourceKind::kDump
-                                ? "dump:" + std::string(format::dumpReasonName(r.dump_reason))
-                                : std::string("black box");
-    if (r.exited) recording += ",exited";
-    if (r.fatal_signal != 0) recording += ",sig" + std::to_string(r.fatal_signal);
-    j["recording"] = {{"source", r.source_path},
-                      {"kind", r.source == format::SourceKind::kDump ? "dump" : "bbox"},
-                      {"dump_reason", std::string(format::dumpReasonName(r.dump_reason))},
-                      {"dump_detail", r.dump_detail},
-                      {"host", r.host},
-                      {"global_rank", r.global_rank},
-                      {"exited", r.exited},
-                      {"fatal_signal", r.fatal_signal},
-                      {"events_total", r.events_total}};
-    std::string last = "-", seq = "-", count = "-", age = "-", site = "-";
-    if (!r.events.empty()) {
-      const format::EventRecord& e = r.events.back();
-      last =
-          std::string(format::opName(e.op)) + " (" + std::string(format::stateName(e.state)) + ")";
-      seq = std::to_string(e.op_seq);
-      count = std::to_string(e.count);
-      site = analyzer::callSite(r, e, sites.rule());
-      const bool incomplete =
-          e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
-      const int64_t now = analyzer::snapshotTime(r);
-      Json ej = {{"op", std::string(format::opName(e.op))},
-                 {"state", std::string(format::stateName(e.state))},
-                 {"op_seq", e.op_seq},
-                 {"count", e.count},
-                 {"comm_id", e.comm_id},
-                 {"call_site", site}};
-      if (incomplete && e.enqueue_ns > 0 && now > e.enqueue_ns) {
-        age = fmtSeconds(now - e.enqueue_ns);
-        ej["age_ns"] = now - e.enqueue_ns;
-      }
-      j["last_op"] = std::move(ej);
-    }
-    if (table) {
-      out << pad(std::to_string(w.rank), 6) << pad(std::to_string(w.pid), 9) << pad(recording, 16)
-          << pad(last, 30) << pad(seq, 6) << pad(count, 10) << pad(age, 10) << site << "\n";
-    }
-    doc["ranks"].push_back(std::move(j));
+    out << (table ? pad(std::to_string(w.rank), 6) + pad(std::to_string(w.pid), 9) + pad("none", 16)
+                  : "cxxrun: rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) +
+                        ") left no recording ")
+        << (w.running ? "(no NCCL call recorded)" : "(" + w.ended + ")") << "\n";
   }
-  for (const auto& w : doc["warnings"]) out << "cxxrun: warning: " << w.get<std::string>() << "\n";
+  for (const auto& w : rep.doc["warnings"])
+    out << "cxxrun: warning: " << w.get<std::string>() << "\n";
+}
 
-  const std::string path = in.dump_dir + "/" + in.file_name;
+format::Status writeJsonFile(const std::string& path, const Json& doc) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
@@ -268,9 +322,19 @@ format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::os
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return format::Status::error("cxxrun: cannot write " + path);
+  return format::okStatus();
+}
+
+}  // namespace
+
+format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
+  const Report rep = buildReport(in);
+  printReport(in, rep, out);
+  const std::string path = in.dump_dir + "/" + in.file_name;
+  NCCLREC_RETURN_IF_ERROR(writeJsonFile(path, rep.doc));
   std::string all_dirs;
-  for (const std::string& d : dirs) all_dirs += " " + d;
-  out << "cxxrun: dumps in " << in.dump_dir << (dirs.size() > 1 ? " and its node folders" : "")
+  for (const std::string& d : rep.dirs) all_dirs += " " + d;
+  out << "cxxrun: dumps in " << in.dump_dir << (rep.dirs.size() > 1 ? " and its node folders" : "")
       << " (ncclrec-analyze --events" << all_dirs << "); report: " << path << "\n";
   return path;
 }

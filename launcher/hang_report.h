@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "recorder/format/status.h"
@@ -33,13 +34,18 @@ struct NodeInfo {
   bool no_data = false;  // it sent nothing in time: "no data from node N (host h)"
 };
 
+// Why the report is made: a rank wrote the trigger file (or another node's did), cxxrun was
+// interrupted, or a worker failed and no restart was left (the report follows the failure
+// summary).
+enum class ReportReason { kHang, kInterrupt, kFailure };
+// "hang", "interrupt", "failure": report.json's "reason".
+std::string_view reportReasonName(ReportReason reason);
+
 struct HangReportInput {
   std::string run_id;
   int attempt = 0;
-  // "hang" (a rank wrote the trigger file), "interrupt" or "failure" (a worker failed and no
-  // restart was left: the report follows the failure summary).
-  std::string reason;
-  std::string failure;  // "failure": the first failure in one line ("rank 1 on h, exit code 1")
+  ReportReason reason = ReportReason::kInterrupt;
+  std::string failure;       // kFailure: the first failure in one line ("rank 1 on h, exit code 1")
   std::string trigger_text;  // the trigger file's content, "" when none
   std::string dump_dir;
   std::vector<WorkerInfo> workers;
@@ -62,10 +68,11 @@ bool hasBlackBoxOf(const std::string& dir, int pid);
 // `since_ns`, else its black box; "" when it has neither.
 std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns);
 
-// Loads the recordings in input.dump_dir (and the nodes' directories), prints the verdict (or,
-// without one, a per-rank table) to `out`, writes input.dump_dir/input.file_name and returns its
+// Loads the recordings in input.dump_dir (and the nodes' directories) and builds report.json's
+// document with the analyzer's verdict (analyzer::verdictJson); prints it to `out` (the verdict
+// or, without one, a per-rank table); writes it to input.dump_dir/input.file_name and returns its
 // path. Fails (one line) only when report.json cannot be written; a directory without recordings
-// still gets a report that says so.
+// still gets a report that says so. Called by the agent's supervision (agent_supervise.cc).
 format::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
 
 }  // namespace ncclrec::launcher

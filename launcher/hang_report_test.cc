@@ -92,7 +92,7 @@ TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
   writeStuckRank(node1, "hostB", 1, 700, 4, 1);  // the same pid on another host
   HangReportInput in;
   in.run_id = "r";
-  in.reason = "hang";
+  in.reason = ReportReason::kHang;
   in.dump_dir = dir.path();
   in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 700, "", "hostB", 1)};
   for (int rank : {2, 3}) {
@@ -151,7 +151,7 @@ TEST(HangReport, TableAndJsonNameEachRanksLastOp) {
   }
   HangReportInput in;
   in.run_id = "r1";
-  in.reason = "hang";
+  in.reason = ReportReason::kHang;
   in.trigger_text = "run_id=r1\nhost=node\npid=1000\nrank=0\nreason=hang\ndetail=op #2 stuck\n";
   in.dump_dir = dir.path();
   in.workers = {worker(0, 1000), worker(1, 1001), worker(2, 1002, "SIGKILL")};
@@ -185,7 +185,7 @@ TEST(HangReport, AFailureReportNamesTheFirstFailureNotTheTrigger) {
   writeStuckRank(dir, "node", 0, 1000, 2, 4096);
   HangReportInput in;
   in.run_id = "f1";
-  in.reason = "failure";
+  in.reason = ReportReason::kFailure;
   in.failure = "rank 1 on node, exit code 1";
   in.trigger_text = "run_id=f1\nhost=node\npid=1\nrank=-1\nreason=failure\ndetail=worker failed\n";
   in.dump_dir = dir.path();
@@ -214,7 +214,7 @@ TEST(HangReport, AFailureReportNamesTheFirstFailureNotTheTrigger) {
 TEST(HangReport, EmptyDirectoryStillGetsAReport) {
   TempDir dir;
   HangReportInput in;
-  in.reason = "interrupt";
+  in.reason = ReportReason::kInterrupt;
   in.dump_dir = dir.path();
   in.workers = {worker(0, 1)};
   std::ostringstream out;

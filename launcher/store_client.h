@@ -9,14 +9,7 @@
 // back as a Status whose message names the store and the key; nothing throws.
 #pragma once
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,51 +20,37 @@
 #include <vector>
 
 #include "launcher/store_protocol.h"
+#include "recorder/format/frame_client.h"
 #include "recorder/format/status.h"
 
 namespace ncclrec::launcher {
 
 class StoreClient {
  public:
-  // Connects to "host:port" and presents `token`, retrying a refused connection until
-  // `timeout_s` (the store may still be starting).
+  // Connects to "host:port" ("[v6]:port" too) and presents `token`, retrying a refused
+  // connection until `timeout_s` (the store may still be starting).
   static format::StatusOr<StoreClient> connect(const std::string& endpoint,
                                                const std::string& token, double timeout_s = 60) {
-    const size_t colon = endpoint.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
-      return format::Status::error("store: bad endpoint '" + endpoint + "' (want host:port)");
-    const std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
+    if (auto e = format::parseEndpoint(endpoint); !e.ok())
+      return format::Status::error("store: " + e.status().message());
     const auto deadline = Clock::now() + toDuration(timeout_s);
-    std::string why;
-    do {
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      addrinfo* res = nullptr;
-      const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-      if (rc != 0) return format::Status::error("store " + endpoint + ": " + gai_strerror(rc));
-      for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-          freeaddrinfo(res);
-          const int one = 1;
-          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          StoreClient client(fd, endpoint);
-          auto reply =
-              client.call(store::Encoder(uint8_t(store::Cmd::kHello)).str(token), deadline);
-          if (!reply.ok()) return reply.status();
-          if (reply->code != store::Reply::kOk)
-            return format::Status::error("store " + endpoint + ": " + reply->text);
-          return client;
-        }
-        why = strerror(errno);
-        ::close(fd);
+    for (;;) {
+      // One try may take a moment past a deadline already near (a timeout of 0: one try).
+      const auto try_until = std::max(deadline, Clock::now() + kConnectTry);
+      bool retry = false;
+      auto socket = format::FrameSocket::connect(endpoint, "the store", try_until, &retry);
+      if (socket.ok()) {
+        StoreClient client(std::move(socket).value(), endpoint);
+        auto reply = client.call(store::Encoder(uint8_t(store::Cmd::kHello)).str(token), try_until);
+        if (!reply.ok()) return reply.status();
+        if (reply->code != store::Reply::kOk)
+          return format::Status::error("store " + endpoint + ": " + reply->text);
+        return client;
       }
-      freeaddrinfo(res);
+      if (!retry || Clock::now() >= deadline)
+        return format::Status::error("store " + endpoint + ": " + socket.status().message());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } while (Clock::now() < deadline);
-    return format::Status::error("store " + endpoint + ": cannot connect: " + why);
+    }
   }
 
   // Connects to the store of the job that launched this process (CXXRUN_STORE, CXXRUN_TOKEN).
@@ -89,19 +68,8 @@ class StoreClient {
     return client;
   }
 
-  StoreClient(StoreClient&& other) noexcept
-      : fd_(std::exchange(other.fd_, -1)),
-        endpoint_(std::move(other.endpoint_)),
-        prefix_(std::move(other.prefix_)) {}
-  StoreClient& operator=(StoreClient&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    std::swap(endpoint_, other.endpoint_);
-    std::swap(prefix_, other.prefix_);
-    return *this;
-  }
-  ~StoreClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  StoreClient(StoreClient&&) noexcept = default;
+  StoreClient& operator=(StoreClient&&) noexcept = default;
 
   format::Status set(const std::string& key, const std::string& value) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kSet)).str(prefix_ + key).str(value),
@@ -178,8 +146,9 @@ class StoreClient {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = format::FrameSocket::Clock;
   static constexpr std::chrono::seconds kIoTimeout{30};
+  static constexpr std::chrono::seconds kConnectTry{1};
 
   struct Answer {
     store::Reply code = store::Reply::kError;
@@ -187,7 +156,8 @@ class StoreClient {
     int64_t number = 0;
   };
 
-  StoreClient(int fd, std::string endpoint) : fd_(fd), endpoint_(std::move(endpoint)) {}
+  StoreClient(format::FrameSocket socket, std::string endpoint)
+      : socket_(std::move(socket)), endpoint_(std::move(endpoint)) {}
 
   static std::chrono::milliseconds toDuration(double s) {
     return std::chrono::milliseconds(toMs(s));
@@ -202,55 +172,29 @@ class StoreClient {
                                  (a.code == store::Reply::kError ? a.text : "unexpected reply"));
   }
 
+  // Replies come one per request: one frame out, exactly one frame back.
   format::StatusOr<Answer> call(store::Encoder request, Clock::time_point deadline) {
-    if (fd_ < 0) return format::Status::error("store: not connected");
-    const std::string frame = request.frame();
-    for (size_t done = 0; done < frame.size();) {
-      const ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return lost(strerror(errno));
-      done += static_cast<size_t>(n);
-    }
-    // Replies come one per request: read exactly one frame, its length first, the rest straight
-    // into place (values may be half a megabyte: no small buffer to copy through).
-    std::string in(4, '\0');
-    size_t have = 0;
-    for (;;) {
-      if (have == 4 && in.size() == 4) {
-        const uint32_t len = store::readU32(in.data());
-        if (len == 0 || len > store::kMaxFrame) return lost("bad reply");
-        in.resize(4 + static_cast<size_t>(len));
-      }
-      if (have == in.size() && have > 4) {
-        store::Decoder d(std::string_view(in).substr(4));
-        Answer a;
-        a.code = static_cast<store::Reply>(d.u8());
-        if (a.code == store::Reply::kValue || a.code == store::Reply::kError) a.text = d.str();
-        if (a.code == store::Reply::kInt) a.number = d.i64();
-        if (!d.complete()) return lost("bad reply");
-        return a;
-      }
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return lost("no reply in time");
-      pollfd p{fd_, POLLIN, 0};
-      const int rc = ::poll(&p, 1, static_cast<int>(left));
-      if (rc < 0 && errno == EINTR) continue;
-      if (rc <= 0) continue;
-      const ssize_t n = ::recv(fd_, in.data() + have, in.size() - have, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return lost(n == 0 ? "connection closed by the store" : strerror(errno));
-      have += static_cast<size_t>(n);
-    }
+    if (!socket_.connected()) return format::Status::error("store: not connected");
+    if (auto sent = socket_.sendAll(request.frame(), deadline); !sent.ok())
+      return lost(sent.message());
+    auto body = socket_.readFrame(store::kMaxFrame, deadline);
+    if (!body.ok()) return lost(body.status().message());
+    if (body->empty()) return lost("bad reply");
+    store::Decoder d(*body);
+    Answer a;
+    a.code = static_cast<store::Reply>(d.u8());
+    if (a.code == store::Reply::kValue || a.code == store::Reply::kError) a.text = d.str();
+    if (a.code == store::Reply::kInt) a.number = d.i64();
+    if (!d.complete()) return lost("bad reply");
+    return a;
   }
 
   format::Status lost(const std::string& why) {
-    ::close(fd_);
-    fd_ = -1;
+    socket_.close();
     return format::Status::error("store " + endpoint_ + ": " + why);
   }
 
-  int fd_ = -1;
+  format::FrameSocket socket_;
   std::string endpoint_;
   std::string prefix_;
 };

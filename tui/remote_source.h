@@ -1,6 +1,7 @@
 // The ranks of another host, through the cxxrun agent there (launcher/top_server.h): one TCP
 // connection per agent, one TopRequest/TopReply exchange (recorder/format/ncclrec.proto) per
-// refresh, authenticated with the job token.
+// refresh, authenticated with the job token, over the shared framed-TCP client
+// (recorder/format/frame_client.h).
 //
 // Used by the collector's thread only. Blocking calls are bounded by the timeout given; a lost
 // or refused connection is reported in Result::error and retried at the next poll (at most one
@@ -8,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "recorder/format/frame_client.h"
 #include "tui/snapshot.h"
 
 namespace ncclrec::tui {
@@ -36,17 +39,14 @@ class RemoteSource {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
-  bool connectTo(double timeout_s, std::string* why);
-  void disconnect();
-
   std::string endpoint_;
   std::string token_;
-  int fd_ = -1;
+  std::optional<format::FrameSocket> socket_;  // unset: not connected
   int64_t last_attempt_ns_ = 0;
   std::string last_error_;
 };
 
-// Splits "host:port" ("[v6]:port" too); false when it is not one.
-bool splitEndpoint(const std::string& endpoint, std::string* host, std::string* port);
+// The endpoints --connect takes: "host:port", "[v6]:port" (recorder/format/frame_client.h).
+using format::splitEndpoint;
 
 }  // namespace ncclrec::tui

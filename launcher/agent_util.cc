@@ -1,0 +1,90 @@
+#include "launcher/agent_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "recorder/format/params_table.h"
+
+namespace ncclrec::launcher {
+
+int64_t nowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double monoS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void say(const std::string& line) {
+  const std::string s = line + "\n";
+  (void)!write(STDERR_FILENO, s.data(), s.size());
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+std::string signalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+int freePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+bool isLoopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0;
+}
+
+std::string param(std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  if (v != nullptr && *v != '\0') return v;
+  for (const auto& spec : format::allParams())
+    if (spec.name == name) return std::string(spec.default_value);
+  return "";
+}
+
+double dumpWaitSeconds() {
+  const std::string v = param("NCCLREC_DUMP_WAIT");
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(d >= 0)) {
+    say("cxxrun: NCCLREC_DUMP_WAIT='" + v + "' is not a number of seconds; using 10");
+    return 10;
+  }
+  return d;
+}
+
+std::string readSmallFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace ncclrec::launcher
