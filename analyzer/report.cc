@@ -254,7 +254,8 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
     out << "\nranks:\n";
     for (const RankStatus& s : v.status) {
       char head[48];
-      std::snprintf(head, sizeof(head), "  %5d  %-13s", s.rank, s.state.c_str());
+      std::snprintf(head, sizeof(head), "  %5d  %-13s", s.rank,
+                    std::string(rankStateName(s.state)).c_str());
       std::string line = std::string(head) + " " + s.detail;
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out << line << '\n';
@@ -317,7 +318,8 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   }
   doc["ranks"] = Json::array();
   for (const RankStatus& s : v.status) {
-    doc["ranks"].push_back({{"rank", s.rank}, {"status", s.state}, {"detail", s.detail}});
+    doc["ranks"].push_back(
+        {{"rank", s.rank}, {"status", rankStateName(s.state)}, {"detail", s.detail}});
   }
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;

@@ -6,6 +6,24 @@
 
 namespace ncclrec::analyzer {
 
+std::string_view rankStateName(RankState s) {
+  switch (s) {
+    case RankState::kNoData:
+      return "no data";
+    case RankState::kExited:
+      return "exited";
+    case RankState::kCrashed:
+      return "crashed";
+    case RankState::kDead:
+      return "dead";
+    case RankState::kWaiting:
+      return "waiting";
+    case RankState::kInHostCode:
+      return "in host code";
+  }
+  return "unknown";
+}
+
 std::string_view verdictClassName(VerdictClass c) {
   switch (c) {
     case VerdictClass::kNoHang:
