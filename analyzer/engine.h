@@ -20,6 +20,7 @@
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/nccl_result.h"
 #include "recorder/format/reader.h"
 

@@ -25,7 +25,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
     if (rd.exited) {
       r.row.note = "exited";
     } else if (rd.fatal_signal != 0) {
-      r.row.note = "crashed (" + signalName(rd.fatal_signal) + ")";
+      r.row.note = "crashed (" + base::signalName(rd.fatal_signal) + ")";
     } else if (dead(s.rank)) {
       r.row.note = "dead";
     }
@@ -90,7 +90,7 @@ void Engine::addStatus(Verdict& v) const {
       st.state = RankState::kExited;
     } else if (rd.fatal_signal != 0) {
       st.state = RankState::kCrashed;
-      st.detail = signalName(rd.fatal_signal);
+      st.detail = base::signalName(rd.fatal_signal);
     } else if (dead(r)) {
       st.state = RankState::kDead;
       st.detail = "no exit mark; last sign of life " + seconds(now_ - lastSignOfLife(r)) +

@@ -97,9 +97,10 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
   v.op = failed.op;
   v.site = last != nullptr ? siteAt(rd, *last) : CallSite{};
   if (v.site.known()) v.stacks = {v.site};
-  const std::string how = rd.exited              ? " exited"
-                          : rd.fatal_signal != 0 ? " crashed (" + signalName(rd.fatal_signal) + ")"
-                                                 : " died without an exit mark";
+  const std::string how = rd.exited ? " exited"
+                          : rd.fatal_signal != 0
+                              ? " crashed (" + base::signalName(rd.fatal_signal) + ")"
+                              : " died without an exit mark";
   v.headline = ranksWord(v.ranks) + how + " with nothing pending: " + lastOpPhrase(rd, last) +
                "; " + ranksWord(victims) + " then failed (NCCL error " +
                std::to_string(failed.result) + ": the peer was gone), " +

@@ -79,7 +79,7 @@ std::optional<Verdict> findP2pStop(Engine& en) {
       en.markDead(x);
       const std::string how =
           rd.fatal_signal != 0
-              ? "crashed (" + signalName(rd.fatal_signal) + ")"
+              ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
               : "died without an exit mark (killed, e.g. SIGKILL or out of memory)";
       v.headline = who + " " + how + ": " + en.lastOpPhrase(rd, last) + then;
     } else {

@@ -15,11 +15,6 @@ std::string seconds(int64_t ns) {
   return buf;
 }
 
-std::string signalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
-}
-
 std::string opNoun(format::OpType op) {
   using format::OpType;
   switch (op) {

@@ -15,9 +15,6 @@ namespace ncclrec::analyzer {
 // "2.3s": a duration in seconds with one decimal.
 std::string seconds(int64_t ns);
 
-// "SIGKILL", or "signal 77" for a number with no name.
-std::string signalName(int sig);
-
 // "all-reduce", for "after 99 all-reduces".
 std::string opNoun(format::OpType op);
 

@@ -1,7 +1,6 @@
 #include "analyzer/phrases.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include "analyzer/rank_ops.h"
 
@@ -21,8 +20,6 @@ TEST(PhrasesTest, Words) {
   EXPECT_EQ(ordinal(23), "23rd");
   EXPECT_EQ(ordinal(100), "100th");
   EXPECT_EQ(seconds(2'349'000'000), "2.3s");
-  EXPECT_EQ(signalName(SIGKILL), "SIGKILL");
-  EXPECT_EQ(signalName(0), "signal 0");
   EXPECT_EQ(opNoun(OpType::kAllReduce), "all-reduce");
   EXPECT_EQ(opNoun(OpType::kBcast), "broadcast");
   EXPECT_EQ(opNoun(OpType::kSend), "ncclSend");

@@ -6,16 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "recorder/format/base/text.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string baseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -188,7 +184,7 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
         last = std::max(last, op.seq);
       }
     }
-    out << "\nevidence on comm " << hex16(v.comm_id).substr(0, 8) << ":\n";
+    out << "\nevidence on comm " << base::shortHex(v.comm_id) << ":\n";
     std::vector<std::string> head;
     for (const EvidenceRow& r : v.evidence) {
       head.push_back((r.ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(r.ranks) +
@@ -270,7 +266,7 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   j["class"] = verdictClassName(v.cls);
   j["ranks"] = v.ranks;
   j["waiting"] = v.waiting;
-  j["comm"] = v.comm_id != 0 ? Json(hex16(v.comm_id)) : Json(nullptr);
+  j["comm"] = v.comm_id != 0 ? Json(base::hex16(v.comm_id)) : Json(nullptr);
   j["seq"] = v.seq != 0 ? Json(v.seq) : Json(nullptr);
   j["op"] = v.op != format::OpType::kUnknown ? Json(format::opName(v.op)) : Json(nullptr);
   j["callsite"] = v.site.known() ? siteJson(v.site) : Json(nullptr);

@@ -99,7 +99,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   if (k == 1) {
     v.cls = VerdictClass::kRankCrashed;
     const std::string how =
-        rd.fatal_signal != 0 ? "crashed (" + signalName(rd.fatal_signal) + ")"
+        rd.fatal_signal != 0 ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
         : !stale             ? std::string(
                                    "died without an exit mark (the connection to it broke: killed, e.g. "
                                                "SIGKILL or out of memory)")
@@ -156,7 +156,8 @@ std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const
   const size_t rank = there->streams[behind.front()].rank;
   const RankData& rd = set_.ranks[rank];
   if (rd.exited) return out + ", which exited";
-  if (rd.fatal_signal != 0) return out + ", which crashed (" + signalName(rd.fatal_signal) + ")";
+  if (rd.fatal_signal != 0)
+    return out + ", which crashed (" + base::signalName(rd.fatal_signal) + ")";
   if (dead(rank)) return out + ", which died without an exit mark";
   const EventRecord* its_pending = newestPendingCommOp(rd);
   const EventRecord* its_last = newestCommOp(rd);
