@@ -5,8 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "analyzer/engine.h"
 #include "analyzer/exit_codes.h"
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -15,28 +15,8 @@ using format::EventRecord;
 using format::EventState;
 using format::RankData;
 
-using engine::kNcclRemoteError;
-using engine::kNcclSystemError;
 // Places of waiting ranks a headline names one by one; more are summed up as "wait for it".
 constexpr size_t kMaxPlaces = 2;
-
-// A rank's newest collective or point-to-point call, nullptr when it made none.
-const EventRecord* newestCommOp(const RankData& r) {
-  for (auto it = r.events.rbegin(); it != r.events.rend(); ++it) {
-    if (format::isCollective(it->op) || format::isP2p(it->op)) return &*it;
-  }
-  return nullptr;
-}
-
-bool pending(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-// Failed because a peer vanished: the symptom of another rank's stop, not a cause.
-bool lostPeer(const EventRecord& e) {
-  return e.state == EventState::kFailed &&
-         (e.result == kNcclRemoteError || e.result == kNcclSystemError);
-}
 
 bool classNamesOnlyCulprits(VerdictClass c) {
   switch (c) {
@@ -60,16 +40,17 @@ bool classNamesOnlyCulprits(VerdictClass c) {
 std::vector<int> waitingRanks(const format::LoadedSet& set, const Verdict& v) {
   std::vector<int> out;
   if (exitCodeFor(v.cls) == kExitOk) return out;
-  std::map<int, std::string> state;  // global rank -> status word (addStatus)
+  std::map<int, RankState> state;  // global rank -> status (addStatus)
   for (const RankStatus& s : v.status) state[s.rank] = s.state;
   for (const RankData& r : set.ranks) {
     if (std::binary_search(v.ranks.begin(), v.ranks.end(), r.global_rank)) continue;
     const auto st = state.find(r.global_rank);
-    if (st != state.end() && (st->second == "dead" || st->second == "crashed")) continue;
+    if (st != state.end() && (st->second == RankState::kDead || st->second == RankState::kCrashed))
+      continue;
     if (r.fatal_signal != 0) continue;
     const EventRecord* e = newestCommOp(r);
     if (e == nullptr) continue;
-    if ((pending(*e) && !r.exited) || lostPeer(*e)) out.push_back(r.global_rank);
+    if ((isIncomplete(*e) && !r.exited) || lostPeer(*e)) out.push_back(r.global_rank);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -17,15 +17,6 @@ namespace {
 
 using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
 
-const Site kPair{"pairReduce(ncclComm*, float*)", 52};
-const Site kHandshake{"pairHandshake(ncclComm*, float*)", 57};
-
-Op onB(const Site& site) {
-  Op o{site, 1};
-  o.comm = kOtherComm;
-  return o;
-}
-
 TEST(BlameTest, GatedCollectiveListsTheOthersAsWaiting) {
   Job job(4);
   job.ops(0, concat(repeat({kTrain}, 6), {{kSave, 1}}), true);
@@ -72,8 +63,8 @@ TEST(BlameTest, CycleOfTwoRanksWithNoPeersStaysADeadlockAndNamesItsBystanders) {
   Op on_c{kLoss, 1};
   on_c.comm = kThird;
   Job job(4);
-  job.ops(0, {on_c, on_a, onB(kPair), on_a}, true)
-      .ops(1, {on_c, on_a, onB(kPair), onB(kPair)}, true);
+  job.ops(0, {on_c, on_a, pairOp(kPair), on_a}, true)
+      .ops(1, {on_c, on_a, pairOp(kPair), pairOp(kPair)}, true);
   job.ops(2, {on_c, on_c}, true).ops(3, {on_c, on_c}, true);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
@@ -89,8 +80,8 @@ TEST(BlameTest, CycleOfTwoGroupsThatOrderTwoCommunicatorsDifferentlyIsADeadlock)
   // Both communicators hold ranks 0-3; ranks 0-1 issue A#2 first, ranks 2-3 B#2 first: two sides
   // of two ranks each, no rank differs from the others of its side.
   Job job(4);
-  for (int r = 0; r < 2; ++r) job.ops(r, {{kTrain}, onB(kPair), {kTrain}}, true);
-  for (int r = 2; r < 4; ++r) job.ops(r, {{kTrain}, onB(kPair), onB(kPair)}, true);
+  for (int r = 0; r < 2; ++r) job.ops(r, {{kTrain}, pairOp(kPair), {kTrain}}, true);
+  for (int r = 2; r < 4; ++r) job.ops(r, {{kTrain}, pairOp(kPair), pairOp(kPair)}, true);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kCrossCommDeadlock) << v.headline;
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 1, 2, 3}));
@@ -102,8 +93,8 @@ TEST(BlameTest, RankThatSkippedAWorldOpIntoAPairOpIsTheCulpritNotItsPartner) {
   // Rank 1 skips A#2 and enters B#2, where rank 0 never arrives: rank 0 waits for it in A#2, as do
   // ranks 2-3. The cycle 0 <-> 1 is the evidence; rank 1 alone differs from its peers on A.
   Job job(4);
-  job.ops(0, {{kTrain}, onB(kPair), {kTrain}}, true)
-      .ops(1, {{kTrain}, onB(kPair), onB(kPair)}, true);
+  job.ops(0, {{kTrain}, pairOp(kPair), {kTrain}}, true)
+      .ops(1, {{kTrain}, pairOp(kPair), pairOp(kPair)}, true);
   job.ops(2, repeat({kTrain}, 2), true).ops(3, repeat({kTrain}, 2), true);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
@@ -124,8 +115,8 @@ TEST(BlameTest, RankThatSkippedAWorldOpIntoAPairOpIsTheCulpritNotItsPartner) {
 TEST(BlameTest, RankThatInsertedAnOpOnThePairCommunicatorIsGated) {
   // As above, but rank 1 issues an op new to B (pairHandshake) before A#2.
   Job job(4);
-  job.ops(0, {{kTrain}, onB(kPair), {kTrain}}, true);
-  job.ops(1, {{kTrain}, onB(kPair), onB(kHandshake)}, true);
+  job.ops(0, {{kTrain}, pairOp(kPair), {kTrain}}, true);
+  job.ops(1, {{kTrain}, pairOp(kPair), pairOp(kHandshake)}, true);
   job.ops(2, repeat({kTrain}, 2), true).ops(3, repeat({kTrain}, 2), true);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;

@@ -13,6 +13,7 @@
 #include "analyzer/report.h"
 #include "analyzer/trace.h"
 #include "recorder/format/bbox_layout.h"
+#include "recorder/format/nccl_result.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -23,7 +24,7 @@ using format::OpType;
 using format::RankData;
 
 constexpr uint64_t kComm = 0x1a2b3c4d00000001ull;
-constexpr int kInvalidUsage = 5;
+constexpr int kInvalidUsage = format::kNcclInvalidUsage;
 
 struct Placed {
   std::string host = "node1";

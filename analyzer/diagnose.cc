@@ -8,14 +8,22 @@
 #include <vector>
 
 #include "analyzer/blame.h"
-#include "analyzer/devices.h"
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
-#include "analyzer/health.h"
-#include "analyzer/lifecycle_rules.h"
-#include "analyzer/waits.h"
+#include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
+
+Engine::Engine(const format::LoadedSet& set, const DiagnoseOptions& options,
+               const CallSites& callsites)
+    : set_(set), options_(options), callsites_(callsites) {
+  for (const RankData& r : set_.ranks) {
+    now_ = std::max(now_, snapshotTime(r));
+    if (r.exited) latest_exit_ns_ = std::max(latest_exit_ns_, r.exit_ns);
+  }
+  buildStreams();
+  orderComms();
+}
 
 uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
@@ -86,6 +94,58 @@ void Engine::buildStreams() {
   }
 }
 
+int64_t pendingSince(const CommStreams& c) {
+  int64_t t = INT64_MAX;
+  for (const Stream& s : c.streams) {
+    for (const Op& o : s.ops) {
+      if (isIncomplete(*o.e)) t = std::min(t, o.e->enqueue_ns);
+    }
+  }
+  return t;
+}
+
+void Engine::orderComms() {
+  for (const CommStreams& c : comms_) order_.push_back(&c);
+  // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
+  // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,
+  // whichever of the two ops was enqueued first.
+  std::map<size_t, std::vector<const CommStreams*>> pending_in;  // rank -> comms it waits in
+  for (const CommStreams& c : comms_) {
+    for (const Stream& s : c.streams) {
+      if (!s.ops.empty() && isIncomplete(*s.ops.back().e)) pending_in[s.rank].push_back(&c);
+    }
+  }
+  std::set<const CommStreams*> waited_on;
+  for (const CommStreams& a : comms_) {
+    uint64_t first_pending = UINT64_MAX;
+    for (const Stream& s : a.streams) {
+      for (const Op& o : s.ops) {
+        if (isIncomplete(*o.e)) first_pending = std::min(first_pending, o.e->op_seq);
+      }
+    }
+    if (first_pending == UINT64_MAX) continue;
+    for (const Stream& s : a.streams) {
+      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending) continue;  // issued it
+      const auto it = pending_in.find(s.rank);
+      if (it == pending_in.end()) continue;
+      for (const CommStreams* b : it->second) {
+        if (b != &a) waited_on.insert(b);
+      }
+    }
+  }
+  std::stable_sort(order_.begin(), order_.end(), [&](const CommStreams* a, const CommStreams* b) {
+    return std::make_pair(waited_on.contains(a), pendingSince(*a)) <
+           std::make_pair(waited_on.contains(b), pendingSince(*b));
+  });
+}
+
+const CommStreams* Engine::firstPending() const {
+  for (const CommStreams* c : order_) {
+    if (pendingSince(*c) != INT64_MAX) return c;
+  }
+  return nullptr;
+}
+
 int64_t Engine::lastSignOfLife(size_t rank) const {
   const RankData& r = set_.ranks[rank];
   int64_t t = r.heartbeat_ns;
@@ -131,7 +191,30 @@ bool Engine::shiftedByOne(const CommStreams& c, size_t p, const std::vector<size
   return any;
 }
 
-// The op that usually follows the last common op (the one before p) in this stream's history.
+void Engine::groupsAt(const CommStreams& c, size_t p, std::vector<Group>& groups,
+                      std::vector<size_t>& ended, std::vector<size_t>& going) const {
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const Stream& s = c.streams[i];
+    if (p >= s.ops.size()) {
+      ended.push_back(i);
+      continue;
+    }
+    going.push_back(i);
+    const uint32_t key = s.ops[p].key;
+    auto g =
+        std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.key == key; });
+    if (g == groups.end()) {
+      groups.push_back(Group{key, {}, {}});
+      g = groups.end() - 1;
+    }
+    g->streams.push_back(i);
+    g->ranks.push_back(globalRank(s.rank));
+  }
+}
+
+// Slot by slot: the first slot whose ops differ in key (classifyKeyDivergence) or where a stream
+// ended while others wait (stoppedAt). An insertion of an op that differs only in call site
+// completes: it is kept as the candidate that explains a later slot.
 bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
   size_t longest = 0;
   for (const Stream& s : c.streams) longest = std::max(longest, s.ops.size());
@@ -140,23 +223,7 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
     std::vector<Group> groups;
     std::vector<size_t> ended;
     std::vector<size_t> going;
-    for (size_t i = 0; i < c.streams.size(); ++i) {
-      const Stream& s = c.streams[i];
-      if (p >= s.ops.size()) {
-        ended.push_back(i);
-        continue;
-      }
-      going.push_back(i);
-      const uint32_t key = s.ops[p].key;
-      auto g =
-          std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.key == key; });
-      if (g == groups.end()) {
-        groups.push_back(Group{key, {}, {}});
-        g = groups.end() - 1;
-      }
-      g->streams.push_back(i);
-      g->ranks.push_back(globalRank(s.rank));
-    }
+    groupsAt(c, p, groups, ended, going);
     if (groups.size() == 1 && ended.empty()) continue;
     const bool dead_stop =
         std::any_of(ended.begin(), ended.end(), [&](size_t s) { return dead(c.streams[s].rank); });
@@ -198,266 +265,52 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
       return false;
     });
     if (!waiting) continue;
-    if (candidate) {
-      // The earlier insertion explains the stop when exactly the other ranks ran out of ops
-      // (they finished their loop one op short of the inserting ranks), none of them crashed.
-      std::vector<int> stopped = ranksOf(c, ended);
-      const bool complement =
-          stopped.size() + candidate->ranks.size() == c.streams.size() &&
-          std::none_of(stopped.begin(), stopped.end(), [&](int r) {
-            return std::binary_search(candidate->ranks.begin(), candidate->ranks.end(), r);
-          });
-      const bool crashed = std::any_of(ended.begin(), ended.end(), [&](size_t s) {
-        const RankData& r = set_.ranks[c.streams[s].rank];
-        return r.fatal_signal != 0 || (!r.exited && dead(c.streams[s].rank));
-      });
-      if (complement && !crashed) {
-        v = std::move(*candidate);
-        return true;
-      }
-    }
-    // Cause before symptom: ranks that stopped after a peer's departure failed their call are
-    // its victims. Name the ranks that stopped on their own; when every rank that stopped here
-    // reacted, another communicator shows the one that left first.
-    std::vector<size_t> own;
-    for (size_t s : ended) {
-      if (!reacted(c.streams[s].rank)) own.push_back(s);
-    }
-    if (own.empty() && anyLeftOnItsOwn()) return false;
-    classifyTruncation(c, p, own.empty() ? ended : own, going, v);
-    if (v.site.known()) v.stacks = {v.site};
-    addEvidence(c, p, v);
-    return true;
+    return stoppedAt(c, p, ended, going, candidate, v);
   }
   return false;
 }
 
-Verdict Engine::run() {
-  Verdict v;
-  for (const RankData& r : set_.ranks) {
-    now_ = std::max(now_, snapshotTime(r));
-    if (r.exited) latest_exit_ns_ = std::max(latest_exit_ns_, r.exit_ns);
-  }
-  // A refused init (ranks sharing a device) explains whatever follows it. Waits that pair by peer
-  // or span communicators are decided before the per-slot alignment: a rank blocked in comm B
-  // looks, from comm A, like a rank that stopped.
-  // A communicator ended or split by some ranks only, or a peer left out of a grouped exchange:
-  // a call around the slots (lifecycle_rules.h), which the ranks that wait would otherwise take
-  // the blame for.
-  for (auto* find : {&findDeviceCollision, &findEarlyCommEnd, &findPartialSplit, &findGroupPeerSkip,
-                     &findWaitCycle, &findP2pMismatch}) {
-    if (find == &findP2pMismatch && findP2pStop(v)) {
-      addStatus(v);
-      return v;
-    }
-    if (std::optional<Verdict> w = find(set_, callsites_)) {
-      v = std::move(*w);
-      if (find == &findWaitCycle) {
-        buildStreams();
-        preferEarlierCause(v);
-      } else if (find == &findP2pMismatch) {
-        buildStreams();
-        collectiveCauseOfP2pWait(v);
-      }
-      addStatus(v);
-      return v;
+std::optional<Verdict> Engine::divergenceOn(const CommStreams& c) {
+  const std::set<size_t> inferred = inferred_dead_;
+  Verdict d;
+  if (diagnoseComm(c, d) && isDivergence(d.cls)) return d;
+  inferred_dead_ = inferred;
+  return std::nullopt;
+}
+
+bool Engine::stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                       const std::vector<size_t>& going, std::optional<Verdict>& candidate,
+                       Verdict& v) {
+  if (candidate) {
+    // The earlier insertion explains the stop when exactly the other ranks ran out of ops
+    // (they finished their loop one op short of the inserting ranks), none of them crashed.
+    std::vector<int> stopped = ranksOf(c, ended);
+    const bool complement =
+        stopped.size() + candidate->ranks.size() == c.streams.size() &&
+        std::none_of(stopped.begin(), stopped.end(), [&](int r) {
+          return std::binary_search(candidate->ranks.begin(), candidate->ranks.end(), r);
+        });
+    const bool crashed = std::any_of(ended.begin(), ended.end(), [&](size_t s) {
+      const RankData& r = set_.ranks[c.streams[s].rank];
+      return r.fatal_signal != 0 || (!r.exited && dead(c.streams[s].rank));
+    });
+    if (complement && !crashed) {
+      v = std::move(*candidate);
+      return true;
     }
   }
-  buildStreams();
-  // Communicators with ops still pending first: that is where the job hangs.
-  std::vector<const CommStreams*> order;
-  for (const CommStreams& c : comms_) order.push_back(&c);
-  const auto pendingSince = [](const CommStreams& c) {
-    int64_t t = INT64_MAX;
-    for (const Stream& s : c.streams) {
-      for (const Op& o : s.ops) {
-        if (isIncomplete(*o.e)) t = std::min(t, o.e->enqueue_ns);
-      }
-    }
-    return t;
-  };
-  // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
-  // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,
-  // whichever of the two ops was enqueued first.
-  std::map<size_t, std::vector<const CommStreams*>> pending_in;  // rank -> comms it waits in
-  for (const CommStreams& c : comms_) {
-    for (const Stream& s : c.streams) {
-      if (!s.ops.empty() && isIncomplete(*s.ops.back().e)) pending_in[s.rank].push_back(&c);
-    }
+  // Cause before symptom: ranks that stopped after a peer's departure failed their call are
+  // its victims. Name the ranks that stopped on their own; when every rank that stopped here
+  // reacted, another communicator shows the one that left first.
+  std::vector<size_t> own;
+  for (size_t s : ended) {
+    if (!reacted(c.streams[s].rank)) own.push_back(s);
   }
-  std::set<const CommStreams*> waited_on;
-  for (const CommStreams& a : comms_) {
-    uint64_t first_pending = UINT64_MAX;
-    for (const Stream& s : a.streams) {
-      for (const Op& o : s.ops) {
-        if (isIncomplete(*o.e)) first_pending = std::min(first_pending, o.e->op_seq);
-      }
-    }
-    if (first_pending == UINT64_MAX) continue;
-    for (const Stream& s : a.streams) {
-      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending) continue;  // issued it
-      const auto it = pending_in.find(s.rank);
-      if (it == pending_in.end()) continue;
-      for (const CommStreams* b : it->second) {
-        if (b != &a) waited_on.insert(b);
-      }
-    }
-  }
-  std::stable_sort(order.begin(), order.end(), [&](const CommStreams* a, const CommStreams* b) {
-    return std::make_pair(waited_on.contains(a), pendingSince(*a)) <
-           std::make_pair(waited_on.contains(b), pendingSince(*b));
-  });
-  // Cause before symptom: a communicator whose pending ops disagree (an insertion, a deletion, a
-  // mismatch) explains the waits on the others, even when a rank blocked there is what another
-  // communicator's older pending op waits for (a root mismatch in a sub-communicator, an extra op
-  // on one communicator of a group that spans several).
-  for (const CommStreams* c : order) {
-    if (pendingSince(*c) == INT64_MAX) continue;
-    const std::set<size_t> inferred = inferred_dead_;
-    Verdict d;
-    if (diagnoseComm(*c, d) && isDivergence(d.cls)) {
-      v = std::move(d);
-      addStatus(v);
-      return v;
-    }
-    inferred_dead_ = inferred;
-  }
-  for (const CommStreams* c : order) {
-    if (diagnoseComm(*c, v)) {
-      preferEarlierCause(v);
-      addStatus(v);
-      return v;
-    }
-  }
-  addStatus(v);
-  // No divergence. Either nothing is pending, or every present rank waits in the same op.
-  const CommStreams* pending = nullptr;
-  for (const CommStreams* c : order) {
-    if (pendingSince(*c) != INT64_MAX) {
-      pending = c;
-      break;
-    }
-  }
-  size_t collectives = 0;
-  for (const CommStreams& c : comms_) {
-    for (const Stream& s : c.streams) collectives += s.ops.size();
-  }
-  std::vector<int> no_data;
-  for (const RankStatus& st : v.status) {
-    if (st.state == "no data") no_data.push_back(st.rank);
-  }
-  // A call that returned an error: the job may stop there without anything left pending.
-  const EventRecord* failed = nullptr;
-  size_t failed_rank = 0;
-  for (size_t r = 0; r < set_.ranks.size(); ++r) {
-    for (const EventRecord& e : set_.ranks[r].events) {
-      const bool comm_op = format::isCollective(e.op) || format::isP2p(e.op) ||
-                           format::isCommLifecycle(e.op) || e.op == OpType::kGroupEnd;
-      if (e.state == EventState::kFailed && comm_op &&
-          (failed == nullptr || e.enqueue_ns < failed->enqueue_ns)) {
-        failed = &e;
-        failed_rank = r;
-      }
-    }
-  }
-  if (failed != nullptr && leaverExplains(*failed, v)) return v;
-  if (failed != nullptr) {
-    v.cls = VerdictClass::kNcclError;
-    v.ranks = {globalRank(failed_rank)};
-    v.comm_id = failed->comm_id;
-    v.seq = failed->op_seq;
-    v.op = failed->op;
-    v.site = siteAt(set_.ranks[failed_rank], *failed);
-    v.headline = ranksWord(v.ranks) + ": " + std::string(format::opName(failed->op)) +
-                 (failed->op_seq != 0 ? " #" + std::to_string(failed->op_seq) : "") +
-                 (failed->comm_id != 0 ? " on comm " + hex8(failed->comm_id) : "") + " from " +
-                 describeCallSite(v.site) + " returned NCCL error " +
-                 std::to_string(failed->result);
-    v.stacks = {v.site};
-    return v;
-  }
-  // Stuck creating a communicator: no collective of it started, so no stream shows the wait. A
-  // rank that never joins (not started, or started with another RANK, WORLD_SIZE or unique id)
-  // usually left nothing recorded for it.
-  const EventRecord* creating = nullptr;
-  for (const RankData& r : set_.ranks) {
-    for (const EventRecord& e : r.events) {
-      if (format::isCommLifecycle(e.op) && isIncomplete(e) &&
-          (creating == nullptr || e.enqueue_ns < creating->enqueue_ns)) {
-        creating = &e;
-      }
-    }
-  }
-  if (pending == nullptr && creating != nullptr) {
-    std::vector<int> waiting;
-    for (size_t r = 0; r < set_.ranks.size(); ++r) {
-      for (const EventRecord& e : set_.ranks[r].events) {
-        if (e.comm_id == creating->comm_id && e.op == creating->op && isIncomplete(e)) {
-          waiting.push_back(globalRank(r));
-          break;
-        }
-      }
-    }
-    std::sort(waiting.begin(), waiting.end());
-    v.cls = VerdictClass::kUndecided;
-    v.comm_id = creating->comm_id;
-    v.op = creating->op;
-    v.headline = ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
-                 std::string(format::opName(creating->op)) + " on comm " + hex8(creating->comm_id) +
-                 " for a communicator of " + std::to_string(creating->nranks) + " ranks";
-    if (!no_data.empty()) {
-      v.headline += "; no data for " + ranksWord(no_data);
-      v.missing.push_back("no data for " + ranksWord(no_data) +
-                          ": a rank that was not started, or was started with another RANK, "
-                          "WORLD_SIZE or unique id, never joins; its recording or the launcher's "
-                          "log would show it");
-    } else {
-      v.missing.push_back(
-          "the ranks that did not join were recorded elsewhere (see ranks:): "
-          "their stacks show why they never reached " +
-          std::string(format::opName(creating->op)));
-    }
-    return v;
-  }
-  if (pending == nullptr) {
-    if (std::optional<Verdict> slow = findSlowRank(set_, callsites_)) {
-      slow->status = std::move(v.status);
-      return std::move(*slow);
-    }
-    v.cls = VerdictClass::kNoHang;
-    v.headline = "no hang: every recorded collective completed (" + std::to_string(collectives) +
-                 " ops on " + std::to_string(comms_.size()) + " communicator" +
-                 (comms_.size() == 1 ? "" : "s") + " across " + std::to_string(set_.ranks.size()) +
-                 " ranks)";
-    if (!no_data.empty()) v.missing.push_back("no data for " + ranksWord(no_data));
-    return v;
-  }
-  v.cls = VerdictClass::kUndecided;
-  v.comm_id = pending->comm_id;
-  // pendingSince() found an op, so some stream holds one.
-  const Stream& s = *std::find_if(pending->streams.begin(), pending->streams.end(),
-                                  [](const Stream& x) { return !x.ops.empty(); });
-  const Op& last = s.ops.back();
-  v.seq = last.e->op_seq;
-  v.op = last.e->op;
-  v.site = siteAt(set_.ranks[s.rank], *last.e);
-  std::vector<size_t> all(pending->streams.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const std::vector<int> present = ranksOf(*pending, all);
-  v.headline = ranksWord(present) + (present.size() == 1 ? " waits" : " wait") + " in " +
-               std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) + " on comm " +
-               hex8(v.comm_id) + " and agree on every op before it";
-  if (!no_data.empty()) {
-    v.missing.push_back("no data for " + ranksWord(no_data) +
-                        ": their black boxes or dumps would show where they are");
-    v.headline += "; no data for " + ranksWord(no_data);
-  } else {
-    v.missing.push_back(
-        "every rank waits in the same op: the transport or the device is stuck, not the "
-        "program's order; the NCCL log (NCCL_DEBUG=INFO) would tell more");
-  }
-  addEvidence(*pending, s.ops.size() - 1, v);
-  return v;
+  if (own.empty() && anyLeftOnItsOwn()) return false;
+  classifyTruncation(c, p, own.empty() ? ended : own, going, v);
+  if (v.site.known()) v.stacks = {v.site};
+  addEvidence(c, p, v);
+  return true;
 }
 
 }  // namespace ncclrec::analyzer::engine
@@ -472,7 +325,7 @@ Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options) {
 Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
                  const CallSites& sites) {
   engine::Engine engine(set, options, sites);
-  Verdict v = engine.run();
+  Verdict v = engine::runRules(engine);
   addWaiting(set, sites, v);
   return v;
 }

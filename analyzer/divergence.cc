@@ -6,24 +6,6 @@
 
 namespace ncclrec::analyzer::engine {
 
-std::optional<uint32_t> Engine::predictNext(const Stream& s, size_t p) const {
-  if (p == 0) return std::nullopt;
-  const uint32_t last = s.ops[p - 1].key;
-  std::unordered_map<uint32_t, size_t> next;
-  for (size_t i = 0; i + 1 < p; ++i) {
-    if (s.ops[i].key == last) ++next[s.ops[i + 1].key];
-  }
-  std::optional<uint32_t> best;
-  size_t best_n = 0;
-  for (const auto& [key, n] : next) {
-    if (n > best_n || (n == best_n && best && key < *best)) {
-      best = key;
-      best_n = n;
-    }
-  }
-  return best;
-}
-
 // Whether the collective (op, call site) `site` is one the job issues anyway: seen before p on any
 // rank, or at or after p in the other streams.
 bool Engine::knownSite(const CommStreams& c, size_t p, uint32_t site,
@@ -58,6 +40,12 @@ std::optional<uint32_t> usuallyAfter(const Stream& s, size_t p, uint32_t of) {
     }
   }
   return after;
+}
+
+// The op that usually follows the op before p in the first p ops of `s`; nullopt at p == 0.
+std::optional<uint32_t> predictNext(const Stream& s, size_t p) {
+  if (p == 0) return std::nullopt;
+  return usuallyAfter(s, p, s.ops[p - 1].key);
 }
 
 }  // namespace
@@ -171,7 +159,7 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   std::sort(normal_ranks.begin(), normal_ranks.end());
   v.comm_id = c.comm_id;
   v.ranks = dev.ranks;
-  const std::string comm = " on comm " + hex8(c.comm_id);
+  const std::string comm = " on comm " + shortCommId(c.comm_id);
 
   if (edit == Edit::kInsertion) {
     v.cls = VerdictClass::kRankGatedCollective;

@@ -1,12 +1,12 @@
 // Internal to the analyzer: the alignment engine behind diagnose() (diagnose.h), split by concern
 // over diagnose.cc (streams, the scan for the first divergence), divergence.cc (insertion,
-// deletion, substitution), truncation.cc (a stream that stopped) and evidence.cc (the evidence
-// table and each rank's status). Not for use outside analyzer/.
+// deletion, substitution), truncation.cc (a stream that stopped), root_cause.cc (a divergence
+// that explains a symptom), leavers.cc (ranks that left) and evidence.cc (the evidence table and
+// each rank's status). The verdict rules that use it, and their order, are in rules.h. Not for
+// use outside analyzer/.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,7 +17,10 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/nccl_result.h"
 #include "recorder/format/reader.h"
 
@@ -75,80 +78,11 @@ struct ShapeKeyHash {
   }
 };
 
-inline bool isIncomplete(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-// A call NCCL refused before issuing it (bad argument or usage) never pairs with anything; one
-// that failed after issuing (a peer vanished, a system error) holds its slot in the stream.
+using format::hasRoot;
 using format::kNcclInvalidArgument;
 using format::kNcclInvalidUsage;
 using format::kNcclRemoteError;
 using format::kNcclSystemError;
-inline bool rejected(const EventRecord& e) {
-  return e.state == EventState::kFailed &&
-         (e.result == kNcclInvalidArgument || e.result == kNcclInvalidUsage);
-}
-
-// An op the job is stuck in or stopped at.
-inline bool unfinished(const EventRecord& e) {
-  return isIncomplete(e) || e.state == EventState::kFailed;
-}
-
-using format::hasRoot;
-
-inline std::string hex8(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return std::string(buf, 8);
-}
-
-inline std::string seconds(int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
-inline std::string signalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
-}
-
-// "all-reduce", for "after 99 all-reduces".
-inline std::string opNoun(OpType op) {
-  switch (op) {
-    case OpType::kAllReduce:
-      return "all-reduce";
-    case OpType::kBroadcast:
-    case OpType::kBcast:
-      return "broadcast";
-    case OpType::kReduce:
-      return "reduce";
-    case OpType::kAllGather:
-      return "all-gather";
-    case OpType::kReduceScatter:
-      return "reduce-scatter";
-    case OpType::kAlltoAll:
-      return "all-to-all";
-    case OpType::kGather:
-      return "gather";
-    case OpType::kScatter:
-      return "scatter";
-    default:
-      return std::string(format::opName(op));
-  }
-}
-
-inline std::string ordinal(uint64_t n) {
-  const uint64_t mod100 = n % 100;
-  const char* suffix = "th";
-  if (mod100 < 11 || mod100 > 13) {
-    if (n % 10 == 1) suffix = "st";
-    if (n % 10 == 2) suffix = "nd";
-    if (n % 10 == 3) suffix = "rd";
-  }
-  return std::to_string(n) + suffix;
-}
 
 // The classes of a divergence between ranks' streams on one communicator (not a truncation).
 inline bool isDivergence(VerdictClass c) {
@@ -166,89 +100,65 @@ inline bool isDivergence(VerdictClass c) {
   }
 }
 
-// "rank == 0", "rank in {0,2}", "rank != 3".
-inline std::string subsetCondition(const std::vector<int>& subset, const std::vector<int>& all) {
-  if (subset.size() == 1) return "rank == " + std::to_string(subset[0]);
-  std::vector<int> rest;
-  std::set_difference(all.begin(), all.end(), subset.begin(), subset.end(),
-                      std::back_inserter(rest));
-  if (rest.size() == 1) return "rank != " + std::to_string(rest[0]);
-  return "rank in {" + formatRanks(subset) + "}";
-}
-
 // The single edit of one rank's stream that explains a slot where ranks issued different ops.
 enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
 
+// The facts every verdict rule (rules.h) reads: the recordings, each communicator's aligned
+// streams (built once, at construction), which ranks are dead, and the building blocks the rules
+// share (the scan of one communicator for its first divergence, the evidence table, the status
+// list). One per diagnose() call, on the caller's thread.
 class Engine {
  public:
-  Engine(const format::LoadedSet& set, const DiagnoseOptions& options, const CallSites& callsites)
-      : set_(set), options_(options), callsites_(callsites) {}
+  Engine(const format::LoadedSet& set, const DiagnoseOptions& options, const CallSites& callsites);
 
-  Verdict run();
+  const format::LoadedSet& set() const { return set_; }
+  const CallSites& callsites() const { return callsites_; }
+  // The newest snapshot time of the job (heartbeat or dump), the "now" of its durations.
+  int64_t now() const { return now_; }
+  const std::vector<CommStreams>& comms() const { return comms_; }
+  // comms() in the order the alignment looks at them: communicators with ops pending first (that
+  // is where the job hangs), one whose pending op waits for a rank blocked in another after that
+  // other, then by the enqueue time of their oldest pending op.
+  const std::vector<const CommStreams*>& commOrder() const { return order_; }
+  // The first of commOrder() with an op pending; nullptr when nothing is pending.
+  const CommStreams* firstPending() const;
 
- private:
-  struct Group {
-    uint32_t key = 0;
-    std::vector<size_t> streams;  // indices into CommStreams::streams
-    std::vector<int> ranks;       // their global ranks, ascending
-  };
-
-  void buildStreams();
   // The call site, with names borrowed from other ranks' dumps when this rank has none.
   CallSite siteAt(const RankData& rank, const EventRecord& e) const {
     return callSiteOf(rank, e, callsites_);
   }
-  uint32_t siteOf(size_t rank, const EventRecord& e);
   int globalRank(size_t rank) const { return set_.ranks[rank].global_rank; }
+  // Exited, crashed, found dead by its peers (markDead) or silent for long (a stale heartbeat).
   bool dead(size_t rank) const;
+  // A rule found the rank gone from what its peers saw (their calls to it failed): dead() from now
+  // on, and the status list says so.
+  void markDead(size_t rank) { inferred_dead_.insert(rank); }
   int64_t lastSignOfLife(size_t rank) const;
+  std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
+  // The ranks of the job (0 .. world size - 1) with no black box or dump, ascending.
+  std::vector<int> ranksWithNoData() const;
 
-  // The first divergence on `c` from position `start` on; fills `v` and returns true when found.
+  // The first divergence on `c` (an insertion, deletion or substitution) or stream that stopped
+  // while others wait for it (a truncation, which may mark its ranks dead); fills `v` and returns
+  // true when found, leaves `v` alone otherwise.
   bool diagnoseComm(const CommStreams& c, Verdict& v);
-  bool classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
-                             Verdict& v);
-  // A rank's newest collective or p2p call still pending (nullptr when none), and its newest one.
-  std::pair<const EventRecord*, const EventRecord*> lastOps(const RankData& rd) const;
-  // "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago".
+  // diagnoseComm()'s verdict on `c` when it is a divergence (isDivergence); else nullopt, with
+  // the ranks it found dead forgotten again.
+  std::optional<Verdict> divergenceOn(const CommStreams& c);
+  // "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago" for `last`,
+  // the rank's newest collective or p2p call (newestCommOp).
   std::string lastOpPhrase(const RankData& rd, const EventRecord* last) const;
-  // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
-  // last NCCL op
-  // ..." (the ranks of that communicator that have not issued it; how the one rank is, if one).
-  std::string waitsThereFor(const EventRecord& pending, size_t self) const;
-  // A send or receive waiting for a rank that left NCCL without posting its counterpart (stuck
-  // in host code, killed, exited early): that rank's stop is the verdict (p2p_stop.cc). Fills `v`
-  // and returns true when found.
-  bool findP2pStop(Verdict& v);
-  void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                          const std::vector<size_t>& going, Verdict& v);
-  std::optional<uint32_t> predictNext(const Stream& s, size_t p) const;
-  // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
-  // before they line up again (divergence.cc).
-  Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,
-                      bool same_function) const;
-  bool knownSite(const CommStreams& c, size_t p, uint32_t site,
-                 const std::vector<size_t>& other_streams) const;
-  bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
-                    const std::vector<int>& ahead) const;
 
   // Root cause across communicators and time (root_cause.cc): when `v` is a symptom (a stream
   // that stopped, a wait cycle) and another communicator's alignment shows an earlier insertion,
   // deletion or substitution by the same ranks, that divergence becomes the verdict and `v` its
   // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
-  // Needs buildStreams(). Returns whether it replaced `v`.
+  // Returns whether it replaced `v`.
   bool preferEarlierCause(Verdict& v);
   // For `v`, a send or receive that waits for its peer: when a communicator with ops pending
   // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held
-  // up by it) and `v` its evidence. Needs buildStreams(). Returns whether it replaced `v`.
+  // up by it) and `v` its evidence. Returns whether it replaced `v`.
   bool collectiveCauseOfP2pWait(Verdict& v);
-  // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
-  // that some ranks issued past the end of every other rank's stream: fills `v` with
-  // rank_gated_collective naming them.
-  bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
-  // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
-  int64_t opTime(uint64_t comm, uint64_t seq) const;
-  // Whether the rank issued collective `seq` of `comm` before its newest call.
-  bool issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const;
 
   // Ranks that left (leavers.cc). Whether the rank's newest call failed because a peer was gone
   // (a remote or system error): it stopped because of another rank.
@@ -263,9 +173,56 @@ class Engine {
   // communicator that left on its own is the verdict (rank_exited or rank_crashed).
   bool leaverExplains(const EventRecord& failed, Verdict& v) const;
 
+  // The evidence table of `c` around slot `p` (evidence.cc).
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
+  // Each rank's status (evidence.cc), once the verdict is decided.
   void addStatus(Verdict& v) const;
-  std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
+
+ private:
+  struct Group {
+    uint32_t key = 0;
+    std::vector<size_t> streams;  // indices into CommStreams::streams
+    std::vector<int> ranks;       // their global ranks, ascending
+  };
+
+  void buildStreams();
+  void orderComms();
+  uint32_t siteOf(size_t rank, const EventRecord& e);
+
+  // diagnoseComm's slot `p` (diagnose.cc): the groups of streams issuing the same op there, the
+  // streams that ended before it and those that go on.
+  void groupsAt(const CommStreams& c, size_t p, std::vector<Group>& groups,
+                std::vector<size_t>& ended, std::vector<size_t>& going) const;
+  // diagnoseComm's streams that `ended` before slot `p` while the `going` ones wait there: the
+  // earlier `candidate` insertion when it explains the stop, else the truncation; false when the
+  // ranks that stopped only reacted to another's departure seen elsewhere.
+  bool stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                 const std::vector<size_t>& going, std::optional<Verdict>& candidate, Verdict& v);
+  bool classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
+                             Verdict& v);
+  // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
+  // last NCCL op ..." (the ranks of that communicator that have not issued it; how the one rank
+  // is, if one).
+  std::string waitsThereFor(const EventRecord& pending, size_t self) const;
+  void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                          const std::vector<size_t>& going, Verdict& v);
+  // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
+  // before they line up again (divergence.cc).
+  Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,
+                      bool same_function) const;
+  bool knownSite(const CommStreams& c, size_t p, uint32_t site,
+                 const std::vector<size_t>& other_streams) const;
+  bool shiftedByOne(const CommStreams& c, size_t p, const std::vector<size_t>& going,
+                    const std::vector<int>& ahead) const;
+
+  // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
+  // that some ranks issued past the end of every other rank's stream: fills `v` with
+  // rank_gated_collective naming them.
+  bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
+  // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
+  int64_t opTime(uint64_t comm, uint64_t seq) const;
+  // Whether the rank issued collective `seq` of `comm` before its newest call.
+  bool issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) const;
 
   const format::LoadedSet& set_;
   const DiagnoseOptions& options_;
@@ -274,12 +231,15 @@ class Engine {
   int64_t latest_exit_ns_ = 0;
   std::set<size_t> inferred_dead_;  // ranks found dead from their peers' errors
   std::vector<CommStreams> comms_;
+  std::vector<const CommStreams*> order_;                           // commOrder()
   std::vector<std::unordered_map<uint32_t, uint32_t>> site_cache_;  // per rank: stack id -> site
   std::map<std::pair<OpType, std::string>, uint32_t> sites_;
   std::vector<uint32_t> loc_of_site_;
   std::map<std::string, uint32_t> locs_;
   std::unordered_map<ShapeKey, uint32_t, ShapeKeyHash> keys_;
-  std::vector<size_t> start_;  // per comm: the first position every stream holds
 };
+
+// When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none.
+int64_t pendingSince(const CommStreams& c);
 
 }  // namespace ncclrec::analyzer::engine

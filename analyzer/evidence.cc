@@ -1,5 +1,7 @@
 // The evidence table around the divergence and each rank's status.
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
@@ -23,7 +25,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
     if (rd.exited) {
       r.row.note = "exited";
     } else if (rd.fatal_signal != 0) {
-      r.row.note = "crashed (" + signalName(rd.fatal_signal) + ")";
+      r.row.note = "crashed (" + base::signalName(rd.fatal_signal) + ")";
     } else if (dead(s.rank)) {
       r.row.note = "dead";
     }
@@ -51,48 +53,54 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
   }
 }
 
-void Engine::addStatus(Verdict& v) const {
+std::vector<int> Engine::ranksWithNoData() const {
   int world = 0;
-  std::map<int, size_t> by_rank;
-  for (size_t r = 0; r < set_.ranks.size(); ++r) {
-    world = std::max(world, set_.ranks[r].world_size);
-    by_rank.emplace(set_.ranks[r].global_rank, r);
+  std::set<int> present;
+  for (const RankData& r : set_.ranks) {
+    world = std::max(world, r.world_size);
+    present.insert(r.global_rank);
   }
+  std::vector<int> out;
   for (int g = 0; g < world; ++g) {
-    if (!by_rank.contains(g)) v.status.push_back({g, "no data", "no black box or dump"});
+    if (!present.contains(g)) out.push_back(g);
   }
+  return out;
+}
+
+void Engine::addStatus(Verdict& v) const {
+  for (int g : ranksWithNoData())
+    v.status.push_back({g, RankState::kNoData, "no black box or dump"});
+  std::map<int, size_t> by_rank;
+  for (size_t r = 0; r < set_.ranks.size(); ++r) by_rank.emplace(set_.ranks[r].global_rank, r);
   for (const auto& [g, r] : by_rank) {
     const RankData& rd = set_.ranks[r];
-    RankStatus st{g, "", ""};
-    const EventRecord* pending = nullptr;
+    RankStatus st{g, RankState::kInHostCode, ""};
+    const EventRecord* pending = newestPendingCommOp(rd);
     const EventRecord* last_done = nullptr;
     for (const EventRecord& e : rd.events) {
-      if (isIncomplete(e) && (format::isCollective(e.op) || format::isP2p(e.op))) pending = &e;
       if (!isIncomplete(e)) last_done = &e;
     }
     const auto describe = [&](const EventRecord& e) {
       std::string s = std::string(format::opName(e.op));
       if (e.op_seq != 0) s += " #" + std::to_string(e.op_seq);
-      if (e.comm_id != 0) s += " on comm " + hex8(e.comm_id);
+      if (e.comm_id != 0) s += " on comm " + shortCommId(e.comm_id);
       return s + " from " + describeCallSite(siteAt(rd, e));
     };
     if (rd.exited) {
-      st.state = "exited";
+      st.state = RankState::kExited;
     } else if (rd.fatal_signal != 0) {
-      st.state = "crashed";
-      st.detail = signalName(rd.fatal_signal);
+      st.state = RankState::kCrashed;
+      st.detail = base::signalName(rd.fatal_signal);
     } else if (dead(r)) {
-      st.state = "dead";
+      st.state = RankState::kDead;
       st.detail = "no exit mark; last sign of life " + seconds(now_ - lastSignOfLife(r)) +
                   " before the newest recording";
       if (inferred_dead_.contains(r))
         st.detail = "no exit mark; its peers lost the connection to it";
     } else if (pending != nullptr) {
-      st.state = "waiting";
+      st.state = RankState::kWaiting;
       st.detail = describe(*pending);
       if (pending->enqueue_ns > 0) st.detail += " for " + seconds(now_ - pending->enqueue_ns);
-    } else {
-      st.state = "in host code";
     }
     if (st.detail.empty() && last_done != nullptr) {
       st.detail = "last op " + describe(*last_done);

@@ -10,25 +10,9 @@
 #include "analyzer/p2p_blame.h"
 
 namespace ncclrec::analyzer::engine {
-namespace {
-
-// The rank's newest call that talks to peers (collective, p2p, life cycle, group end).
-const EventRecord* lastCall(const RankData& rd) {
-  const EventRecord* last = nullptr;
-  for (const EventRecord& e : rd.events) {
-    if (format::isCollective(e.op) || format::isP2p(e.op) || format::isCommLifecycle(e.op) ||
-        e.op == OpType::kGroupEnd) {
-      last = &e;
-    }
-  }
-  return last;
-}
-
-}  // namespace
-
 bool Engine::reacted(size_t rank) const {
-  const EventRecord* last = lastCall(set_.ranks[rank]);
-  return last != nullptr && p2p::lostPeer(*last);
+  const EventRecord* last = newestPeerCall(set_.ranks[rank]);
+  return last != nullptr && lostPeer(*last);
 }
 
 bool Engine::vanished(size_t rank) const {
@@ -37,7 +21,7 @@ bool Engine::vanished(size_t rank) const {
   // Its rank on each communicator, as its own calls recorded it.
   std::map<uint64_t, int> comm_rank;
   for (const EventRecord& e : r.events) {
-    if (e.comm_id != 0 && (format::isCollective(e.op) || format::isP2p(e.op))) {
+    if (e.comm_id != 0 && isCommOp(e)) {
       comm_rank[e.comm_id] = e.rank;
     }
   }
@@ -45,8 +29,7 @@ bool Engine::vanished(size_t rank) const {
     if (q == rank) continue;
     for (const EventRecord& e : set_.ranks[q].events) {
       const auto it = comm_rank.find(e.comm_id);
-      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second &&
-          p2p::lostPeer(e)) {
+      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second && lostPeer(e)) {
         return true;
       }
     }
@@ -61,8 +44,7 @@ bool Engine::leftOnItsOwn(size_t rank) const {
   }
   // Nothing of its own pending or failed: it left between calls (returned, aborted, was killed).
   return std::none_of(r.events.begin(), r.events.end(), [](const EventRecord& e) {
-    return (format::isCollective(e.op) || format::isP2p(e.op)) &&
-           (isIncomplete(e) || e.state == EventState::kFailed);
+    return isCommOp(e) && (isIncomplete(e) || e.state == EventState::kFailed);
   });
 }
 
@@ -74,7 +56,7 @@ bool Engine::anyLeftOnItsOwn() const {
 }
 
 bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
-  if (!p2p::lostPeer(failed)) return false;
+  if (!lostPeer(failed)) return false;
   // The ranks that left on their own and held the failed call's communicator; the first to go.
   std::vector<size_t> leavers;
   for (size_t r = 0; r < set_.ranks.size(); ++r) {
@@ -101,13 +83,13 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
     if (reacted(r) ||
         (r != who && std::any_of(set_.ranks[r].events.begin(), set_.ranks[r].events.end(),
                                  [&](const EventRecord& e) {
-                                   return e.comm_id == failed.comm_id && p2p::lostPeer(e);
+                                   return e.comm_id == failed.comm_id && lostPeer(e);
                                  }))) {
       victims.push_back(globalRank(r));
     }
   }
   std::sort(victims.begin(), victims.end());
-  const auto [pending, last] = lastOps(rd);
+  const EventRecord* last = newestCommOp(rd);
   v.cls = rd.exited ? VerdictClass::kRankExited : VerdictClass::kRankCrashed;
   v.ranks = {globalRank(who)};
   v.comm_id = failed.comm_id;
@@ -115,15 +97,16 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
   v.op = failed.op;
   v.site = last != nullptr ? siteAt(rd, *last) : CallSite{};
   if (v.site.known()) v.stacks = {v.site};
-  const std::string how = rd.exited              ? " exited"
-                          : rd.fatal_signal != 0 ? " crashed (" + signalName(rd.fatal_signal) + ")"
-                                                 : " died without an exit mark";
+  const std::string how = rd.exited ? " exited"
+                          : rd.fatal_signal != 0
+                              ? " crashed (" + base::signalName(rd.fatal_signal) + ")"
+                              : " died without an exit mark";
   v.headline = ranksWord(v.ranks) + how + " with nothing pending: " + lastOpPhrase(rd, last) +
                "; " + ranksWord(victims) + " then failed (NCCL error " +
                std::to_string(failed.result) + ": the peer was gone), " +
                std::string(format::opName(failed.op)) +
                (failed.op_seq != 0 ? " #" + std::to_string(failed.op_seq) : "") + " on comm " +
-               hex8(failed.comm_id) + " first";
+               shortCommId(failed.comm_id) + " first";
   return true;
 }
 

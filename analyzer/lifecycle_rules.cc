@@ -8,7 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/engine.h"
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -18,13 +19,9 @@ using format::EventState;
 using format::OpType;
 using format::RankData;
 
-bool incomplete(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
 bool countedCollective(const EventRecord& e) {
   return format::isCollective(e.op) && e.comm_id != 0 && e.state != EventState::kEmpty &&
-         !engine::rejected(e);
+         !rejected(e);
 }
 
 std::string opAt(const EventRecord& e, const CallSite& site) {
@@ -37,7 +34,7 @@ std::string standing(const EventRecord& e) {
   if (e.state == EventState::kFailed) {
     return "failed in it (NCCL error " + std::to_string(e.result) + ")";
   }
-  return incomplete(e) ? "wait in it" : "completed it without that rank";
+  return isIncomplete(e) ? "wait in it" : "completed it without that rank";
 }
 
 // A rank's earliest collective on `comm` past `seq`, or nullptr.
@@ -57,8 +54,8 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
 // remote error.
 const EventRecord* firstP2pLeft(const RankData& r, uint64_t comm) {
   for (const EventRecord& e : r.events) {
-    if (e.comm_id == comm && format::isP2p(e.op) && !engine::rejected(e) &&
-        (incomplete(e) || e.state == EventState::kFailed)) {
+    if (e.comm_id == comm && format::isP2p(e.op) && !rejected(e) &&
+        (isIncomplete(e) || e.state == EventState::kFailed)) {
       return &e;
     }
   }
@@ -86,15 +83,14 @@ bool cleanEnd(const RankData& rd, size_t k, EarlyEnd& out) {
   const EventRecord& end = rd.events[k];
   for (size_t j = 0; j < k; ++j) {
     const EventRecord& e = rd.events[j];
-    if (e.state == EventState::kFailed && !engine::rejected(e)) return false;
+    if (e.state == EventState::kFailed && !rejected(e)) return false;
     if (e.comm_id != end.comm_id) continue;
-    if ((format::isCollective(e.op) || format::isP2p(e.op)) && incomplete(e)) return false;
+    if (isCommOp(e) && isIncomplete(e)) return false;
     if (countedCollective(e) && (out.last == nullptr || e.op_seq > out.last->op_seq)) out.last = &e;
   }
   for (size_t j = k + 1; j < rd.events.size() && out.went_on == nullptr; ++j) {
     const EventRecord& e = rd.events[j];
-    if ((format::isCollective(e.op) || format::isP2p(e.op)) && e.comm_id != end.comm_id &&
-        e.comm_id != 0) {
+    if (isCommOp(e) && e.comm_id != end.comm_id && e.comm_id != 0) {
       out.went_on = &e;
     }
   }
@@ -240,7 +236,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     std::map<uint64_t, uint64_t> reached;
     for (const EventRecord& e : set.ranks[i].events) {
       if (countedCollective(e)) reached[e.comm_id] = std::max(reached[e.comm_id], e.op_seq);
-      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !engine::rejected(e)) {
+      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !rejected(e)) {
         splits[e.comm_id][i].push_back(SplitCall{&e, reached[e.comm_id]});
       }
     }
@@ -268,7 +264,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     for (size_t i : callers) {
       const SplitCall& c = by_rank.at(i)[skipped];
       if (call == nullptr || c.after_seq < call->after_seq) call = &c;
-      unfinished |= incomplete(*c.e) || c.e->state == EventState::kFailed;
+      unfinished |= isIncomplete(*c.e) || c.e->state == EventState::kFailed;
     }
     // The skippers went on past that point on the parent (a rank that stopped before it is a
     // rank that exited or is stuck: other rules say so).
@@ -277,7 +273,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
       const EventRecord* next = firstPast(set.ranks[i], comm, call->after_seq);
       if (next == nullptr) break;
       instead.push_back(next);
-      unfinished |= incomplete(*next) || next->state == EventState::kFailed;
+      unfinished |= isIncomplete(*next) || next->state == EventState::kFailed;
     }
     if (instead.size() != skippers.size() || !unfinished) continue;
     std::vector<int> caller_ranks, skipper_ranks, all;
@@ -311,7 +307,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
       v.cls = VerdictClass::kRankGatedCollective;
       v.ranks = caller_ranks;
       v.headline = ranksWord(caller_ranks) + (caller_ranks.size() == 1 ? " alone (" : " (") +
-                   engine::subsetCondition(caller_ranks, all) + ") called " + split + "; " +
+                   subsetCondition(caller_ranks, all) + ") called " + split + "; " +
                    ranksWord(skipper_ranks) + " issued " + next + " instead";
     }
     EvidenceTable t;

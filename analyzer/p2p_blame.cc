@@ -7,7 +7,8 @@
 #include <set>
 #include <string>
 
-#include "analyzer/engine.h"
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::p2p {
 
@@ -16,11 +17,6 @@ using format::EventState;
 using format::OpType;
 using format::RankData;
 
-bool lostPeer(const EventRecord& e) {
-  return e.state == EventState::kFailed &&
-         (e.result == engine::kNcclRemoteError || e.result == engine::kNcclSystemError);
-}
-
 bool finishedComm(const RankData& r, uint64_t comm) {
   return std::any_of(r.events.begin(), r.events.end(), [&](const EventRecord& e) {
     return e.comm_id == comm && (e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize);
@@ -28,12 +24,11 @@ bool finishedComm(const RankData& r, uint64_t comm) {
 }
 
 bool stoppedIn(const RankData& r, uint64_t comm) {
-  const EventRecord* last = nullptr;
   for (const EventRecord& e : r.events) {
     if (e.op == OpType::kCommAbort) return false;  // an abort is a verdict of its own
-    if (engine::isIncomplete(e)) return false;
-    if (format::isCollective(e.op) || format::isP2p(e.op)) last = &e;
+    if (isIncomplete(e)) return false;
   }
+  const EventRecord* last = newestCommOp(r);
   if (last != nullptr && lostPeer(*last)) return false;
   return !finishedComm(r, comm);
 }
@@ -46,7 +41,7 @@ bool aborted(const RankData& r) {
 bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
   const EventRecord* blocked = nullptr;
   for (const EventRecord& e : r.events) {
-    if (format::isCollective(e.op) && engine::isIncomplete(e)) blocked = &e;
+    if (format::isCollective(e.op) && isIncomplete(e)) blocked = &e;
   }
   if (blocked == nullptr) return true;
   bool member = false;

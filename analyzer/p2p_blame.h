@@ -28,9 +28,6 @@ using Posted =
     std::map<std::tuple<uint64_t, format::OpType, int, int>, std::map<uint64_t, Located>>;
 using GlobalOf = std::map<std::pair<uint64_t, int>, int>;  // (comm, comm rank) -> global rank
 
-// Failed because a peer vanished (NCCL's remote or system error): the op waited for it.
-bool lostPeer(const format::EventRecord& e);
-
 // Whether the rank ended communicator `comm` (ncclCommDestroy or ncclCommFinalize): it finished
 // its work there.
 bool finishedComm(const format::RankData& r, uint64_t comm);

@@ -4,24 +4,26 @@
 // the rank's program, not a point-to-point mismatch (docs/analyzer.md).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "analyzer/engine.h"
 #include "analyzer/p2p_blame.h"
+#include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
 
-bool Engine::findP2pStop(Verdict& v) {
+std::optional<Verdict> findP2pStop(Engine& en) {
+  const format::LoadedSet& set = en.set();
   std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> set index
   // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
   std::map<std::tuple<uint64_t, OpType, int, int>, std::set<uint64_t>> posted;
   std::vector<std::pair<size_t, const EventRecord*>> waits;
-  for (size_t i = 0; i < set_.ranks.size(); ++i) {
-    const RankData& r = set_.ranks[i];
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const RankData& r = set.ranks[i];
     for (const format::Comm& c : r.comms) {
       if (c.comm_id != 0 && c.rank >= 0) process_of[{c.comm_id, c.rank}] = i;
     }
@@ -30,7 +32,7 @@ bool Engine::findP2pStop(Verdict& v) {
       process_of.try_emplace({e.comm_id, e.rank}, i);
       if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
       posted[{e.comm_id, e.op, e.rank, e.peer}].insert(e.op_seq);
-      if (isIncomplete(e) || p2p::lostPeer(e)) waits.emplace_back(i, &e);
+      if (isIncomplete(e) || lostPeer(e)) waits.emplace_back(i, &e);
     }
   }
   std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
@@ -40,51 +42,53 @@ bool Engine::findP2pStop(Verdict& v) {
     const auto peer = process_of.find({e->comm_id, e->peer});
     if (peer == process_of.end() || peer->second == w) continue;
     const size_t x = peer->second;
-    const RankData& rd = set_.ranks[x];
+    const RankData& rd = set.ranks[x];
     if (!p2p::stoppedIn(rd, e->comm_id)) continue;
     const OpType other = e->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
     const auto theirs = posted.find({e->comm_id, other, e->peer, e->rank});
     if (theirs != posted.end() && theirs->second.contains(e->op_seq)) continue;
     const bool failed = e->state == EventState::kFailed;
-    // A peer's call failing because of the rank says it is gone only of a black box (vanished():
-    // a rank that wrote a dump was alive then, and what failed that call is not this rule's).
-    const bool gone = failed && vanished(x);
-    if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !dead(x)) continue;
-    v.ranks = {globalRank(x)};
+    // A peer's call failing because of the rank says it is gone only of a black box
+    // (Engine::vanished(): a rank that wrote a dump was alive then, and what failed that call is
+    // not this rule's).
+    const bool gone = failed && en.vanished(x);
+    if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !en.dead(x)) continue;
+    Verdict v;
+    v.ranks = {en.globalRank(x)};
     v.comm_id = e->comm_id;
     v.seq = e->op_seq;
     v.op = e->op;
-    const auto [pending, last] = lastOps(rd);
-    if (last != nullptr) v.site = siteAt(rd, *last);
+    const EventRecord* last = newestCommOp(rd);
+    if (last != nullptr) v.site = en.siteAt(rd, *last);
     if (v.site.known()) v.stacks = {v.site};
-    const std::string who = "rank " + std::to_string(globalRank(x));
-    const std::string waiter = "rank " + std::to_string(globalRank(w));
+    const std::string who = "rank " + std::to_string(en.globalRank(x));
+    const std::string waiter = "rank " + std::to_string(en.globalRank(w));
     const std::string waited =
         std::string(format::opName(e->op)) + " #" + std::to_string(e->op_seq) +
-        (e->op == OpType::kSend ? " to " : " from ") + who + " on comm " + hex8(e->comm_id) +
-        " from " + describeCallSite(siteAt(set_.ranks[w], *e));
+        (e->op == OpType::kSend ? " to " : " from ") + who + " on comm " + shortCommId(e->comm_id) +
+        " from " + describeCallSite(en.siteAt(set.ranks[w], *e));
     const std::string then = failed ? "; " + waiter + " failed in its " + waited + " (NCCL error " +
                                           std::to_string(e->result) + ")"
                                     : "; " + waiter + " waits in its " + waited;
     if (rd.exited) {
       v.cls = VerdictClass::kRankExited;
       v.headline =
-          who + " exited without ending the communicator: " + lastOpPhrase(rd, last) + then;
-    } else if (rd.fatal_signal != 0 || dead(x) || gone) {
+          who + " exited without ending the communicator: " + en.lastOpPhrase(rd, last) + then;
+    } else if (rd.fatal_signal != 0 || en.dead(x) || gone) {
       v.cls = VerdictClass::kRankCrashed;
-      inferred_dead_.insert(x);
+      en.markDead(x);
       const std::string how =
           rd.fatal_signal != 0
-              ? "crashed (" + signalName(rd.fatal_signal) + ")"
+              ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
               : "died without an exit mark (killed, e.g. SIGKILL or out of memory)";
-      v.headline = who + " " + how + ": " + lastOpPhrase(rd, last) + then;
+      v.headline = who + " " + how + ": " + en.lastOpPhrase(rd, last) + then;
     } else {
       v.cls = VerdictClass::kRankStuckInHost;
-      v.headline = who + " is alive but stuck in host code: " + lastOpPhrase(rd, last) + then;
+      v.headline = who + " is alive but stuck in host code: " + en.lastOpPhrase(rd, last) + then;
     }
-    return true;
+    return v;
   }
-  return false;
+  return std::nullopt;
 }
 
 }  // namespace ncclrec::analyzer::engine

@@ -6,16 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "recorder/format/base/text.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string baseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -177,7 +173,7 @@ void printEvidence(const Verdict& v, std::ostream& out) {
       last = std::max(last, op.seq);
     }
   }
-  out << "\nevidence on comm " << hex16(v.comm_id).substr(0, 8) << ":\n";
+  out << "\nevidence on comm " << base::shortHex(v.comm_id) << ":\n";
   std::vector<std::string> head;
   for (const EvidenceRow& r : v.evidence) {
     head.push_back((r.ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(r.ranks) +
@@ -261,7 +257,8 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
     out << "\nranks:\n";
     for (const RankStatus& s : v.status) {
       char head[48];
-      std::snprintf(head, sizeof(head), "  %5d  %-13s", s.rank, s.state.c_str());
+      std::snprintf(head, sizeof(head), "  %5d  %-13s", s.rank,
+                    std::string(rankStateName(s.state)).c_str());
       std::string line = std::string(head) + " " + s.detail;
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out << line << '\n';
@@ -275,7 +272,7 @@ Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
   j["class"] = verdictClassName(v.cls);
   j["ranks"] = v.ranks;
   j["waiting"] = v.waiting;
-  j["comm"] = v.comm_id != 0 ? Json(hex16(v.comm_id)) : Json(nullptr);
+  j["comm"] = v.comm_id != 0 ? Json(base::hex16(v.comm_id)) : Json(nullptr);
   j["seq"] = v.seq != 0 ? Json(v.seq) : Json(nullptr);
   j["op"] = v.op != format::OpType::kUnknown ? Json(format::opName(v.op)) : Json(nullptr);
   j["callsite"] = v.site.known() ? siteJson(v.site) : Json(nullptr);
@@ -323,7 +320,8 @@ Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
   }
   doc["ranks"] = Json::array();
   for (const RankStatus& s : v.status) {
-    doc["ranks"].push_back({{"rank", s.rank}, {"status", s.state}, {"detail", s.detail}});
+    doc["ranks"].push_back(
+        {{"rank", s.rank}, {"status", rankStateName(s.state)}, {"detail", s.detail}});
   }
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;

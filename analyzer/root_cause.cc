@@ -141,7 +141,7 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
   for (size_t s = 0; s < all.size(); ++s) all[s] = s;
   v.headline = ranksWord(v.ranks) + " alone (" + subsetCondition(v.ranks, ranksOf(c, all)) +
                ") issued " + std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) +
-               " on comm " + hex8(c.comm_id) + " from " + describeCallSite(v.site) + "; " +
+               " on comm " + shortCommId(c.comm_id) + " from " + describeCallSite(v.site) + "; " +
                ranksWord(ranksOf(c, ended)) + " issued no collective there";
   return true;
 }

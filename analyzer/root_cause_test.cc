@@ -13,15 +13,6 @@ namespace {
 
 using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
 
-const Site kPair{"pairReduce(ncclComm*, float*)", 52};
-const Site kHandshake{"pairHandshake(ncclComm*, float*)", 57};
-
-Op pairOp(const Site& site) {
-  Op o{site, 1};
-  o.comm = kOtherComm;
-  return o;
-}
-
 // Each rank's ops at the given seconds after kT0 (steps 10 s apart), so that times compare across
 // ranks.
 void at(Job& job, int rank, const std::vector<int64_t>& seconds) {

@@ -16,8 +16,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   // kill had rank 0 pending and ranks 1-2 failed).
   const bool peers_lost_it = std::any_of(going.begin(), going.end(), [&](size_t g) {
     const EventRecord& e = *c.streams[g].ops[p].e;
-    return e.state == EventState::kFailed &&
-           (e.result == kNcclRemoteError || e.result == kNcclSystemError);
+    return lostPeer(e);
   });
   const auto kind = [&](size_t s) -> int {
     const RankData& r = set_.ranks[c.streams[s].rank];
@@ -67,13 +66,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   // Its last NCCL call failed with an error of its own (bad input, internal error): that is why
   // it stopped, whatever it did next (exited on the error, crashed, or is handling it). Refused
   // calls are left out of the streams, so the stream ends just before it.
-  const EventRecord* last_call = nullptr;
-  for (const EventRecord& e : rd.events) {
-    if (format::isCollective(e.op) || format::isP2p(e.op) || format::isCommLifecycle(e.op) ||
-        e.op == OpType::kGroupEnd) {
-      last_call = &e;
-    }
-  }
+  const EventRecord* last_call = newestPeerCall(rd);
   if (last_call != nullptr && last_call->state == EventState::kFailed &&
       last_call->result != kNcclRemoteError && last_call->result != kNcclSystemError) {
     const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
@@ -87,7 +80,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     v.site = siteAt(rd, *last_call);
     v.headline =
         who + ": " + std::string(format::opName(last_call->op)) +
-        (last_call->comm_id != 0 ? " on comm " + hex8(last_call->comm_id) : "") + " from " +
+        (last_call->comm_id != 0 ? " on comm " + shortCommId(last_call->comm_id) : "") + " from " +
         describeCallSite(v.site) + " returned NCCL error " + std::to_string(last_call->result) +
         why + then + "; " + ranksWord(others) +
         (std::all_of(going.begin(), going.end(),
@@ -106,7 +99,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   if (k == 1) {
     v.cls = VerdictClass::kRankCrashed;
     const std::string how =
-        rd.fatal_signal != 0 ? "crashed (" + signalName(rd.fatal_signal) + ")"
+        rd.fatal_signal != 0 ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
         : !stale             ? std::string(
                                    "died without an exit mark (the connection to it broke: killed, e.g. "
                                                "SIGKILL or out of memory)")
@@ -118,16 +111,17 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     return;
   }
   // Alive: either waiting in an op of another communicator, or in host code.
-  const auto [pending, last] = lastOps(rd);
+  const EventRecord* pending = newestPendingCommOp(rd);
+  const EventRecord* last = newestCommOp(rd);
   if (pending != nullptr && pending->comm_id != c.comm_id) {
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(rd, *pending);
     v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
-                 std::to_string(pending->op_seq) + " on comm " + hex8(pending->comm_id) + " from " +
-                 describeCallSite(v.site) + " while " + ranksWord(others) +
+                 std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->comm_id) +
+                 " from " + describeCallSite(v.site) + " while " + ranksWord(others) +
                  (others.size() == 1 ? " waits" : " wait") + " for it in " +
                  std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
-                 " on comm " + hex8(c.comm_id) + waitsThereFor(*pending, stopped.rank);
+                 " on comm " + shortCommId(c.comm_id) + waitsThereFor(*pending, stopped.rank);
     return;
   }
   v.cls = VerdictClass::kRankStuckInHost;
@@ -135,17 +129,6 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   v.headline = who + " is alive but stuck in host code: " + lastOpPhrase(rd, last) + "; " +
                ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
                std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
-}
-
-std::pair<const EventRecord*, const EventRecord*> Engine::lastOps(const RankData& rd) const {
-  const EventRecord* pending = nullptr;
-  const EventRecord* last = nullptr;
-  for (const EventRecord& e : rd.events) {
-    if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
-    last = &e;
-    if (isIncomplete(e)) pending = &e;
-  }
-  return {pending, last};
 }
 
 std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) const {
@@ -173,12 +156,14 @@ std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const
   const size_t rank = there->streams[behind.front()].rank;
   const RankData& rd = set_.ranks[rank];
   if (rd.exited) return out + ", which exited";
-  if (rd.fatal_signal != 0) return out + ", which crashed (" + signalName(rd.fatal_signal) + ")";
+  if (rd.fatal_signal != 0)
+    return out + ", which crashed (" + base::signalName(rd.fatal_signal) + ")";
   if (dead(rank)) return out + ", which died without an exit mark";
-  const auto [its_pending, its_last] = lastOps(rd);
+  const EventRecord* its_pending = newestPendingCommOp(rd);
+  const EventRecord* its_last = newestCommOp(rd);
   if (its_pending != nullptr && its_pending->comm_id != pending.comm_id) {
     return out + ", itself blocked in " + std::string(format::opName(its_pending->op)) + " #" +
-           std::to_string(its_pending->op_seq) + " on comm " + hex8(its_pending->comm_id);
+           std::to_string(its_pending->op_seq) + " on comm " + shortCommId(its_pending->comm_id);
   }
   return out + ", in host code: " + lastOpPhrase(rd, its_last);
 }

@@ -3,8 +3,27 @@
 #include <cstdio>
 
 #include "analyzer/exit_codes.h"
+#include "recorder/format/base/text.h"
 
 namespace ncclrec::analyzer {
+
+std::string_view rankStateName(RankState s) {
+  switch (s) {
+    case RankState::kNoData:
+      return "no data";
+    case RankState::kExited:
+      return "exited";
+    case RankState::kCrashed:
+      return "crashed";
+    case RankState::kDead:
+      return "dead";
+    case RankState::kWaiting:
+      return "waiting";
+    case RankState::kInHostCode:
+      return "in host code";
+  }
+  return "unknown";
+}
 
 std::string_view verdictClassName(VerdictClass c) {
   switch (c) {
@@ -100,10 +119,6 @@ std::string ranksWord(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks);
 }
 
-std::string shortCommId(uint64_t comm_id) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(comm_id));
-  return std::string(buf, 8);
-}
+std::string shortCommId(uint64_t comm_id) { return base::shortHex(comm_id); }
 
 }  // namespace ncclrec::analyzer

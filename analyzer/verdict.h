@@ -87,10 +87,23 @@ struct EvidenceTable {
   std::vector<bool> marked;                  // per row: the verdict's own fact ('>' in text)
 };
 
+// Where one rank stands when the recordings end.
+enum class RankState {
+  kNoData,      // no black box or dump
+  kExited,      // exit mark
+  kCrashed,     // fatal signal
+  kDead,        // no exit mark, silent (stale heartbeat) or lost by its peers
+  kWaiting,     // in a collective or p2p op
+  kInHostCode,  // alive, in no NCCL op
+};
+// "no data", "exited", "crashed", "dead", "waiting", "in host code": the status words of the
+// listings and of the JSON's "status" (docs/analyzer.md).
+std::string_view rankStateName(RankState s);
+
 // How one rank stands, for the per-rank status list.
 struct RankStatus {
   int rank = -1;
-  std::string state;   // "waiting", "done", "exited", "crashed", "no data", "in host code", ...
+  RankState state = RankState::kNoData;
   std::string detail;  // "ncclAllReduce #7 at trainStep() for 3.2s", ...
 };
 

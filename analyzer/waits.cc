@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "analyzer/cycle_blame.h"
-#include "analyzer/engine.h"
 #include "analyzer/p2p_blame.h"
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -101,10 +102,10 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
         global_of[{e.comm_id, e.rank}] = r.global_rank;
         last_comm = e.comm_id;
       }
-      if (!format::isP2p(e.op) || engine::rejected(e) || e.state == EventState::kEmpty) continue;
+      if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
       posted[{e.comm_id, e.op, e.rank, e.peer}][e.op_seq] = Located{&r, &e};
       // A call that failed because its peer left had waited for it as well.
-      if (pending(e) || p2p::lostPeer(e)) waiting.push_back(Located{&r, &e});
+      if (pending(e) || lostPeer(e)) waiting.push_back(Located{&r, &e});
     }
     for (const format::Comm& c : r.comms) {
       if (c.comm_id != 0 && c.rank >= 0) global_of[{c.comm_id, c.rank}] = r.global_rank;
@@ -269,7 +270,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
         last_comm = e.comm_id;
         last_reached = &reached[{i, e.comm_id}];
       }
-      if (!format::isCollective(e.op) || engine::rejected(e)) continue;
+      if (!format::isCollective(e.op) || rejected(e)) continue;
       *last_reached = std::max(*last_reached, e.op_seq);
       if (pending(e) && (blocked[i] == nullptr || e.enqueue_ns < blocked[i]->enqueue_ns)) {
         blocked[i] = &e;

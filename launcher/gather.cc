@@ -6,18 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "recorder/format/base/text.h"
 #include "recorder/format/recording_files.h"
 
 namespace ncclrec::launcher {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string chunkKey(const std::string& prefix, size_t file, size_t chunk) {
   return prefix + "f" + std::to_string(file) + "/c" + std::to_string(chunk);
@@ -109,7 +104,7 @@ format::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string&
     manifest["files"].push_back({{"name", name},
                                  {"size", bytes->size()},
                                  {"chunks", chunks},
-                                 {"fnv1a64", hex64(fnv1a64(*bytes))}});
+                                 {"fnv1a64", base::hex16(fnv1a64(*bytes))}});
     sent += bytes->size();
   }
   NCCLREC_RETURN_IF_ERROR(store.set(prefix + "manifest",
@@ -181,7 +176,7 @@ format::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& s
     }
     if (why.empty() && bytes.size() != static_cast<uint64_t>(size))
       why = std::to_string(bytes.size()) + " bytes arrived, " + std::to_string(size) + " sent";
-    if (why.empty() && hex64(fnv1a64(bytes)) != sum) why = "checksum mismatch";
+    if (why.empty() && base::hex16(fnv1a64(bytes)) != sum) why = "checksum mismatch";
     if (!why.empty()) {
       out.warnings.push_back(who + ": " + name + ": " + why + ", skipped");
       continue;

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "launcher/store_client.h"
+#include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/dump_io.h"
 #include "recorder/format/ncclrec.pb.h"
 #include "recorder/format/reader.h"
@@ -34,18 +36,6 @@ constexpr double kCacheSeconds = 0.25;
 constexpr double kPeersEverySeconds = 5;
 constexpr int kMaxEventsCap = 4096;
 constexpr const char* kCountKey = "ncclrec-top/count";
-
-int64_t realtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-std::string thisHost() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 // Takes the same time wherever the two differ.
 bool sameToken(const std::string& a, const std::string& b) {
@@ -87,7 +77,7 @@ void trim(format::RankData* d, size_t max_events) {
 class Replier {
  public:
   Replier(const TopServer::Config& config, std::string self)
-      : config_(config), self_(std::move(self)), host_(thisHost()) {}
+      : config_(config), self_(std::move(self)), host_(base::hostName()) {}
 
   std::string answer(const format::pb::TopRequest& request) {
     const auto now = Clock::now();
@@ -115,7 +105,7 @@ class Replier {
     reply.set_host(host_);
     reply.set_dir(dir);
     reply.set_run_id(fs::path(config_.run_dir).filename().string());
-    reply.set_now_ns(realtimeNs());
+    reply.set_now_ns(base::realtimeNs());
     std::vector<std::string> files;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "recorder/clock.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/bbox_ring.h"
 
 namespace ncclrec::recorder {
@@ -30,12 +31,6 @@ int envInt(const char* name, int fallback) {
 }
 
 }  // namespace
-
-std::string hostName() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
-  return host;
-}
 
 bool makeDirectories(const std::string& dir, std::string* error) {
   std::string prefix;
@@ -65,7 +60,7 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
                                            const PythonRegions& python) {
   if (!makeDirectories(params.dir, error)) return nullptr;
   format::RecordingName name;
-  name.host = hostName();
+  name.host = base::hostName();
   name.pid = getpid();
   std::string path;
   int fd = -1;

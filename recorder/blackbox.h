@@ -54,6 +54,4 @@ class BlackBox {
 // mkdir -p with mode 0700 for the directories it creates. False with `error` on failure.
 bool makeDirectories(const std::string& dir, std::string* error);
 
-std::string hostName();
-
 }  // namespace ncclrec::recorder

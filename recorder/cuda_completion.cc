@@ -8,6 +8,7 @@
 
 #include "recorder/clock.h"
 #include "recorder/cuda_driver.h"
+#include "recorder/format/params_table.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -28,7 +29,7 @@ struct CudaCompletion::Driver : CudaDriver {
 };
 
 std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, std::string* why_not) {
-  return create(max_pending, std::getenv(kLibraryEnv), why_not);
+  return create(max_pending, format::paramValue(kLibraryEnv).c_str(), why_not);
 }
 
 std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, const char* library,

@@ -27,7 +27,9 @@ class CudaCompletion {
   static constexpr uint32_t kDefaultMaxPending = 65536;
   static constexpr uint32_t kMaxMaxPending = 1u << 24;
   static constexpr const char* kDefaultLibrary = "libcuda.so.1";
-  // Environment variable naming the driver library to dlopen instead of kDefaultLibrary.
+  // Environment variable naming the driver library to dlopen instead of kDefaultLibrary: the
+  // table's NCCLREC_CUDA_LIBRARY (recorder/format/params_table.h), whose default is
+  // kDefaultLibrary.
   static constexpr const char* kLibraryEnv = "NCCLREC_CUDA_LIBRARY";
 
   // Receives what poll() observes. Timestamps are CLOCK_REALTIME at the poll that saw the change.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <ctime>
 
+#include "recorder/clock.h"
 #include "recorder/format/bbox_ring.h"
 
 namespace ncclrec::recorder {
@@ -47,10 +48,7 @@ void onDumpSignal(int sig, siginfo_t* info, void* ctx) {
 void onFatalSignal(int sig, siginfo_t* info, void* ctx) {
   format::BboxHeader* h = g_header.load(std::memory_order_relaxed);
   if (h != nullptr) {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    format::atomicField(h->fatal_ns)
-        .store(int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec, std::memory_order_relaxed);
+    format::atomicField(h->fatal_ns).store(realtimeNs(), std::memory_order_relaxed);
     int32_t none = 0;
     format::atomicField(h->fatal_signal)
         .compare_exchange_strong(none, sig, std::memory_order_release);

@@ -17,18 +17,13 @@
 #include <mutex>
 #include <thread>
 
+#include "recorder/format/base/clock.h"
 #include "tui/analysis.h"
 #include "tui/collector.h"
 #include "tui/draw.h"
 #include "tui/terminal.h"
 
 namespace ncclrec::tui {
-
-int64_t realtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 namespace {
 
@@ -57,10 +52,10 @@ ViewState onceView(const TopOptions& o, const Snapshot& s) {
 
 int runOnce(const TopOptions& o, std::ostream& out, std::ostream& err) {
   Collector collector(collectorOptions(o));
-  std::shared_ptr<const Snapshot> s = collector.collect(realtimeNs());
+  std::shared_ptr<const Snapshot> s = collector.collect(base::realtimeNs());
   // Names for the stacks come from the dumps, one per collect: let a few be read first.
   for (uint64_t read = 0; read < 8 && collector.stats().dumps_read > read; ++read)
-    s = collector.collect(realtimeNs());
+    s = collector.collect(base::realtimeNs());
   if (o.screen == Screen::kRank && o.rank >= 0) {
     bool found = false;
     for (const RankEntry& r : s->ranks) found |= r.global_rank == o.rank;
@@ -102,7 +97,7 @@ int runBench(const TopOptions& o, std::ostream& out) {
   ViewState view;
   while (std::chrono::duration<double>(Clock::now() - t0).count() < o.bench_s) {
     const auto a = Clock::now();
-    auto s = collector.collect(realtimeNs());
+    auto s = collector.collect(base::realtimeNs());
     const auto b = Clock::now();
     const Frame f = draw(*s, view, 80, 24);
     const auto c = Clock::now();
@@ -149,7 +144,7 @@ void collectLoop(const TopOptions& o, Mailbox* box) {
       std::chrono::duration<double>(o.interval_s));
   auto next = std::chrono::steady_clock::now();
   for (;;) {
-    auto s = collector.collect(realtimeNs());
+    auto s = collector.collect(base::realtimeNs());
     {
       std::lock_guard<std::mutex> lock(box->mu);
       if (box->stop) return;

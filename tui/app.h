@@ -15,7 +15,4 @@ namespace ncclrec::tui {
 // --bench go to `out`, errors to `err`.
 int runTop(const TopOptions& options, std::ostream& out, std::ostream& err);
 
-// CLOCK_REALTIME in nanoseconds: the clock the black boxes use.
-int64_t realtimeNs();
-
 }  // namespace ncclrec::tui

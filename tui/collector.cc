@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "recorder/format/base/text.h"
 #include "recorder/format/reader.h"
 #include "tui/analysis.h"
 #include "tui/view_state.h"
@@ -34,16 +35,10 @@ int64_t statKey(const std::string& path) {
   return mtimeNs(st) ^ (static_cast<int64_t>(st.st_size) << 20);
 }
 
-std::string hostName() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
 }  // namespace
 
 Collector::Collector(CollectorOptions options)
-    : options_(std::move(options)), local_host_(hostName()) {
+    : options_(std::move(options)), local_host_(base::hostName()) {
   for (const std::string& e : options_.connect)
     remotes_.emplace(e, std::make_unique<RemoteSource>(e, options_.token));
 }

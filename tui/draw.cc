@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "recorder/format/base/text.h"
 #include "tui/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
@@ -28,11 +29,7 @@ std::string formatAge(double s) {
   return buf;
 }
 
-std::string shortCommId(uint64_t comm_id) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, comm_id);
-  return std::string(buf, 8);
-}
+std::string shortCommId(uint64_t comm_id) { return base::shortHex(comm_id); }
 
 std::string shortOpName(format::OpType op) {
   std::string name(format::opName(op));

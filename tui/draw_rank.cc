@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "recorder/format/base/text.h"
 #include "recorder/format/bbox_layout.h"
 #include "tui/analysis.h"
 #include "tui/draw_internal.h"
@@ -24,11 +25,6 @@ std::string countText(uint64_t n) {
   return buf;
 }
 
-std::string signalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
 std::string livenessText(const Snapshot& s, const RankEntry& r) {
   switch (r.liveness) {
     case Liveness::kAlive:
@@ -38,7 +34,7 @@ std::string livenessText(const Snapshot& s, const RankEntry& r) {
     case Liveness::kExited:
       return "exited " + formatAge(ageSeconds(s.now_ns, r.exit_ns)) + " ago";
     case Liveness::kCrashed:
-      return "crashed: " + signalName(r.fatal_signal) + ", " +
+      return "crashed: " + base::signalName(r.fatal_signal) + ", " +
              formatAge(ageSeconds(s.now_ns, r.fatal_ns)) + " ago";
     case Liveness::kGone:
       return "gone: no exit mark, pid not running (SIGKILL?)";

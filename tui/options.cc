@@ -28,9 +28,8 @@ std::string envOr(const char* name, std::string fallback) {
 }
 
 std::string paramDefault(std::string_view name) {
-  for (const auto& spec : format::allParams())
-    if (spec.name == name) return std::string(spec.default_value);
-  return "";
+  const format::ParamSpec* p = format::findParam(name);
+  return p != nullptr ? std::string(p->default_value) : "";
 }
 
 // The token in FILE: its "token=" line (cxxrun's ncclrec-top endpoint file), else its first line.
@@ -127,13 +126,11 @@ ParsedTopCommandLine parseTopCommandLine(int argc, const char* const* argv, int 
     return usage(e.what());
   }
 
-  o.dir = !dir.empty()         ? dir
-          : !o.connect.empty() ? ""
-                               : envOr("NCCLREC_DIR", paramDefault("NCCLREC_DIR"));
+  o.dir = !dir.empty() ? dir : !o.connect.empty() ? "" : format::paramValue("NCCLREC_DIR");
   if (hang_after >= 0) {
     o.hang_after_s = hang_after;
   } else {
-    const std::string v = envOr("NCCLREC_TIMEOUT", paramDefault("NCCLREC_TIMEOUT"));
+    const std::string v = format::paramValue("NCCLREC_TIMEOUT");
     char* end = nullptr;
     const double d = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || !(d >= 0)) {

@@ -38,6 +38,10 @@ struct Site {
 inline const Site kTrain{"(anonymous namespace)::trainStep(ncclComm*, std::vector<float>&)", 27};
 inline const Site kSave{"(anonymous namespace)::saveCheckpoint(ncclComm*, int)", 33};
 inline const Site kLoss{"logLoss(ncclComm*)", 40};
+// The calls of a two-rank communicator (kOtherComm) beside the world one (blame_test.cc,
+// root_cause_test.cc).
+inline const Site kPair{"pairReduce(ncclComm*, float*)", 52};
+inline const Site kHandshake{"pairHandshake(ncclComm*, float*)", 57};
 
 struct Op {
   Site site;
@@ -119,6 +123,13 @@ class Job {
   std::vector<RankData> ranks_;
   std::map<int, std::map<uint64_t, uint64_t>> seq_;
 };
+
+// A one-element all-reduce from `site` on kOtherComm.
+inline Op pairOp(const Site& site) {
+  Op o{site, 1};
+  o.comm = kOtherComm;
+  return o;
+}
 
 inline std::vector<Op> repeat(const Op& op, int n) { return std::vector<Op>(n, op); }
 inline std::vector<Op> concat(std::vector<Op> a, const std::vector<Op>& b) {

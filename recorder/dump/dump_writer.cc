@@ -7,6 +7,7 @@
 
 #include "recorder/dump/dump_api.h"
 #include "recorder/dump/symbolize.h"
+#include "recorder/format/base/clock.h"
 #include "recorder/format/dump_io.h"
 #include "recorder/format/reader.h"
 
@@ -16,12 +17,6 @@ int fail(const NcclrecDumpRequest* request, const std::string& message) {
   if (request->error != nullptr && request->error_capacity > 0)
     snprintf(request->error, request->error_capacity, "%s", message.c_str());
   return 1;
-}
-
-int64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
 int writeDumpImpl(const NcclrecDumpRequest* request) {
@@ -44,7 +39,7 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
   data.source = format::SourceKind::kDump;
   data.source_path = request->out_path;
   data.dump_reason = static_cast<format::DumpReason>(request->reason);
-  data.dump_ns = nowNs();
+  data.dump_ns = ncclrec::base::realtimeNs();
   data.dump_detail = request->detail != nullptr ? request->detail : "";
   const format::Status written = format::writeDumpFile(data, request->out_path);
   if (!written.ok()) return fail(request, written.message());

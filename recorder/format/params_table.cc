@@ -1,5 +1,7 @@
 #include "recorder/format/params_table.h"
 
+#include <cstdlib>
+
 namespace ncclrec::format {
 
 std::string_view paramTypeName(ParamType type) {
@@ -18,6 +20,20 @@ std::string_view paramTypeName(ParamType type) {
       return "choice";
   }
   return "unknown";
+}
+
+const ParamSpec* findParam(std::string_view name) {
+  for (const ParamSpec& p : kParams) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string paramValue(std::string_view name) {
+  const ParamSpec* p = findParam(name);
+  if (p == nullptr) return "";
+  const char* v = std::getenv(std::string(name).c_str());
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string(p->default_value);
 }
 
 }  // namespace ncclrec::format

@@ -1,11 +1,13 @@
 // Every NCCLREC_* environment variable, declared once: name, type, default, description.
 //
 // The recorder reads them once at its first NCCL call (recorder/params.h), launchers and tools
-// read the ones they use through the same table, `ncclrec-analyze --print-params` prints it, and
-// docs/recorder.md is checked against it by a test. Add a knob here and nowhere else.
+// read the ones they use through the same table (paramValue() below), `ncclrec-analyze
+// --print-params` prints it, and docs/recorder.md is checked against it by a test. Add a knob here
+// and nowhere else.
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace ncclrec::format {
@@ -70,5 +72,13 @@ inline constexpr ParamSpec kParams[] = {
 
 inline std::span<const ParamSpec> allParams() { return kParams; }
 std::string_view paramTypeName(ParamType type);
+
+// The table's entry for `name`; nullptr when the table has none.
+const ParamSpec* findParam(std::string_view name);
+
+// The value of knob `name` for a tool or a launcher: the environment's when set and not empty,
+// else the table's default ("" for a name the table lacks). It allocates: read it at startup, not
+// on the record path. The recorder reads and checks its knobs through recorder/params.h.
+std::string paramValue(std::string_view name);
 
 }  // namespace ncclrec::format

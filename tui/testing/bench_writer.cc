@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/testing/bbox_builder.h"
 #include "tui/testing/live_bbox.h"
@@ -28,12 +30,6 @@ using ncclrec::format::OpType;
 using ncclrec::tui::testing::LiveBbox;
 
 constexpr uint64_t kComm = 0xbe9c000000000001ull;
-
-int64_t nowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 struct Rank {
   std::unique_ptr<LiveBbox> box;
@@ -68,12 +64,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ncclrec_top_bench_writer: --ring %u is not a power of two\n", ring);
     return 2;
   }
-  char host[64] = {};
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = ncclrec::base::hostName();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::vector<Rank> all(static_cast<size_t>(ranks));
-  const int64_t start = nowNs();
+  const int64_t start = ncclrec::base::realtimeNs();
   for (int r = 0; r < ranks; ++r) {
     ncclrec::format::testing::BboxBuilder b(
         {.ring = ring, .comms = 4, .stacks = 8, .stack_depth = 8, .modules = 4});
@@ -86,7 +81,7 @@ int main(int argc, char** argv) {
     b.header()->local_rank = r % 8;
     b.header()->start_realtime_ns = start;
     b.header()->heartbeat_ns = start;
-    std::strncpy(b.header()->host, host, sizeof(b.header()->host) - 1);
+    std::strncpy(b.header()->host, host.c_str(), sizeof(b.header()->host) - 1);
     std::strncpy(b.header()->exe, "/opt/bench/train", sizeof(b.header()->exe) - 1);
     b.addModule("/opt/bench/train", 0x400000, 0x100000, {0x12, 0x34});
     Rank& rank = all[size_t(r)];
@@ -116,7 +111,7 @@ int main(int argc, char** argv) {
   auto next_beat = t0;
   for (auto tick = t0; tick < end; tick += std::chrono::milliseconds(10)) {
     std::this_thread::sleep_until(tick);
-    const int64_t now = nowNs();
+    const int64_t now = ncclrec::base::realtimeNs();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     // Rank r's k-th call is due at (k + r / ranks) * period: the calls are spread evenly.
     for (int r = 0; r < ranks; ++r) {

@@ -1,0 +1,65 @@
+// The verdict order. Read it top-down: each rule sees only recordings that no rule above it
+// explained, so a rule whose verdict is a cause comes before the rules that would take its
+// symptoms for the verdict (docs/analyzer.md, "cause before symptom, deviant before victim").
+#include "analyzer/rules.h"
+
+#include <utility>
+
+#include "analyzer/devices.h"
+#include "analyzer/lifecycle_rules.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// A finder that reads the recordings only (set, call sites) as a rule.
+template <std::optional<Verdict> (*find)(const format::LoadedSet&, const CallSites&)>
+std::optional<Verdict> onRecordings(Engine& en) {
+  return find(en.set(), en.callsites());
+}
+
+constexpr NamedRule kRules[] = {
+    // A refused init (ranks sharing a device) explains whatever follows it.
+    {"device_collision", &onRecordings<&findDeviceCollision>},
+    // Calls around the slots (lifecycle_rules.h): a communicator ended or split by some ranks
+    // only, or a peer left out of a grouped exchange. The ranks that wait would otherwise take
+    // the blame for them.
+    {"early_comm_end", &onRecordings<&findEarlyCommEnd>},
+    {"partial_split", &onRecordings<&findPartialSplit>},
+    {"group_peer_skip", &onRecordings<&findGroupPeerSkip>},
+    // Waits that pair by peer or span communicators, before the per-slot alignment: a rank
+    // blocked in comm B looks, from comm A, like a rank that stopped.
+    {"wait_cycle", &waitCycleOrItsCause},
+    // Before p2p_mismatch: a peer that left NCCL without posting the counterpart stopped (a
+    // truncation); it did not post a different op.
+    {"p2p_stop", &findP2pStop},
+    {"p2p_mismatch", &p2pMismatchOrItsCause},
+    // The per-slot alignment: first the communicators with ops pending that disagree, then the
+    // first divergence or stop anywhere.
+    {"pending_divergence", &pendingDivergence},
+    {"divergence_or_stop", &firstDivergenceOrStop},
+    // Nothing disagrees and no stream stopped while others wait.
+    {"failed_call", &failedCall},
+    {"stuck_creating_comm", &stuckCreatingComm},
+    {"slow_rank", &slowRank},
+    {"no_hang", &noHang},
+    {"all_wait_in_one_op", &allWaitInOneOp},
+};
+
+}  // namespace
+
+std::span<const NamedRule> verdictRules() { return kRules; }
+
+Verdict runRules(Engine& engine) {
+  for (const NamedRule& rule : verdictRules()) {
+    if (std::optional<Verdict> v = rule.find(engine)) {
+      engine.addStatus(*v);
+      return std::move(*v);
+    }
+  }
+  // Unreachable: all_wait_in_one_op always decides.
+  Verdict v;
+  engine.addStatus(v);
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::engine

@@ -1,0 +1,68 @@
+// The analyzer's verdict rules and the one order they are tried in (rules.cc): each rule looks
+// for one pattern in the recordings and returns its verdict, or nullopt; the first verdict wins,
+// so a rule comes after every rule whose verdict is a cause of what it would see. Internal to
+// the analyzer; diagnose() (diagnose.h) runs them.
+//
+// A rule takes the Engine (engine.h) mutable: the alignment and the p2p stop record the ranks
+// they find dead from their peers' errors (Engine::markDead), which the status list reports.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "analyzer/engine.h"
+#include "analyzer/verdict.h"
+
+namespace ncclrec::analyzer::engine {
+
+using Rule = std::optional<Verdict> (*)(Engine&);
+
+struct NamedRule {
+  std::string_view name;  // for tests and comments; not printed
+  Rule find;
+};
+
+// Every rule, in the order diagnose() tries them (rules.cc). The last one always decides.
+std::span<const NamedRule> verdictRules();
+
+// Runs verdictRules() in order; the first verdict, with each rank's status added.
+Verdict runRules(Engine& engine);
+
+// The rules that are not a finder of their own file (devices.h, lifecycle_rules.h, waits.h,
+// health.h), by file:
+
+// p2p_stop.cc: a send or receive waiting for a rank that left NCCL without posting its
+// counterpart (stuck in host code, killed, exited early): that rank's stop (rank_exited,
+// rank_crashed, rank_stuck_in_host).
+std::optional<Verdict> findP2pStop(Engine& en);
+
+// wait_rules.cc: findWaitCycle() (waits.h), replaced by an earlier divergence of the same ranks
+// when one explains the cycle (Engine::preferEarlierCause).
+std::optional<Verdict> waitCycleOrItsCause(Engine& en);
+// wait_rules.cc: findP2pMismatch() (waits.h), replaced by a divergence on a communicator with ops
+// pending when one holds the peer up (Engine::collectiveCauseOfP2pWait).
+std::optional<Verdict> p2pMismatchOrItsCause(Engine& en);
+
+// alignment_rules.cc: the first divergence (insertion, deletion, substitution) on a communicator
+// with ops pending, in Engine::commOrder(): cause before symptom, it explains the waits on the
+// other communicators.
+std::optional<Verdict> pendingDivergence(Engine& en);
+// alignment_rules.cc: the first divergence or stream that stopped on any communicator, in
+// Engine::commOrder(), replaced by an earlier divergence of the same ranks when one explains it.
+std::optional<Verdict> firstDivergenceOrStop(Engine& en);
+
+// fallback_rules.cc, when no stream shows a divergence or a stop: the job's first failed call
+// (the rank that left on its own when a peer's departure failed it, else nccl_error).
+std::optional<Verdict> failedCall(Engine& en);
+// fallback_rules.cc: nothing pending but a communicator's creation (undecided, naming who waits).
+std::optional<Verdict> stuckCreatingComm(Engine& en);
+// fallback_rules.cc: nothing pending, and one rank is consistently the last to reach each
+// collective (findSlowRank, health.h).
+std::optional<Verdict> slowRank(Engine& en);
+// fallback_rules.cc: nothing pending: every recorded collective completed (no_hang).
+std::optional<Verdict> noHang(Engine& en);
+// fallback_rules.cc: every present rank waits in the same op (undecided). Always a verdict.
+std::optional<Verdict> allWaitInOneOp(Engine& en);
+
+}  // namespace ncclrec::analyzer::engine

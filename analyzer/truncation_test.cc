@@ -1,0 +1,166 @@
+// diagnose() on streams that stopped while others wait for them (truncation.cc): a rank that
+// exited, crashed, died, is stuck in host code or is blocked on another communicator. The
+// divergence classes are in diagnose_test.cc.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/diagnose.h"
+#include "analyzer/testing/job_builder.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::EventRecord;
+using format::EventState;
+using format::OpType;
+using format::RankData;
+using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_builder.h)
+
+TEST(DiagnoseTest, ExitedRankWithCounts) {
+  Job job(4);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 100), true);
+  job.ops(3, repeat({kTrain}, 99));
+  job.rank(3).exited = true;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.seq, 100u);
+  EXPECT_EQ(v.headline,
+            "rank 3 exited after 99 all-reduces from trainStep(); ranks 0-2 are in their 100th");
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_EQ(v.evidence.back().note, "exited");
+}
+
+TEST(DiagnoseTest, CrashedRankFromTheSignalMarkOrAStaleHeartbeat) {
+  for (const bool by_signal : {true, false}) {
+    Job job(3);
+    job.ops(0, repeat({kTrain}, 5), true)
+        .ops(1, repeat({kTrain}, 4))
+        .ops(2, repeat({kTrain}, 5), true);
+    if (by_signal) {
+      job.rank(1).fatal_signal = 11;
+    } else {
+      job.rank(1).heartbeat_ns = kT0 + 90 * kSec;  // 10 s before the others'
+    }
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{1});
+    EXPECT_NE(v.headline.find(by_signal ? "SIGSEGV" : "heartbeat stopped 10.0s"), std::string::npos)
+        << v.headline;
+  }
+}
+
+TEST(DiagnoseTest, RankWhosePeersLostTheConnectionCrashed) {
+  // SIGKILL leaves no mark; hostnccl's peers see the socket close and fail with a remote error.
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3)).ops(1, repeat({kTrain}, 2)).ops(2, repeat({kTrain}, 3));
+  for (int r : {0, 2}) {
+    job.rank(r).events.back().state = EventState::kFailed;
+    job.rank(r).events.back().result = 6;  // ncclRemoteError
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("ranks 0,2 failed in their 3rd (NCCL error 6)"), std::string::npos)
+      << v.headline;
+
+  // Analyzed soon after the kill: rank 0 has not noticed yet (still pending, alive, heartbeat
+  // fresh), ranks 1-2 already failed with the remote error. One peer's error is enough.
+  Job soon(4);
+  soon.ops(0, repeat({kTrain}, 3), true).ops(3, repeat({kTrain}, 2));
+  soon.ops(1, repeat({kTrain}, 3)).ops(2, repeat({kTrain}, 3));
+  for (int r : {1, 2}) {
+    soon.rank(r).events.back().state = EventState::kFailed;
+    soon.rank(r).events.back().result = 6;  // ncclRemoteError
+    soon.rank(r).exited = true;
+  }
+  const Verdict w = soon.diagnose();
+  EXPECT_EQ(w.cls, VerdictClass::kRankCrashed) << w.headline;
+  EXPECT_EQ(w.ranks, std::vector<int>{3});
+}
+
+TEST(DiagnoseTest, BlackBoxRankBorrowsSymbolsAndAlignsWithDumps) {
+  Job job(2);
+  job.ops(0, repeat({kTrain}, 3), true).ops(1, repeat({kTrain}, 2));
+  for (auto& [id, st] : job.rank(1).stacks) {
+    st.frames[0].function.clear();
+    st.frames[0].file.clear();
+    st.frames[0].line = 0;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_NE(v.headline.find("from trainStep() train.cc:27"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, AliveRankWhoseLastOpEndedLongAgoIsStuckInHost) {
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 5), true)
+      .ops(1, repeat({kTrain}, 4))
+      .ops(2, repeat({kTrain}, 5), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("completed"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
+  Op side{kLoss, 1};
+  side.comm = kOtherComm;
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, repeat({kTrain}, 2)).ops(1, {side}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("comm beef0000"), std::string::npos) << v.headline;
+  // Nobody else holds comm beef0000: nothing to say about what rank 1 waits for there.
+  EXPECT_EQ(v.headline.find("there it waits"), std::string::npos) << v.headline;
+}
+
+TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
+  // Ranks 0 and 2 wait in A#3 for rank 1, which waits in B#2 for rank 3, which is in host code.
+  // Rank 1's B#2 was enqueued before the others' A#3; the verdict is still rank 1 blocked in B
+  // (the start of the chain), not rank 3 stuck (which it would be were B diagnosed first).
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(4);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
+  job.rank(1).events.back().enqueue_ns = kT0 + kSec;  // before ranks 0 and 2 enqueue A#3 (2 s)
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("ncclAllReduce #2 on comm beef0000"), std::string::npos) << v.headline;
+  EXPECT_NE(v.headline.find("ranks 0,2 wait for it in ncclAllReduce #3 on comm c0ffee00"),
+            std::string::npos)
+      << v.headline;
+  // The next link: what rank 1 waits for there.
+  EXPECT_NE(v.headline.find("; there it waits for rank 3, in host code: its last NCCL op "
+                            "(ncclAllReduce #1 from logLoss() train.cc:40) completed"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(DiagnoseTest, BlockedElsewhereSaysHowTheRankItWaitsForIs) {
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  for (const auto& [mark, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"exited", ", which exited"}, {"crashed", ", which crashed (SIGSEGV)"}}) {
+    Job job(4);
+    job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+    job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
+    if (mark == "exited") job.rank(3).exited = true;
+    if (mark == "crashed") job.rank(3).fatal_signal = 11;
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << mark << ": " << v.headline;
+    EXPECT_NE(v.headline.find("; there it waits for rank 3" + phrase), std::string::npos)
+        << mark << ": " << v.headline;
+  }
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer

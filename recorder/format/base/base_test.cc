@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
+#include "recorder/format/params_table.h"
+
+namespace ncclrec {
+namespace {
+
+TEST(BaseTest, Clocks) {
+  const int64_t a = base::monotonicNs();
+  const int64_t b = base::monotonicNs();
+  EXPECT_LE(a, b);
+  // 2020-01-01 .. 2100-01-01: a wall clock, in nanoseconds.
+  EXPECT_GT(base::realtimeNs(), int64_t{1'577'836'800} * 1'000'000'000);
+  EXPECT_LT(base::realtimeNs(), int64_t{4'102'444'800} * 1'000'000'000);
+}
+
+TEST(BaseTest, Hex) {
+  EXPECT_EQ(base::hex16(0xc0ffee0000000001ull), "c0ffee0000000001");
+  EXPECT_EQ(base::hex16(0x2a), "000000000000002a");
+  EXPECT_EQ(base::shortHex(0xc0ffee0000000001ull), "c0ffee00");
+}
+
+TEST(BaseTest, Names) {
+  EXPECT_EQ(base::signalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(base::signalName(SIGUSR2), "SIGUSR2");
+  EXPECT_EQ(base::signalName(0), "signal 0");
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(base::hostName(), host);
+}
+
+TEST(BaseTest, ParamValueIsTheEnvironmentsElseTheTablesDefault) {
+  unsetenv("NCCLREC_TIMEOUT");
+  EXPECT_EQ(format::paramValue("NCCLREC_TIMEOUT"), "60");
+  setenv("NCCLREC_TIMEOUT", "", 1);
+  EXPECT_EQ(format::paramValue("NCCLREC_TIMEOUT"), "60");
+  setenv("NCCLREC_TIMEOUT", "2.5", 1);
+  EXPECT_EQ(format::paramValue("NCCLREC_TIMEOUT"), "2.5");
+  unsetenv("NCCLREC_TIMEOUT");
+  ASSERT_NE(format::findParam("NCCLREC_DIR"), nullptr);
+  EXPECT_EQ(format::findParam("NCCLREC_DIR")->default_value, "./ncclrec-dumps");
+  EXPECT_EQ(format::findParam("NCCLREC_NO_SUCH_KNOB"), nullptr);
+  EXPECT_EQ(format::paramValue("NCCLREC_NO_SUCH_KNOB"), "");
+}
+
+}  // namespace
+}  // namespace ncclrec

@@ -1,0 +1,29 @@
+#include "recorder/format/base/text.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace ncclrec::base {
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string shortHex(uint64_t v) { return hex16(v).substr(0, 8); }
+
+std::string signalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "unknown-host";
+  return buf;
+}
+
+}  // namespace ncclrec::base

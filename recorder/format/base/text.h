@@ -1,0 +1,23 @@
+// Small words every component prints: ids in hex, signal names, this host's name. For the tools
+// and for init-time code of the recorder (they allocate: not for the record path or a signal
+// handler).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ncclrec::base {
+
+// "c0ffee0000000001": the 16 lowercase hex digits of `v`.
+std::string hex16(uint64_t v);
+
+// "c0ffee00": the first 8 of hex16(), as listings and headlines show a communicator id.
+std::string shortHex(uint64_t v);
+
+// "SIGKILL", or "signal 77" for a number with no name.
+std::string signalName(int sig);
+
+// This host's name (gethostname), or "unknown-host" when it has none.
+std::string hostName();
+
+}  // namespace ncclrec::base
