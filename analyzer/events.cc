@@ -11,6 +11,7 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/exit_codes.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -87,11 +88,6 @@ bool resultKnown(const EventRecord& e) {
   return !in_flight || (e.flags & format::kEventCudaTimed) != 0;
 }
 
-std::string signalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
-}
-
 bool isComplete(const EventRecord& e) {
   return e.state == EventState::kCompleted || e.state == EventState::kFailed || e.end_ns > 0;
 }
@@ -125,7 +121,7 @@ std::string marks(const RankData& r) {
   std::string s;
   auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
   if (r.exited) add("exited");
-  if (r.fatal_signal != 0) add("fatal " + signalName(r.fatal_signal));
+  if (r.fatal_signal != 0) add("fatal " + base::signalName(r.fatal_signal));
   if (r.dump_reason != format::DumpReason::kNone) {
     std::string d = "dump: " + std::string(format::dumpReasonName(r.dump_reason));
     if (!r.dump_detail.empty()) d += " (" + r.dump_detail + ")";

@@ -49,8 +49,9 @@ int Agent::start() {
   }
   facts_.token = *token;
   std::error_code ec;
-  run_dir_ = std::filesystem::absolute(param("NCCLREC_DIR"), ec).lexically_normal().string() + "/" +
-             facts_.run_id;
+  run_dir_ =
+      std::filesystem::absolute(format::paramValue("NCCLREC_DIR"), ec).lexically_normal().string() +
+      "/" + facts_.run_id;
 
   bool hosting = false;
   if (const int rc = startStore(&hosting); rc != kExitOk) return rc;

@@ -122,11 +122,11 @@ Outcome Agent::monitor() {
 int Agent::endOnSignal() {
   const int sig = pending_signal_;
   // File times are coarser than the clock: a second of slack keeps a fresh dump fresh.
-  const int64_t asked_ns = nowNs() - 1'000'000'000;
+  const int64_t asked_ns = base::realtimeNs() - 1'000'000'000;
   writeOwnTrigger(sig);
   if (multi() && !hang_shared_) {
     hang_shared_ = true;
-    publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + signalName(sig) + ")");
+    publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + base::signalName(sig) + ")");
   }
   superviseHang(ReportReason::kInterrupt, readSmallFile(triggerPath()), asked_ns);
   stopWorkers();

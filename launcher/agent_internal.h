@@ -29,6 +29,9 @@
 #include "launcher/store_client.h"
 #include "launcher/store_server.h"
 #include "launcher/worker_env.h"
+#include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
+#include "recorder/format/params_table.h"
 #include "recorder/format/recording_files.h"
 
 namespace ncclrec::launcher {
@@ -148,7 +151,7 @@ class Agent {
   std::unique_ptr<StoreServer> store_;
   JobFacts facts_;
   std::string run_dir_;
-  std::string host_ = hostName();
+  std::string host_ = base::hostName();
   int attempt_ = 0;
   int64_t attempt_start_ns_ = 0;
   std::vector<Worker> workers_;

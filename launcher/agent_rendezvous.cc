@@ -213,7 +213,7 @@ int Agent::closeElastic(const std::string& me, const std::string& range, int* wo
     pump(50);
     if (pending_signal_ != 0) {
       (void)rdzv_->compareSet(kRdzvState, **cur, "failed");
-      say("cxxrun: " + signalName(pending_signal_) + " during the rendezvous: stopping");
+      say("cxxrun: " + base::signalName(pending_signal_) + " during the rendezvous: stopping");
       return 128 + pending_signal_;
     }
   }
@@ -396,7 +396,7 @@ bool Agent::restartBarrier() {
   if (store_lost_) {
     say("cxxrun: lost the job's store at " + facts_.store_endpoint + " before the restart");
   } else if (pending_signal_ != 0) {
-    say("cxxrun: " + signalName(pending_signal_) + " while waiting to restart: stopping");
+    say("cxxrun: " + base::signalName(pending_signal_) + " while waiting to restart: stopping");
   } else {
     std::string names;
     for (int r : missing)

@@ -94,7 +94,8 @@ void Agent::finishFailure() {
   // exit dumps and black boxes are on disk and nothing is waited for.
   if (any_to_dump) {
     const double wait_s = dumpWaitSeconds();
-    const int64_t asked_ns = nowNs() - 1'000'000'000;  // file times are coarser than the clock
+    const int64_t asked_ns =
+        base::realtimeNs() - 1'000'000'000;  // file times are coarser than the clock
     in.trigger_text = writeTrigger(ReportReason::kFailure, "worker failed: " + in.failure);
     say("cxxrun: a worker failed; asking the other ranks to dump before stopping them (up to " +
         std::to_string(static_cast<int>(wait_s)) + " s, NCCLREC_DUMP_WAIT)");
@@ -120,7 +121,7 @@ std::vector<WorkerInfo> Agent::workerInfos() const {
     info.node = o_.node_rank;
     info.host = host_;
     if (!w.running) {
-      info.ended = WIFSIGNALED(w.status) ? signalName(WTERMSIG(w.status))
+      info.ended = WIFSIGNALED(w.status) ? base::signalName(WTERMSIG(w.status))
                                          : "exit code " + std::to_string(WEXITSTATUS(w.status));
     }
     out.push_back(info);
@@ -147,10 +148,10 @@ std::string Agent::writeTrigger(ReportReason reason, const std::string& detail) 
 
 void Agent::writeOwnTrigger(int signo) {
   writeTrigger(signo != 0 ? ReportReason::kInterrupt : ReportReason::kHang,
-               signo != 0 ? "cxxrun received " + signalName(signo)
+               signo != 0 ? "cxxrun received " + base::signalName(signo)
                           : "hang on another node: " + remote_hang_);
   say("cxxrun: " +
-      (signo != 0 ? signalName(signo) + " received" : std::string("another node hung")) +
+      (signo != 0 ? base::signalName(signo) + " received" : std::string("another node hung")) +
       ": asking every rank to dump (" + triggerPath() + ")");
 }
 

@@ -16,12 +16,6 @@
 
 namespace ncclrec::launcher {
 
-int64_t nowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 double monoS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -29,17 +23,6 @@ double monoS() {
 void say(const std::string& line) {
   const std::string s = line + "\n";
   (void)!write(STDERR_FILENO, s.data(), s.size());
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
-std::string signalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 int freePort() {
@@ -61,16 +44,8 @@ bool isLoopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0;
 }
 
-std::string param(std::string_view name) {
-  const char* v = std::getenv(std::string(name).c_str());
-  if (v != nullptr && *v != '\0') return v;
-  for (const auto& spec : format::allParams())
-    if (spec.name == name) return std::string(spec.default_value);
-  return "";
-}
-
 double dumpWaitSeconds() {
-  const std::string v = param("NCCLREC_DUMP_WAIT");
+  const std::string v = format::paramValue("NCCLREC_DUMP_WAIT");
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !(d >= 0)) {

@@ -63,7 +63,7 @@ std::vector<std::string> environmentOf(const Options& o, const JobFacts& facts, 
 
 bool Agent::startWorkers() {
   workers_.assign(static_cast<size_t>(o_.nproc_per_node), Worker{});
-  attempt_start_ns_ = nowNs();
+  attempt_start_ns_ = base::realtimeNs();
   stopping_ = false;
   std::vector<char*> argv;
   for (const auto& a : o_.program) argv.push_back(const_cast<char*>(a.c_str()));
@@ -188,7 +188,8 @@ void Agent::reap() {
     w.running = false;
     w.status = status;
     const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (failed && !stopping_) failures_.push_back({w.rank, w.local_rank, w.pid, status, nowNs()});
+    if (failed && !stopping_)
+      failures_.push_back({w.rank, w.local_rank, w.pid, status, base::realtimeNs()});
   }
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "launcher/agent_util.h"
+#include "recorder/format/base/text.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -23,7 +24,7 @@ std::string timeText(int64_t ns) {
 
 std::string failureLine(const Failure& f, const std::string& host) {
   return "rank " + std::to_string(f.rank) + " on " + host + ", " +
-         (WIFSIGNALED(f.status) ? "killed by " + signalName(WTERMSIG(f.status))
+         (WIFSIGNALED(f.status) ? "killed by " + base::signalName(WTERMSIG(f.status))
                                 : "exit code " + std::to_string(WEXITSTATUS(f.status)));
 }
 
@@ -34,8 +35,8 @@ std::string failureText(const Failure& f, const std::string& host) {
   s << "  rank      : " << f.rank << " (local_rank: " << f.local_rank << ")\n";
   if (WIFSIGNALED(f.status)) {
     s << "  exitcode  : -" << WTERMSIG(f.status) << " (pid: " << f.pid << ")\n";
-    s << "  error     : Signal " << WTERMSIG(f.status) << " (" << signalName(WTERMSIG(f.status))
-      << ") received by PID " << f.pid << "\n";
+    s << "  error     : Signal " << WTERMSIG(f.status) << " ("
+      << base::signalName(WTERMSIG(f.status)) << ") received by PID " << f.pid << "\n";
   } else {
     s << "  exitcode  : " << WEXITSTATUS(f.status) << " (pid: " << f.pid << ")\n";
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "recorder/format/base/clock.h"
 #include "recorder/format/testing/bbox_builder.h"
 #include "recorder/format/testing/temp_dir.h"
 
@@ -18,12 +19,6 @@ namespace {
 using format::OpType;
 using format::testing::BboxBuilder;
 using format::testing::TempDir;
-
-int64_t nowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 WorkerInfo worker(int rank, int pid, const std::string& ended = "", const std::string& host = "",
                   int node = 0) {
@@ -40,13 +35,13 @@ WorkerInfo worker(int rank, int pid, const std::string& ended = "", const std::s
 
 void writeStuckRank(const TempDir& dir, const std::string& host, int rank, int pid, int world,
                     uint64_t stuck_count) {
-  const int64_t t0 = nowNs() - 5'000'000'000;
+  const int64_t t0 = base::realtimeNs() - 5'000'000'000;
   BboxBuilder b;
   b.header()->pid = pid;
   b.header()->global_rank = rank;
   b.header()->world_size = world;
   std::strcpy(b.header()->host, host.c_str());
-  b.header()->heartbeat_ns = nowNs();
+  b.header()->heartbeat_ns = base::realtimeNs();
   b.addEvent(format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, world, 1, 4096, t0));
   auto stuck = format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, world, 2,
                                                stuck_count, t0 + 1000);
@@ -66,8 +61,9 @@ TEST(HangReport, FindsDumpsAndBlackBoxesByPid) {
   EXPECT_TRUE(hasDumpOf(dir.path(), 4242, 0));
   EXPECT_TRUE(hasDumpOf(dir.path(), 4242, 0, "hang"));
   EXPECT_FALSE(hasDumpOf(dir.path(), 4242, 0, "exit"));
-  EXPECT_FALSE(hasDumpOf(dir.path(), 4242, nowNs() + 60'000'000'000));  // older than asked
-  EXPECT_FALSE(hasDumpOf(dir.path(), 77, 0));                           // a temporary file
+  EXPECT_FALSE(
+      hasDumpOf(dir.path(), 4242, base::realtimeNs() + 60'000'000'000));  // older than asked
+  EXPECT_FALSE(hasDumpOf(dir.path(), 77, 0));                             // a temporary file
 }
 
 TEST(HangReport, TheRecordingToSendIsTheNewestDumpElseTheBlackBox) {
@@ -80,7 +76,8 @@ TEST(HangReport, TheRecordingToSendIsTheNewestDumpElseTheBlackBox) {
   std::ofstream(dir.file("h.5.1.exit.ncclrec.pb")) << "";
   EXPECT_EQ(recordingToSend(dir.path(), 5, 0), dir.file("h.5.1.exit.ncclrec.pb"));
   EXPECT_EQ(recordingToSend(dir.path(), 6, 0), dir.file("h.6.bbox"));
-  EXPECT_EQ(recordingToSend(dir.path(), 5, nowNs() + 60'000'000'000), dir.file("h.5.bbox"));
+  EXPECT_EQ(recordingToSend(dir.path(), 5, base::realtimeNs() + 60'000'000'000),
+            dir.file("h.5.bbox"));
   EXPECT_EQ(recordingToSend(dir.path(), 7, 0), "");
 }
 
@@ -133,14 +130,14 @@ TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
 
 TEST(HangReport, TableAndJsonNameEachRanksLastOp) {
   TempDir dir;
-  const int64_t t0 = nowNs() - 5'000'000'000;
+  const int64_t t0 = base::realtimeNs() - 5'000'000'000;
   for (int rank = 0; rank < 2; ++rank) {
     BboxBuilder b;
     b.header()->pid = 1000 + rank;
     b.header()->global_rank = rank;
     b.header()->world_size = 3;
     std::strcpy(b.header()->host, "node");
-    b.header()->heartbeat_ns = nowNs();
+    b.header()->heartbeat_ns = base::realtimeNs();
     b.addEvent(format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, 3, 1, 4096, t0));
     auto stuck = format::testing::makeCollective(OpType::kAllReduce, 0xabc, rank, 3, 2,
                                                  rank == 0 ? 1 : 4096, t0 + 1000);

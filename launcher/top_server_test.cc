@@ -12,6 +12,8 @@
 #include <fstream>
 
 #include "launcher/store_server.h"
+#include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/ncclrec.pb.h"
 #include "recorder/format/testing/bbox_builder.h"
 #include "recorder/format/testing/temp_dir.h"
@@ -23,18 +25,12 @@ namespace fs = std::filesystem;
 using format::testing::BboxBuilder;
 using format::testing::TempDir;
 
-std::string hostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
 void writeBox(const std::string& path, int rank, int pid, int events) {
   BboxBuilder b;
   b.header()->pid = pid;
   b.header()->global_rank = rank;
   b.header()->world_size = 2;
-  std::strncpy(b.header()->host, hostName().c_str(), sizeof(b.header()->host) - 1);
+  std::strncpy(b.header()->host, base::hostName().c_str(), sizeof(b.header()->host) - 1);
   const uint32_t sid = b.addStack({0x401000});
   for (int i = 1; i <= events; ++i) {
     format::Event e = format::testing::makeCollective(format::OpType::kAllReduce, 7, rank, 2,
@@ -121,7 +117,7 @@ TEST(TopServer, ServesTheNewestAttemptsBlackBoxesTrimmed) {
   EXPECT_EQ(r->error(), "");
   EXPECT_EQ(r->dir(), dir.file("run/attempt_1"));
   EXPECT_EQ(r->run_id(), "run");
-  EXPECT_EQ(r->host(), hostName());
+  EXPECT_EQ(r->host(), base::hostName());
   EXPECT_GT(r->now_ns(), 0);
   ASSERT_EQ(r->ranks_size(), 2);
   EXPECT_EQ(r->ranks(0).source(), dir.file("run/attempt_1/h.2.bbox"));
