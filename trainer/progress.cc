@@ -2,14 +2,12 @@
 
 #include <unistd.h>
 
-#include <chrono>
+#include "recorder/format/base/clock.h"
 
 namespace ncclrec::trainer {
 namespace {
 
-double nowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double nowSeconds() { return static_cast<double>(base::monotonicNs()) * 1e-9; }
 
 // Redraws on a terminal are capped at this rate: a fast loop must not spend its time printing.
 constexpr double kRedrawInterval = 0.1;

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "recorder/format/base/clock.h"
 #include "trainer/checkpoint_file.h"
 #include "trainer/ddp.h"
 #include "trainer/model.h"
@@ -49,9 +50,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-double unixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unixSeconds() { return static_cast<double>(base::realtimeNs()) * 1e-9; }
 
 std::string number(const char* fmt, double v) {
   char buf[64];
