@@ -14,6 +14,7 @@
 #include "analyzer/health.h"
 #include "analyzer/lifecycle_rules.h"
 #include "analyzer/waits.h"
+#include "analyzer/whereabouts.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -474,6 +475,7 @@ Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
   engine::Engine engine(set, options, sites);
   Verdict v = engine.run();
   addWaiting(set, sites, v);
+  addWhereabouts(set, sites, v);  // whereabouts.h: where stopped ranks are now
   return v;
 }
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "analyzer/whereabouts.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
@@ -250,6 +252,8 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
     }
   }
 
+  printThreadsText(v, out);
+
   if (!v.status.empty()) {
     out << "\nranks:\n";
     for (const RankStatus& s : v.status) {
@@ -319,6 +323,7 @@ void printVerdictJson(const Verdict& v, const std::vector<std::string>& warnings
   for (const RankStatus& s : v.status) {
     doc["ranks"].push_back({{"rank", s.rank}, {"status", s.state}, {"detail", s.detail}});
   }
+  addThreadsJson(v, doc["ranks"]);
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;
   out << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
