@@ -46,8 +46,15 @@ int userFrameIndex(const std::vector<format::Frame>& frames, const SiteRule& rul
     if (!rule.isLibraryFrame(f) && !isStdlibFrame(f)) return static_cast<int>(i);
   }
   if (first_python >= 0) return first_python;
+  // Native: outside system libraries, and not a standard-library template instantiated in the
+  // program (std::condition_variable::wait<...> is where it waits, not where it is).
   for (size_t i = 0; i < frames.size(); ++i) {
-    if (!frames[i].module.empty() && !isSystemModule(frames[i].module)) return static_cast<int>(i);
+    const format::Frame& f = frames[i];
+    if (f.module.empty() || isSystemModule(f.module)) continue;
+    if (f.function.rfind("std::", 0) == 0 || f.function.rfind("__gnu_cxx::", 0) == 0 ||
+        f.function.rfind("void std::", 0) == 0)
+      continue;
+    return static_cast<int>(i);
   }
   return frames.empty() ? -1 : 0;
 }
