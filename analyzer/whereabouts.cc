@@ -166,7 +166,10 @@ ThreadPlace placeOf(const format::ThreadState& thread, const CallSites& sites) {
   }
   if (thread.status == format::kThreadNoAnswer || thread.status == format::kThreadNotAsked ||
       thread.status == format::kThreadGone) {
-    p.doing = thread.status == format::kThreadGone ? "gone" : "no answer";
+    p.doing = thread.status == format::kThreadGone ? "gone"
+              : (thread.flags & format::kThreadInSleepingCall) != 0
+                  ? "not asked (a signal would cut its sleep short)"
+                  : "no answer";
     if ((thread.flags & format::kThreadSignalBlocked) != 0) p.doing += " (signal blocked)";
     if ((thread.flags & format::kThreadSignalIgnored) != 0) p.doing += " (signal ignored)";
     const std::string state = stateWord(thread.kernel_state);

@@ -152,6 +152,50 @@ void describeFromProc(int tid, int signal, format::ThreadRecord* r) {
   }
 }
 
+// Calls that fail with EINTR after a signal handler ran, whatever SA_RESTART says (signal(7)).
+bool cutShortBySignals(long nr) {
+  static constexpr long kCalls[] = {
+#ifdef SYS_nanosleep
+      SYS_nanosleep,
+#endif
+#ifdef SYS_select
+      SYS_select,
+#endif
+#ifdef SYS_poll
+      SYS_poll,
+#endif
+#ifdef SYS_epoll_wait
+      SYS_epoll_wait,
+#endif
+#ifdef SYS_pause
+      SYS_pause,
+#endif
+#ifdef SYS_epoll_pwait2
+      SYS_epoll_pwait2,
+#endif
+      SYS_clock_nanosleep,
+      SYS_pselect6,
+      SYS_ppoll,
+      SYS_epoll_pwait,
+      SYS_io_getevents,
+      SYS_semtimedop,
+      SYS_rt_sigtimedwait,
+      SYS_rt_sigsuspend,
+      SYS_msgrcv,
+      SYS_msgsnd};
+  return std::find(std::begin(kCalls), std::end(kCalls), nr) != std::end(kCalls);
+}
+
+// Whether the thread is blocked in such a call now (/proc/self/task/TID/syscall starts with the
+// number of the call it is in; "running" or -1 when in none).
+bool inSleepingCall(int tid) {
+  char buf[256];
+  if (!readProcFile(tid, "syscall", buf, sizeof(buf))) return false;
+  char* end = nullptr;
+  const long nr = strtol(buf, &end, 10);
+  return end != buf && nr >= 0 && cutShortBySignals(nr);
+}
+
 bool ask(int tid) {
   siginfo_t info{};
   info.si_signo = g_signal;
@@ -166,6 +210,7 @@ struct Asked {
   int tid;
   int slot;  // -1: not asked
   uint32_t status;
+  uint32_t flags = 0;
 };
 
 // Waits for the asked threads until the deadline; gives up on the others.
@@ -208,6 +253,7 @@ void publish(format::BboxHeader* h, const std::vector<Asked>& asked, uint32_t re
     std::memset(&r, 0, sizeof(r));
     r.tid = asked[i].tid;
     r.status = asked[i].status;
+    r.flags = asked[i].flags;
     if (r.status == format::kThreadAnswered) {
       const Slot& slot = g_slots[asked[i].slot];
       r.python_depth = slot.python_depth;
@@ -283,7 +329,15 @@ SnapshotResult takeThreadSnapshot(format::BboxHeader* h, uint32_t reason) {
     asked.push_back({tid, static_cast<int>(next++), 0});
   }
   g_slot_count.store(next, std::memory_order_release);
+  const bool python = g_python.load(std::memory_order_acquire) != nullptr;
   for (Asked& a : asked) {
+    if (a.slot >= 0 && !python && inSleepingCall(a.tid)) {
+      uint64_t expected = word(generation, kRequested);
+      g_slots[a.slot].word.compare_exchange_strong(expected, word(generation, kAbandoned));
+      a.status = format::kThreadNotAsked;
+      a.flags = format::kThreadInSleepingCall;
+      continue;
+    }
     if (a.slot >= 0 && !ask(a.tid)) {
       uint64_t expected = word(generation, kRequested);
       g_slots[a.slot].word.compare_exchange_strong(expected, word(generation, kAbandoned));

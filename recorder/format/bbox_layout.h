@@ -195,6 +195,10 @@ inline constexpr uint32_t kThreadNotAsked = 5;  // over capacity, or still busy 
 inline constexpr uint32_t kThreadSignalBlocked = 1u << 0;  // the snapshot signal is in SigBlk
 inline constexpr uint32_t kThreadSignalIgnored = 1u << 1;  // ... or in SigIgn
 inline constexpr uint32_t kThreadFramesTruncated = 1u << 2;
+// Not asked: it was blocked in a call that a signal handler cuts short with EINTR whatever
+// SA_RESTART says (nanosleep, poll, select, epoll_wait...; signal(7)), in a process without a
+// Python interpreter (CPython retries its own such calls). Asking would change what it does.
+inline constexpr uint32_t kThreadInSleepingCall = 1u << 3;
 inline constexpr uint32_t kThreadMaxFrames = 128;
 
 // One thread of the process at the latest snapshot (recorder/thread_snapshot.h). frames[] holds
