@@ -5,6 +5,7 @@
 
 #include "analyzer/exit_codes.h"
 #include "analyzer/trace.h"
+#include "analyzer/whereabouts.h"
 
 namespace ncclrec::analyzer {
 
@@ -68,6 +69,25 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
     printVerdictText(v, ReportOptions{options.color}, out);
   }
   return exitCodeFor(v.cls);
+}
+
+int runStacks(const std::vector<std::string>& paths, const std::optional<std::string>& run,
+              const std::vector<std::string>& library_frames, std::ostream& out,
+              std::ostream& err) {
+  constexpr std::string_view kTool = "ncclrec-analyze: ";
+  format::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
+  if (!set.ok()) {
+    err << kTool << set.status().message() << '\n';
+    return kExitBadInput;
+  }
+  for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
+  if (const format::Status st = selectRun(*set, run); !st.ok()) {
+    err << kTool << st.message() << '\n';
+    return kExitBadInput;
+  }
+  const CallSites sites(set->ranks, library_frames);
+  printStacks(*set, sites, out);
+  return kExitOk;
 }
 
 }  // namespace ncclrec::analyzer

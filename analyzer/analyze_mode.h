@@ -29,4 +29,9 @@ format::Status selectRun(format::LoadedSet& set, const std::optional<std::string
 int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
                std::ostream& out, std::ostream& err);
 
+// --stacks: every rank's threads (whereabouts.h printStacks). kExitOk, or kExitBadInput with one
+// line on `err`.
+int runStacks(const std::vector<std::string>& paths, const std::optional<std::string>& run,
+              const std::vector<std::string>& library_frames, std::ostream& out, std::ostream& err);
+
 }  // namespace ncclrec::analyzer

@@ -25,11 +25,13 @@ namespace {
 constexpr const char* kFooter = R"(Modes:
   (default)       the verdict: which ranks diverged, at which op and call site, and why
   --events        one header line per rank, then one line per recorded NCCL call
+  --stacks        every rank's threads at its latest snapshot, identical stacks across ranks
+                  printed once, the odd one out first
   --print-params  the NCCLREC_* environment variables, their types, defaults and meaning
 PATH is a black box (*.bbox), a dump (*.ncclrec.pb), or a directory holding them.
 
 Exit codes:
-  0  no hang found (or, with --events/--print-params, success)
+  0  no hang found (or, with --events/--stacks/--print-params, success)
   1  bad input or usage: unreadable or foreign file, bad flag, no PATH (one line on stderr)
   3  hang diagnosed: the verdict names it
   4  hang suspected but undecided: the output says what data is missing
@@ -59,7 +61,13 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
   CLI::Option* params_opt =
       app.add_flag("--print-params", print_params, "Print the NCCLREC_* parameter table");
   events_opt->excludes(params_opt);
-  app.add_flag("--json", json, "Print JSON instead of text");
+  bool stacks = false;
+  CLI::Option* stacks_opt =
+      app.add_flag("--stacks", stacks, "Print every rank's threads, identical stacks collapsed");
+  stacks_opt->excludes(events_opt);
+  stacks_opt->excludes(params_opt);
+  CLI::Option* json_opt = app.add_flag("--json", json, "Print JSON instead of text");
+  stacks_opt->excludes(json_opt);
   std::string run;
   CLI::Option* run_opt =
       app.add_option("--run", run, "Analyze only this run id (when a directory holds several)")
@@ -68,6 +76,7 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
   CLI::Option* trace_opt =
       app.add_option("--trace", trace, "Also write a Chrome/Perfetto trace (ui.perfetto.dev)")
           ->type_name("FILE");
+  trace_opt->excludes(stacks_opt);
   for (CLI::Option* verdict_only : {trace_opt, run_opt}) {
     verdict_only->excludes(events_opt);
     verdict_only->excludes(params_opt);
@@ -120,6 +129,14 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
     }
     printParams(json, out);
     return kExitOk;
+  }
+  if (stacks) {
+    if (paths.empty()) {
+      err << "ncclrec-analyze: --stacks needs at least one PATH\n";
+      return kExitBadInput;
+    }
+    return runStacks(paths, run_opt->count() > 0 ? std::optional<std::string>(run) : std::nullopt,
+                     library_frames, out, err);
   }
   if (!events) {
     if (paths.empty()) {

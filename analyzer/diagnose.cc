@@ -11,6 +11,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/events.h"
 #include "analyzer/rules.h"
+#include "analyzer/whereabouts.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -327,6 +328,7 @@ Verdict diagnose(const format::LoadedSet& set, const DiagnoseOptions& options,
   engine::Engine engine(set, options, sites);
   Verdict v = engine::runRules(engine);
   addWaiting(set, sites, v);
+  addWhereabouts(set, sites, v);  // whereabouts.h: where stopped ranks are now
   return v;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "analyzer/whereabouts.h"
 #include "recorder/format/base/text.h"
 
 namespace ncclrec::analyzer {
@@ -253,6 +254,8 @@ void printVerdictText(const Verdict& v, const ReportOptions& o, std::ostream& ou
 
   if (!v.stacks.empty()) printStacks(v, out);
 
+  printThreadsText(v, out);
+
   if (!v.status.empty()) {
     out << "\nranks:\n";
     for (const RankStatus& s : v.status) {
@@ -323,6 +326,7 @@ Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
     doc["ranks"].push_back(
         {{"rank", s.rank}, {"status", rankStateName(s.state)}, {"detail", s.detail}});
   }
+  addThreadsJson(v, doc["ranks"]);
   doc["missing"] = v.missing;
   doc["warnings"] = warnings;
   return doc;

@@ -107,6 +107,17 @@ struct RankStatus {
   std::string detail;  // "ncclAllReduce #7 at trainStep() for 3.2s", ...
 };
 
+// Every thread of one rank at its latest thread snapshot (whereabouts.h), for the report.
+struct RankThreads {
+  int rank = -1;
+  int nccl_tid = 0;                 // the thread that issues its NCCL calls (or its main thread)
+  int64_t snapshot_ns = 0;          // when the snapshot was taken
+  int64_t since_last_call_ns = -1;  // from its last NCCL call to the snapshot; -1 when no call
+  std::vector<format::ThreadState> threads;
+  std::vector<CallSite> places;    // per thread: the user frame (whereabouts.h placeOf)
+  std::vector<std::string> doing;  // per thread: "running", "sleeping in read", ...
+};
+
 struct Verdict {
   VerdictClass cls = VerdictClass::kUndecided;
   // The culprits (global, ascending): only the ranks whose behaviour differs from their peers',
@@ -126,6 +137,7 @@ struct Verdict {
   std::vector<CallSite> stacks;       // the differing call sites, full stacks
   std::vector<RankStatus> status;
   std::vector<std::string> missing;  // undecided: what data would decide it
+  std::vector<RankThreads> threads;  // every thread of the stopped ranks, where snapshots say
 };
 
 // The evidence cell of one recorded call, its call site named from `sites` where its own stack

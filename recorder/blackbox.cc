@@ -80,9 +80,10 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
     return nullptr;
   }
   const uint32_t stack_depth = static_cast<uint32_t>(params.stack_depth) + python.depth;
+  const uint32_t threads = params.snapshot_signal > 0 ? params.snapshot_threads : 0;
   const format::BboxGeometry g = format::computeGeometry(
       params.ring_capacity, params.max_comms, params.max_stacks, stack_depth, kModuleCapacity,
-      python.code_capacity, python.blob_bytes);
+      python.code_capacity, python.blob_bytes, threads);
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(g.file_bytes));
   if (rc != 0) {
     *error = "cannot reserve " + std::to_string(g.file_bytes >> 20) + " MiB for " + path + ": " +
@@ -100,7 +101,7 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   }
   auto* h = static_cast<format::BboxHeader*>(map);
   format::initHeader(h, params.ring_capacity, params.max_comms, params.max_stacks, stack_depth,
-                     kModuleCapacity, python.code_capacity, python.blob_bytes);
+                     kModuleCapacity, python.code_capacity, python.blob_bytes, threads);
   h->python_depth = python.depth;
   h->pid = getpid();
   h->global_rank = envInt("RANK", -1);

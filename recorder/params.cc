@@ -106,6 +106,18 @@ int parseSignal(const std::string& text) {
   if (parseLong(text, &n)) return (n >= 0 && n < NSIG) ? static_cast<int>(n) : -1;
   std::string_view name(text);
   if (name.size() > 3 && strncasecmp(name.data(), "SIG", 3) == 0) name.remove_prefix(3);
+  // Real-time signals by their position: RTMIN, RTMIN+n, RTMAX, RTMAX-n (glibc reserves the
+  // first few, so their numbers differ between systems).
+  if (name.size() >= 5 &&
+      (strncasecmp(name.data(), "RTMIN", 5) == 0 || strncasecmp(name.data(), "RTMAX", 5) == 0)) {
+    const bool min = strncasecmp(name.data(), "RTMIN", 5) == 0;
+    long long delta = 0;
+    const std::string rest(name.substr(5));
+    if (!rest.empty() && (rest[0] != (min ? '+' : '-') || !parseLong(rest.substr(1), &delta)))
+      return -1;
+    const long long sig = min ? SIGRTMIN + delta : SIGRTMAX - delta;
+    return (delta >= 0 && sig >= SIGRTMIN && sig <= SIGRTMAX) ? static_cast<int>(sig) : -1;
+  }
   for (int sig = 1; sig < NSIG; ++sig) {
     const char* abbrev = sigabbrev_np(sig);
     if (abbrev != nullptr && strlen(abbrev) == name.size() &&
@@ -139,6 +151,14 @@ Params readParams(std::vector<std::string>* problems) {
     problems->push_back("NCCLREC_DUMP_SIGNAL='" + sig + "' is not a signal; using SIGUSR2");
     p.dump_signal = SIGUSR2;
   }
+  const std::string snap = r.str("NCCLREC_SNAPSHOT_SIGNAL");
+  p.snapshot_signal = parseSignal(snap);
+  if (p.snapshot_signal < 0) {
+    problems->push_back("NCCLREC_SNAPSHOT_SIGNAL='" + snap + "' is not a signal; using SIGRTMAX-3");
+    p.snapshot_signal = SIGRTMAX - 3;
+  }
+  p.snapshot_ms = static_cast<int>(r.integer("NCCLREC_SNAPSHOT_MS", 1, 60000));
+  p.snapshot_threads = static_cast<uint32_t>(r.integer("NCCLREC_SNAPSHOT_THREADS", 1, 1024));
   p.dump_on_exit = r.boolean("NCCLREC_DUMP_ON_EXIT");
   p.fatal_signals = r.boolean("NCCLREC_FATAL_SIGNALS");
   p.completion = static_cast<CompletionChoice>(r.choice("NCCLREC_COMPLETION"));

@@ -22,7 +22,10 @@ struct Params {
   uint32_t max_stacks = 4096;
   double timeout_s = 60;
   int poll_ms = 200;
-  int dump_signal = 0;  // 0 = none
+  int dump_signal = 0;      // 0 = none
+  int snapshot_signal = 0;  // 0 = no thread snapshots
+  int snapshot_ms = 100;
+  uint32_t snapshot_threads = 256;
   bool dump_on_exit = true;
   bool fatal_signals = true;
   CompletionChoice completion = CompletionChoice::kAuto;
@@ -37,7 +40,8 @@ struct Params {
 // ("NCCLREC_BUFFER='abc' is not an integer; using 20000").
 Params readParams(std::vector<std::string>* problems);
 
-// Signal by name ("SIGUSR2", "USR2") or number ("12"); 0 for "0"; -1 when not a signal.
+// Signal by name ("SIGUSR2", "USR2", "SIGRTMIN+2", "RTMAX-3") or number ("12"); 0 for "0"; -1
+// when not a signal.
 int parseSignal(const std::string& text);
 
 }  // namespace ncclrec::recorder

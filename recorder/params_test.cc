@@ -73,6 +73,13 @@ TEST_F(ParamsTest, SignalNames) {
   EXPECT_EQ(parseSignal("sigterm"), SIGTERM);
   EXPECT_EQ(parseSignal("10"), 10);
   EXPECT_EQ(parseSignal("bogus"), -1);
+  EXPECT_EQ(parseSignal("SIGRTMAX-3"), SIGRTMAX - 3);
+  EXPECT_EQ(parseSignal("rtmin+2"), SIGRTMIN + 2);
+  EXPECT_EQ(parseSignal("RTMIN"), SIGRTMIN);
+  EXPECT_EQ(parseSignal("SIGRTMAX"), SIGRTMAX);
+  EXPECT_EQ(parseSignal("RTMIN-1"), -1);
+  EXPECT_EQ(parseSignal("RTMAX+1"), -1);
+  EXPECT_EQ(parseSignal("RTMIN+1000"), -1);
 }
 
 // docs/recorder.md documents every knob of the table, on one row with its default.

@@ -18,6 +18,7 @@
 #include "recorder/python_frames.h"
 #include "recorder/signals.h"
 #include "recorder/stacks.h"
+#include "recorder/thread_snapshot.h"
 #include "recorder/watchdog.h"
 
 namespace ncclrec::recorder {
@@ -148,7 +149,7 @@ bool Recorder::init(std::string* error) {
   } else {
     python_.reset();
   }
-  if (params_.stack_depth > 0) {
+  if (params_.stack_depth > 0 || params_.snapshot_signal > 0) {
     const char* why = nullptr;
     const auto mode = params_.unwind == UnwindChoice::kLibunwind      ? UnwindMode::kLibunwind
                       : params_.unwind == UnwindChoice::kFramePointer ? UnwindMode::kFramePointer
@@ -174,6 +175,12 @@ bool Recorder::init(std::string* error) {
   watchdog_ = std::make_unique<Watchdog>(this);
   if (!watchdog_->start(error)) return false;
   installSignalHandlers(h, watchdog_->wakeFd(), params_.dump_signal, params_.fatal_signals);
+  if (h->thread_capacity > 0) {
+    const SnapshotOptions snapshot{params_.snapshot_signal, params_.snapshot_ms, 64,
+                                   python_ ? 64 : 0, python_.get()};
+    if (!installSnapshotHandler(snapshot))
+      NCCLREC_WARN(kLogInit, "no thread snapshots: cannot handle signal %d", snapshot.signal);
+  }
   NCCLREC_INFO(kLogInit, "recording to %s (ring %u events, timeout %.1f s)", box_->path().c_str(),
                params_.ring_capacity, params_.timeout_s);
   return true;
@@ -448,6 +455,11 @@ bool Recorder::dumpNow(format::DumpReason reason, const std::string& detail) {
   std::lock_guard<std::mutex> lock(dump_mutex_);
   format::BboxHeader* h = box_->header();
   writeModuleMap(h);  // objects dlopen'ed since the start
+  const SnapshotResult snap = takeThreadSnapshot(h, static_cast<uint32_t>(reason));
+  if (snap.threads > 0) {
+    NCCLREC_INFO(kLogDump, "thread snapshot: %u of %u threads answered in %.1f ms", snap.answered,
+                 snap.threads, snap.elapsed_ns / 1e6);
+  }
   std::string path, error;
   const bool ok = writeDump(*this, reason, detail, &path, &error);
   if (ok) {

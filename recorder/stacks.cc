@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,6 +37,10 @@ constexpr char kUnwArchPrefix[] = "";
 std::atomic<UnwBacktraceFn> g_unw_backtrace{nullptr};
 void* g_libunwind = nullptr;
 char g_reason[320];
+
+// Set while this thread is inside libunwind: a snapshot signal arriving then must not enter
+// libunwind again (its per-thread cache is not re-entrant), and walks frame pointers instead.
+thread_local bool t_in_libunwind __attribute__((tls_model("initial-exec")));
 
 // Frames that libunwind reports above the caller of captureStack (unw_backtrace itself, and
 // captureStack) plus room for `skip`; captureStack locates its caller by return address.
@@ -96,7 +103,9 @@ int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64
   void* frames[kMaxCaptureFrames];
   const int known = g_internal_frames.load(std::memory_order_relaxed);
   if (known >= 0) {
+    t_in_libunwind = true;
     const int got = backtrace(frames, std::min(kMaxCaptureFrames, known + skip + max_depth));
+    t_in_libunwind = false;
     if (got > known && reinterpret_cast<uintptr_t>(frames[known]) == self_return) {
       int n = 0;
       for (int i = known + skip; i < got && n < max_depth; ++i)
@@ -105,7 +114,9 @@ int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64
     }
   }
   const int want = std::min(kMaxCaptureFrames, kMaxInternalFrames + skip + max_depth);
+  t_in_libunwind = true;
   const int got = backtrace(frames, want);
+  t_in_libunwind = false;
   // The caller's frame is the one whose address is captureStack's return address; everything
   // before it is unw_backtrace's and ours.
   int first = -1;
@@ -124,7 +135,76 @@ int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64
   return n;
 }
 
+// Reads `n` bytes at `address` of this process without faulting: false where they are not mapped.
+bool safeRead(uintptr_t address, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(address), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+bool contextRegisters(const void* ucontext, uintptr_t* pc, uintptr_t* sp, uintptr_t* fp) {
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+#if defined(__x86_64__)
+  *pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  *sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+  *fp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+  return true;
+#elif defined(__aarch64__)
+  *pc = uc->uc_mcontext.pc;
+  *sp = uc->uc_mcontext.sp;
+  *fp = uc->uc_mcontext.regs[29];
+  return true;
+#else
+  (void)uc;
+  *pc = *sp = *fp = 0;
+  return false;
+#endif
+}
+
+// Frame pointers from the interrupted frame, every read checked (the interrupted code may not
+// keep frame pointers, and its stack bounds are unknown in a signal handler).
+int walkInterrupted(uintptr_t fp, uintptr_t sp, uint64_t* out, int n, int max_depth) {
+  constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
+  while (n < max_depth) {
+    if (fp < sp || fp - sp > kMaxStackSpan || fp % sizeof(uintptr_t) != 0) break;
+    uintptr_t frame[2];
+    if (!safeRead(fp, frame, sizeof(frame)) || frame[1] == 0) break;
+    out[n++] = frame[1];
+    if (frame[0] <= fp) break;
+    fp = frame[0];
+  }
+  return n;
+}
+
 }  // namespace
+
+// Signal handler: async-signal-safe (libunwind's local unwinding is; the frame-pointer walk reads
+// through process_vm_readv). Frames of the handler itself and of the kernel's signal trampoline
+// are dropped: the first one kept is the interrupted instruction, which libunwind reports as is.
+int captureInterruptedStack(const void* ucontext, uint64_t* out, int max_depth) {
+  if (out == nullptr || max_depth <= 0 || ucontext == nullptr) return 0;
+  uintptr_t pc = 0, sp = 0, fp = 0;
+  if (!contextRegisters(ucontext, &pc, &sp, &fp)) return 0;
+  UnwBacktraceFn backtrace = g_unw_backtrace.load(std::memory_order_acquire);
+  if (backtrace != nullptr && !t_in_libunwind) {
+    void* frames[kMaxCaptureFrames];
+    t_in_libunwind = true;
+    const int got = backtrace(frames, std::min(kMaxCaptureFrames, max_depth + 16));
+    t_in_libunwind = false;
+    for (int i = 0; i < std::min(got, 16); ++i) {
+      if (reinterpret_cast<uintptr_t>(frames[i]) != pc) continue;
+      int n = 0;
+      // +1: symbolizers look up a return address minus one; the interrupted instruction is not
+      // a return address.
+      out[n++] = pc + 1;
+      for (int k = i + 1; k < got && n < max_depth; ++k)
+        out[n++] = reinterpret_cast<uintptr_t>(frames[k]);
+      return n;
+    }
+  }
+  out[0] = pc + 1;
+  return walkInterrupted(fp, sp, out, 1, max_depth);
+}
 
 namespace detail {
 

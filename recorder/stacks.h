@@ -38,6 +38,13 @@ UnwindMode activeUnwindMode();
 // frame pointer that is outside the thread's stack, not above the previous one, or misaligned.
 int captureStack(uint64_t* out, int max_depth, int skip);
 
+// From a signal handler (async-signal-safe): the interrupted code's stack, `ucontext` being the
+// handler's third argument. out[0] is the interrupted instruction's address + 1 (so that it
+// symbolizes like the return addresses after it). Uses libunwind when captureStack does, except
+// when the signal interrupted libunwind itself on this thread; else frame pointers, each read
+// checked with process_vm_readv (a bad frame pointer ends the walk, never faults).
+int captureInterruptedStack(const void* ucontext, uint64_t* out, int max_depth);
+
 // Interns stacks into the stack table of a mapped black box (StackRecord array described by the
 // header). Lock-free and wait-free apart from a short bounded spin; safe from any number of
 // threads. Ids are slot indices and stay valid for the life of the file.

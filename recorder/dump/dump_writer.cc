@@ -36,6 +36,16 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
     }
     stack.symbolized = true;
   }
+  for (format::ThreadState& thread : data.threads) {
+    for (format::Frame& frame : thread.frames) {
+      if (frame.python) continue;
+      format::Frame resolved = symbolizer.symbolize(frame.address);
+      if (resolved.module.empty()) resolved.module = frame.module;
+      if (resolved.module_offset == 0) resolved.module_offset = frame.module_offset;
+      frame = std::move(resolved);
+    }
+    thread.symbolized = true;
+  }
   data.source = format::SourceKind::kDump;
   data.source_path = request->out_path;
   data.dump_reason = static_cast<format::DumpReason>(request->reason);

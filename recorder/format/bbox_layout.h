@@ -4,6 +4,7 @@
 //   [BboxHeader, 4 KiB][Event x ring_capacity][CommRecord x comm_capacity]
 //   [StackRecord x stack_capacity][ModuleRecord x module_capacity]
 //   [PyCodeRecord x pycode_capacity][Python blob, pyblob_bytes]   (only in Python processes)
+//   [ThreadRecord x thread_capacity]   (every thread's stack at the latest dump; may be absent)
 //
 // All offsets and sizes are in the header, so a reader never assumes them. Every struct is
 // trivially copyable with a fixed size (static_asserts below); multi-byte fields are the host's
@@ -17,6 +18,9 @@
 //   event of index seq/2-1. Fields updated after publication (state, start_ns, end_ns, result;
 //   aux64 and device of the calls that create communicators) are single aligned words written
 //   with atomic stores; readers load them atomically.
+// - Thread records: the dumping thread rewrites the whole region at each dump under a sequence
+//   word (threads_seq odd while writing, even when done); a reader copies the region and keeps
+//   the copy only when threads_seq was the same even value before and after.
 // - Comm, stack, module and Python code records: `valid` is stored last with release; a reader
 //   ignores records whose `valid` is not kValidMark. Their other fields never change after that,
 //   except the counters documented as live. Blob bytes a PyCodeRecord points at are written
@@ -180,6 +184,43 @@ struct PyCodeRecord {
 static_assert(sizeof(PyCodeRecord) == 64);
 static_assert(std::is_trivially_copyable_v<PyCodeRecord>);
 
+// ThreadRecord::status: how the thread's stack was obtained.
+inline constexpr uint32_t kThreadAnswered = 1;  // it captured its own stack in a signal handler
+inline constexpr uint32_t kThreadDumper =
+    2;  // the thread that took the snapshot (captured directly)
+inline constexpr uint32_t kThreadNoAnswer = 3;  // it did not answer in time: kernel state only
+inline constexpr uint32_t kThreadGone = 4;      // it exited before it could be asked
+inline constexpr uint32_t kThreadNotAsked = 5;  // over capacity, or still busy with an old request
+// ThreadRecord::flags.
+inline constexpr uint32_t kThreadSignalBlocked = 1u << 0;  // the snapshot signal is in SigBlk
+inline constexpr uint32_t kThreadSignalIgnored = 1u << 1;  // ... or in SigIgn
+inline constexpr uint32_t kThreadFramesTruncated = 1u << 2;
+// Not asked: it was blocked in a call that a signal handler cuts short with EINTR whatever
+// SA_RESTART says (nanosleep, poll, select, epoll_wait...; signal(7)), in a process without a
+// Python interpreter (CPython retries its own such calls). Asking would change what it does.
+inline constexpr uint32_t kThreadInSleepingCall = 1u << 3;
+inline constexpr uint32_t kThreadMaxFrames = 128;
+
+// One thread of the process at the latest snapshot (recorder/thread_snapshot.h). frames[] holds
+// python_depth Python frame words, then native_depth return addresses (the first one is the
+// interrupted instruction), innermost first, in the stack word format above. 1152 bytes.
+struct ThreadRecord {
+  int32_t tid;
+  uint32_t status;    // kThread* status
+  uint32_t flags;     // kThread* flags
+  char kernel_state;  // field 3 of /proc/self/task/TID/stat: R, S, D, T, t, Z...; 0 when unknown
+  uint8_t reserved0[3];
+  char comm[16];   // /proc/self/task/TID/comm, NUL-terminated
+  char wchan[64];  // /proc/self/task/TID/wchan: the kernel function it sleeps in; "" or "0": none
+  uint64_t cpu_ticks;  // utime + stime from stat, in clock ticks
+  uint32_t native_depth;
+  uint32_t python_depth;
+  uint64_t reserved1[2];
+  uint64_t frames[kThreadMaxFrames];
+};
+static_assert(sizeof(ThreadRecord) == 1152);
+static_assert(std::is_trivially_copyable_v<ThreadRecord>);
+
 // One loaded ELF object, for offline symbolization. 512 bytes.
 struct ModuleRecord {
   uint32_t valid;
@@ -249,6 +290,17 @@ struct BboxHeader {
   uint32_t pycode_count;    // live: records claimed
   uint32_t pycode_dropped;  // live: code objects not recorded (records or blob full)
   uint64_t pyblob_used;     // live: blob bytes claimed
+
+  // Thread snapshot (all zero when the process takes none: NCCLREC_SNAPSHOT_SIGNAL=0, or a file
+  // written before snapshots existed).
+  uint64_t threads_offset;
+  uint32_t thread_bytes;       // sizeof(ThreadRecord)
+  uint32_t thread_capacity;    // records in the region
+  uint32_t threads_seq;        // live: sequence word, see the protocol above
+  uint32_t thread_count;       // live: records of the latest snapshot
+  int64_t threads_ns;          // live: when the latest snapshot was taken (CLOCK_REALTIME)
+  uint32_t threads_reason;     // live: DumpReason of the dump it was taken for
+  int32_t threads_dumper_tid;  // live: the thread that took it
 };
 static_assert(sizeof(BboxHeader) <= kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<BboxHeader>);

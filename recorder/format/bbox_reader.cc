@@ -96,6 +96,11 @@ Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& 
     return fail(path, "truncated black box (tables extend past the " + std::to_string(size) +
                           " bytes of the file)");
   }
+  if (h.thread_capacity > 0 &&
+      (h.thread_bytes != sizeof(ThreadRecord) || h.threads_offset % 8 != 0 ||
+       !regionFits(h.threads_offset, h.thread_capacity, h.thread_bytes, size))) {
+    return fail(path, "corrupt black box header (thread snapshot region)");
+  }
   if (h.pycode_capacity > 0) {
     if (h.pycode_bytes != sizeof(PyCodeRecord) || h.pycode_offset % 8 != 0) {
       return fail(path, "corrupt black box header (Python code records)");
@@ -236,6 +241,53 @@ void readStacks(const BboxHeader* h, RankData* out) {
   }
 }
 
+Frame nativeFrame(uint64_t address, const std::vector<Module>& modules) {
+  Frame frame;
+  frame.address = address;
+  if (const Module* m = moduleFor(modules, address)) {
+    frame.module = m->path;
+    frame.module_offset = address - m->base;
+  }
+  return frame;
+}
+
+// The thread region under its sequence word: a copy taken while the recorder rewrote it is
+// retried, and given up (no threads) after a few tries.
+__attribute__((no_sanitize("thread"))) void readThreads(const BboxHeader* h, RankData* out) {
+  if (h->thread_capacity == 0 || h->thread_bytes != sizeof(ThreadRecord)) return;
+  std::vector<ThreadRecord> records;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const uint32_t before = loadLive(h->threads_seq);
+    if (before % 2 != 0) continue;
+    const uint32_t count = std::min(loadLive(h->thread_count), h->thread_capacity);
+    records.assign(threadRecords(h), threadRecords(h) + count);
+    out->threads_ns = loadLive(h->threads_ns);
+    out->threads_reason = static_cast<DumpReason>(loadLive(h->threads_reason));
+    out->threads_dumper_tid = loadLive(h->threads_dumper_tid);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (loadLive(h->threads_seq) != before) continue;
+    for (const ThreadRecord& r : records) {
+      ThreadState t;
+      t.tid = r.tid;
+      t.name = boundedString(r.comm, sizeof(r.comm));
+      t.status = r.status;
+      t.flags = r.flags;
+      t.kernel_state = r.kernel_state;
+      t.wchan = boundedString(r.wchan, sizeof(r.wchan));
+      if (t.wchan == "0") t.wchan.clear();
+      t.cpu_ticks = r.cpu_ticks;
+      const uint32_t depth = std::min(r.python_depth + r.native_depth, kThreadMaxFrames);
+      for (uint32_t f = 0; f < depth; ++f) {
+        t.frames.push_back(isPythonFrameWord(r.frames[f]) ? pythonFrameOf(*h, r.frames[f])
+                                                          : nativeFrame(r.frames[f], out->modules));
+      }
+      out->threads.push_back(std::move(t));
+    }
+    return;
+  }
+  out->threads_ns = 0;
+}
+
 // A blob slice of a code record, or "" when it does not lie inside the blob.
 std::string_view blobSlice(const BboxHeader& h, uint64_t offset, uint32_t length) {
   if (offset > h.pyblob_bytes || length > h.pyblob_bytes - offset) return {};
@@ -292,6 +344,7 @@ StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string sourc
   readComms(h, loadLive(h->comm_count), &out);
   readModules(h, loadLive(h->module_count), &out);
   readStacks(h, &out);
+  readThreads(h, &out);
   return out;
 }
 

@@ -90,14 +90,15 @@ __attribute__((no_sanitize("thread"))) inline bool readEvent(const BboxHeader* h
 // Geometry of a black box for the given capacities; offsets are page aligned.
 struct BboxGeometry {
   uint64_t ring_offset, comm_offset, stack_offset, module_offset, pycode_offset, pyblob_offset,
-      file_bytes;
+      threads_offset, file_bytes;
 };
 inline uint64_t roundUpToPage(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
-// The Python regions (pycode_capacity records, pyblob_bytes of blob) are empty by default.
+// The Python regions (pycode_capacity records, pyblob_bytes of blob) and the thread snapshot
+// region (thread_capacity records) are empty by default.
 inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capacity,
                                     uint32_t stack_capacity, uint32_t stack_depth,
                                     uint32_t module_capacity, uint32_t pycode_capacity = 0,
-                                    uint64_t pyblob_bytes = 0) {
+                                    uint64_t pyblob_bytes = 0, uint32_t thread_capacity = 0) {
   BboxGeometry g{};
   g.ring_offset = kHeaderBytes;
   g.comm_offset = roundUpToPage(g.ring_offset + uint64_t{ring_capacity} * sizeof(Event));
@@ -108,7 +109,8 @@ inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capaci
       roundUpToPage(g.module_offset + uint64_t{module_capacity} * sizeof(ModuleRecord));
   g.pyblob_offset =
       roundUpToPage(g.pycode_offset + uint64_t{pycode_capacity} * sizeof(PyCodeRecord));
-  g.file_bytes = roundUpToPage(g.pyblob_offset + pyblob_bytes);
+  g.threads_offset = roundUpToPage(g.pyblob_offset + pyblob_bytes);
+  g.file_bytes = roundUpToPage(g.threads_offset + uint64_t{thread_capacity} * sizeof(ThreadRecord));
   return g;
 }
 
@@ -116,9 +118,11 @@ inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capaci
 // power of two). Identity fields (pid, host, ...) are the caller's.
 inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capacity,
                        uint32_t stack_capacity, uint32_t stack_depth, uint32_t module_capacity,
-                       uint32_t pycode_capacity = 0, uint64_t pyblob_bytes = 0) {
-  const BboxGeometry g = computeGeometry(ring_capacity, comm_capacity, stack_capacity, stack_depth,
-                                         module_capacity, pycode_capacity, pyblob_bytes);
+                       uint32_t pycode_capacity = 0, uint64_t pyblob_bytes = 0,
+                       uint32_t thread_capacity = 0) {
+  const BboxGeometry g =
+      computeGeometry(ring_capacity, comm_capacity, stack_capacity, stack_depth, module_capacity,
+                      pycode_capacity, pyblob_bytes, thread_capacity);
   std::memcpy(h->magic, kBboxMagic, sizeof(kBboxMagic));
   h->version = kBboxVersion;
   h->header_bytes = kHeaderBytes;
@@ -146,6 +150,11 @@ inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capa
     h->pycode_capacity = pycode_capacity;
     h->pyblob_offset = g.pyblob_offset;
     h->pyblob_bytes = pyblob_bytes;
+  }
+  if (thread_capacity > 0) {
+    h->threads_offset = g.threads_offset;
+    h->thread_bytes = sizeof(ThreadRecord);
+    h->thread_capacity = thread_capacity;
   }
 }
 
@@ -181,6 +190,14 @@ inline const PyCodeRecord* pyCodeRecords(const BboxHeader* h) {
 inline uint8_t* pyBlob(BboxHeader* h) { return reinterpret_cast<uint8_t*>(h) + h->pyblob_offset; }
 inline const uint8_t* pyBlob(const BboxHeader* h) {
   return reinterpret_cast<const uint8_t*>(h) + h->pyblob_offset;
+}
+
+inline ThreadRecord* threadRecords(BboxHeader* h) {
+  return reinterpret_cast<ThreadRecord*>(reinterpret_cast<uint8_t*>(h) + h->threads_offset);
+}
+inline const ThreadRecord* threadRecords(const BboxHeader* h) {
+  return reinterpret_cast<const ThreadRecord*>(reinterpret_cast<const uint8_t*>(h) +
+                                               h->threads_offset);
 }
 
 }  // namespace ncclrec::format

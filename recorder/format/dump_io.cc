@@ -128,19 +128,32 @@ Comm fromProto(const pb::Comm& p) {
   return c;
 }
 
+void toProto(const Frame& f, pb::Frame* pf) {
+  pf->set_address(f.address);
+  pf->set_module(f.module);
+  pf->set_module_offset(f.module_offset);
+  pf->set_function(f.function);
+  pf->set_file(f.file);
+  pf->set_line(f.line);
+  pf->set_python(f.python);
+}
+
+Frame fromProto(const pb::Frame& pf) {
+  Frame f;
+  f.address = pf.address();
+  f.module = pf.module();
+  f.module_offset = pf.module_offset();
+  f.function = pf.function();
+  f.file = pf.file();
+  f.line = pf.line();
+  f.python = pf.python();
+  return f;
+}
+
 void toProto(const Stack& s, pb::Stack* p) {
   p->set_id(s.id);
   p->set_symbolized(s.symbolized);
-  for (const Frame& f : s.frames) {
-    pb::Frame* pf = p->add_frames();
-    pf->set_address(f.address);
-    pf->set_module(f.module);
-    pf->set_module_offset(f.module_offset);
-    pf->set_function(f.function);
-    pf->set_file(f.file);
-    pf->set_line(f.line);
-    pf->set_python(f.python);
-  }
+  for (const Frame& f : s.frames) toProto(f, p->add_frames());
 }
 
 Stack fromProto(const pb::Stack& p) {
@@ -148,18 +161,34 @@ Stack fromProto(const pb::Stack& p) {
   s.id = p.id();
   s.symbolized = p.symbolized();
   s.frames.reserve(p.frames_size());
-  for (const pb::Frame& pf : p.frames()) {
-    Frame f;
-    f.address = pf.address();
-    f.module = pf.module();
-    f.module_offset = pf.module_offset();
-    f.function = pf.function();
-    f.file = pf.file();
-    f.line = pf.line();
-    f.python = pf.python();
-    s.frames.push_back(std::move(f));
-  }
+  for (const pb::Frame& pf : p.frames()) s.frames.push_back(fromProto(pf));
   return s;
+}
+
+void toProto(const ThreadState& t, pb::Thread* p) {
+  p->set_tid(t.tid);
+  p->set_name(t.name);
+  p->set_status(t.status);
+  p->set_flags(t.flags);
+  if (t.kernel_state != 0) p->set_kernel_state(std::string(1, t.kernel_state));
+  p->set_wchan(t.wchan);
+  p->set_cpu_ticks(t.cpu_ticks);
+  p->set_symbolized(t.symbolized);
+  for (const Frame& f : t.frames) toProto(f, p->add_frames());
+}
+
+ThreadState fromProto(const pb::Thread& p) {
+  ThreadState t;
+  t.tid = p.tid();
+  t.name = p.name();
+  t.status = p.status();
+  t.flags = p.flags();
+  t.kernel_state = p.kernel_state().empty() ? 0 : p.kernel_state()[0];
+  t.wchan = p.wchan();
+  t.cpu_ticks = p.cpu_ticks();
+  t.symbolized = p.symbolized();
+  for (const pb::Frame& pf : p.frames()) t.frames.push_back(fromProto(pf));
+  return t;
 }
 
 Status writeAll(int fd, const char* data, size_t size) {
@@ -234,6 +263,10 @@ pb::Dump toProto(const RankData& d) {
     pm->set_size(m.size);
     pm->set_build_id(m.build_id);
   }
+  for (const ThreadState& t : d.threads) toProto(t, p.add_threads());
+  p.set_threads_ns(d.threads_ns);
+  p.set_threads_reason(static_cast<pb::DumpReason>(d.threads_reason));
+  p.set_threads_dumper_tid(d.threads_dumper_tid);
   return p;
 }
 
@@ -269,6 +302,10 @@ RankData fromProto(const pb::Dump& p) {
   for (const pb::Module& pm : p.modules()) {
     d.modules.push_back(Module{pm.path(), pm.base(), pm.size(), pm.build_id()});
   }
+  for (const pb::Thread& t : p.threads()) d.threads.push_back(fromProto(t));
+  d.threads_ns = p.threads_ns();
+  d.threads_reason = static_cast<DumpReason>(p.threads_reason());
+  d.threads_dumper_tid = p.threads_dumper_tid();
   return d;
 }
 

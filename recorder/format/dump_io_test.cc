@@ -101,6 +101,26 @@ RankData fullRankData() {
   s.frames.push_back(Frame{0x402000, "/usr/bin/train", 0x2000, "main", "main.cc", 9});
   d.stacks[4] = s;
   d.modules.push_back(Module{"/usr/bin/train", 0x400000, 0x10000, "0a1b2c"});
+  ThreadState t;
+  t.tid = 4243;
+  t.name = "pt_data_worker";
+  t.status = kThreadAnswered;
+  t.flags = kThreadFramesTruncated;
+  t.kernel_state = 'S';
+  t.wchan = "pipe_read";
+  t.cpu_ticks = 17;
+  t.symbolized = true;
+  t.frames.push_back(Frame{0, "", 0, "load_shard", "data.py", 81, true});
+  t.frames.push_back(Frame{0x401000, "/usr/bin/train", 0x1000, "read", "", 0});
+  d.threads.push_back(t);
+  t.tid = 4244;
+  t.status = kThreadNoAnswer;
+  t.flags = kThreadSignalBlocked;
+  t.frames.clear();
+  d.threads.push_back(t);
+  d.threads_ns = 1700000000123456789;
+  d.threads_reason = DumpReason::kHang;
+  d.threads_dumper_tid = 4245;
   return d;
 }
 

@@ -98,6 +98,23 @@ struct EventRecord {
   friend bool operator==(const EventRecord&, const EventRecord&) = default;
 };
 
+// One thread of the process at the latest thread snapshot (bbox_layout.h ThreadRecord): where it
+// was when the process dumped, whether or not it ever called NCCL.
+struct ThreadState {
+  int tid = 0;
+  std::string name;        // comm ("python3", "pt_data_worker"); "" when unknown
+  uint32_t status = 0;     // kThread* status of bbox_layout.h
+  uint32_t flags = 0;      // kThread* flags
+  char kernel_state = 0;   // R, S, D, T, t, Z... from /proc; 0 when unknown
+  std::string wchan;       // kernel function it sleeps in; "" when none
+  uint64_t cpu_ticks = 0;  // user + system time, clock ticks
+  // Python frames first (innermost first), then native frames (innermost first: the interrupted
+  // instruction). Empty for a thread that did not answer.
+  std::vector<Frame> frames;
+  bool symbolized = false;
+  friend bool operator==(const ThreadState&, const ThreadState&) = default;
+};
+
 enum class SourceKind { kBlackBox, kDump };
 
 struct RankData {
@@ -133,6 +150,11 @@ struct RankData {
   std::vector<Comm> comms;
   std::map<uint32_t, Stack> stacks;
   std::vector<Module> modules;
+  // The latest thread snapshot (empty when none was taken).
+  std::vector<ThreadState> threads;
+  int64_t threads_ns = 0;                         // when it was taken
+  DumpReason threads_reason = DumpReason::kNone;  // the dump it was taken for
+  int threads_dumper_tid = 0;                     // the thread that took it
   friend bool operator==(const RankData&, const RankData&) = default;
 };
 

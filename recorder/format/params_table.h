@@ -45,6 +45,14 @@ struct ParamSpec {
   X(NCCLREC_POLL_MS, kInt, "200", "", "Watchdog poll period in milliseconds")                      \
   X(NCCLREC_DUMP_SIGNAL, kSignal, "SIGUSR2", "",                                                   \
     "Signal that makes a process dump (name or number; 0 = none)")                                 \
+  X(NCCLREC_SNAPSHOT_SIGNAL, kSignal, "SIGRTMAX-3", "",                                            \
+    "Real-time signal each thread answers with its own stack at every dump (0 = no thread "        \
+    "snapshots)")                                                                                  \
+  X(NCCLREC_SNAPSHOT_MS, kInt, "100", "",                                                          \
+    "Milliseconds a dump waits for the threads' stacks; a thread later than that is listed with "  \
+    "its kernel state")                                                                            \
+  X(NCCLREC_SNAPSHOT_THREADS, kInt, "256", "",                                                     \
+    "Threads a snapshot records (max 1024; the black box reserves 1152 bytes per thread)")         \
   X(NCCLREC_DUMP_ON_EXIT, kBool, "1", "", "Write a final dump, marked exited, at normal exit")     \
   X(NCCLREC_FATAL_SIGNALS, kBool, "1", "",                                                         \
     "Mark the black box on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL, then chain the old handler")      \

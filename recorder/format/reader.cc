@@ -97,6 +97,8 @@ RankData mergeProcess(std::vector<RankData> files, std::vector<std::string>* war
     auto it = dump->stacks.find(id);
     if (it != dump->stacks.end() && it->second.symbolized) stack = std::move(it->second);
   }
+  // The same snapshot, symbolized in the dump.
+  if (merged.threads_ns == dump->threads_ns) merged.threads = std::move(dump->threads);
   merged.dump_reason = dump->dump_reason;
   merged.dump_ns = dump->dump_ns;
   merged.dump_detail = std::move(dump->dump_detail);

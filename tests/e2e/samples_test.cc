@@ -213,6 +213,12 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
   if (expected.contains("line")) {
     EXPECT_EQ(site["line"], expected["line"]) << got;
   }
+  // Where the stopped rank is now, from its thread snapshot (analyzer/whereabouts.h).
+  if (expected.contains("where")) {
+    const std::string where = "is now in " + expected["where"].get<std::string>();
+    EXPECT_NE(stringOr(verdict["headline"], "").find(where), std::string::npos)
+        << "headline lacks '" << where << "': " << got;
+  }
 
   if (want_exit == 3) {
     // The report is written just before cxxrun prints it (launcher/hang_report.cc).

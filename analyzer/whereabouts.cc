@@ -1,0 +1,350 @@
+#include "analyzer/whereabouts.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "recorder/format/bbox_layout.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+std::string baseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The interpreter's own library: the standard library under .../lib/python3.X/, not what pip
+// installed there.
+bool isStdlibFrame(const format::Frame& f) {
+  return f.file.find("/lib/python3") != std::string::npos &&
+         f.file.find("-packages/") == std::string::npos;
+}
+
+// Shared objects that are never where a program is "at": the C and C++ runtimes, the loader,
+// the unwinder, Python's own, NCCL and ours.
+bool isSystemModule(const std::string& module) {
+  static constexpr std::string_view kPrefixes[] = {
+      "libc.so",     "libc-",   "libpthread", "ld-linux",   "ld-",       "libstdc++",
+      "libgcc_s",    "libm.so", "libunwind",  "libncclrec", "libpython", "libnccl",
+      "libhostnccl", "libgloo", "libdl",      "librt",      "libasan",   "libtsan",
+      "libubsan",    "python3", "libtorch",   "libc10"};
+  const std::string name = baseName(module);
+  for (std::string_view p : kPrefixes)
+    if (name.compare(0, p.size(), p) == 0) return true;
+  return false;
+}
+
+int userFrameIndex(const std::vector<format::Frame>& frames, const SiteRule& rule) {
+  int first_python = -1;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const format::Frame& f = frames[i];
+    if (!f.python) continue;
+    if (first_python < 0) first_python = static_cast<int>(i);
+    if (!rule.isLibraryFrame(f) && !isStdlibFrame(f)) return static_cast<int>(i);
+  }
+  if (first_python >= 0) return first_python;
+  // Native: outside system libraries, and not a standard-library template instantiated in the
+  // program (std::condition_variable::wait<...> is where it waits, not where it is).
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const format::Frame& f = frames[i];
+    if (f.module.empty() || isSystemModule(f.module)) continue;
+    if (f.function.rfind("std::", 0) == 0 || f.function.rfind("__gnu_cxx::", 0) == 0 ||
+        f.function.rfind("void std::", 0) == 0)
+      continue;
+    return static_cast<int>(i);
+  }
+  return frames.empty() ? -1 : 0;
+}
+
+std::string frameName(const format::Frame& f) {
+  if (f.function.empty()) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%s+0x%llx",
+                  f.module.empty() ? "?" : baseName(f.module).c_str(),
+                  static_cast<unsigned long long>(f.module_offset));
+    return text;
+  }
+  return f.python ? f.function : shortFunctionName(f.function);
+}
+
+std::string stateWord(char state) {
+  switch (state) {
+    case 'R':
+      return "running";
+    case 'S':
+      return "sleeping";
+    case 'D':
+      return "in uninterruptible wait";
+    case 'T':
+    case 't':
+      return "stopped";
+    case 'Z':
+      return "exiting";
+    default:
+      return "";
+  }
+}
+
+std::string secondsText(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", ns / 1e9);
+  return text;
+}
+
+RankThreads threadsOf(const format::RankData& rd, const CallSites& sites) {
+  RankThreads rt;
+  rt.rank = rd.global_rank;
+  rt.snapshot_ns = rd.threads_ns;
+  if (const format::ThreadState* t = ncclThreadOf(rd)) rt.nccl_tid = t->tid;
+  if (!rd.events.empty()) {
+    const format::EventRecord& last = rd.events.back();
+    rt.since_last_call_ns = std::max<int64_t>(0, rd.threads_ns - last.enqueue_ns);
+  }
+  // The NCCL thread first, then by tid.
+  rt.threads = rd.threads;
+  std::stable_sort(rt.threads.begin(), rt.threads.end(), [&](const auto& a, const auto& b) {
+    if ((a.tid == rt.nccl_tid) != (b.tid == rt.nccl_tid)) return a.tid == rt.nccl_tid;
+    return a.tid < b.tid;
+  });
+  for (const format::ThreadState& t : rt.threads) {
+    ThreadPlace place = placeOf(t, sites);
+    rt.places.push_back(std::move(place.site));
+    rt.doing.push_back(std::move(place.doing));
+  }
+  return rt;
+}
+
+bool aboutStoppedRanks(VerdictClass c) {
+  return c == VerdictClass::kRankStuckInHost || c == VerdictClass::kRankBlockedElsewhere ||
+         c == VerdictClass::kUndecided;
+}
+
+void printFrames(const std::vector<format::Frame>& frames, int marked, const char* indent,
+                 std::ostream& out) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const format::Frame& f = frames[i];
+    out << indent << (static_cast<int>(i) == marked && marked > 0 ? "> " : "  ") << "#" << i
+        << "  ";
+    if (f.python) {
+      out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
+          << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
+      continue;
+    }
+    char addr[64];
+    std::snprintf(addr, sizeof(addr), "%s+0x%llx",
+                  f.module.empty() ? "?" : baseName(f.module).c_str(),
+                  static_cast<unsigned long long>(f.module_offset));
+    out << (f.function.empty() ? "??" : f.function);
+    if (!f.file.empty()) out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
+    out << "  [" << addr << "]\n";
+  }
+}
+
+std::string threadTitle(const format::ThreadState& t) {
+  return "thread " + std::to_string(t.tid) + (t.name.empty() ? "" : " \"" + t.name + "\"");
+}
+
+}  // namespace
+
+ThreadPlace placeOf(const format::ThreadState& thread, const CallSites& sites) {
+  ThreadPlace p;
+  p.site.frames = thread.frames;
+  borrowSymbols(p.site, sites.symbols());
+  const int index = userFrameIndex(p.site.frames, sites.rule());
+  if (index >= 0) {
+    const format::Frame& f = p.site.frames[index];
+    p.site.frame = index;
+    p.site.function = f.function;
+    p.site.file = f.file;
+    p.site.line = f.line;
+    p.site.module = baseName(f.module);
+    p.site.module_offset = f.module_offset;
+    p.site.python = f.python;
+  }
+  if (thread.status == format::kThreadNoAnswer || thread.status == format::kThreadNotAsked ||
+      thread.status == format::kThreadGone) {
+    p.doing = thread.status == format::kThreadGone ? "gone"
+              : (thread.flags & format::kThreadInSleepingCall) != 0
+                  ? "not asked (a signal would cut its sleep short)"
+                  : "no answer";
+    if ((thread.flags & format::kThreadSignalBlocked) != 0) p.doing += " (signal blocked)";
+    if ((thread.flags & format::kThreadSignalIgnored) != 0) p.doing += " (signal ignored)";
+    const std::string state = stateWord(thread.kernel_state);
+    if (!state.empty()) p.doing += ", " + state;
+    if (!thread.wchan.empty()) p.doing += " in kernel " + thread.wchan;
+    return p;
+  }
+  p.doing = stateWord(thread.kernel_state);
+  // What it is inside of, when that is not the user frame itself: the innermost named frame
+  // (a native call such as read or clock_nanosleep, or a library Python function).
+  if (index > 0 && thread.kernel_state != 'R') {
+    for (int i = 0; i < index; ++i) {
+      const format::Frame& f = p.site.frames[i];
+      if (f.function.empty()) continue;
+      p.doing += (p.doing.empty() ? "in " : " in ") + frameName(f);
+      break;
+    }
+  }
+  return p;
+}
+
+const format::ThreadState* ncclThreadOf(const format::RankData& rank) {
+  if (rank.threads.empty()) return nullptr;
+  const auto find = [&](int tid) -> const format::ThreadState* {
+    for (const format::ThreadState& t : rank.threads)
+      if (t.tid == tid) return &t;
+    return nullptr;
+  };
+  for (auto it = rank.events.rbegin(); it != rank.events.rend(); ++it) {
+    if (it->tid == 0) continue;
+    if (const format::ThreadState* t = find(static_cast<int>(it->tid))) return t;
+    break;
+  }
+  if (const format::ThreadState* t = find(rank.pid)) return t;
+  return &rank.threads.front();
+}
+
+void addWhereabouts(const format::LoadedSet& set, const CallSites& sites, Verdict& v) {
+  if (!aboutStoppedRanks(v.cls)) return;
+  std::vector<int> ranks = v.ranks;
+  if (ranks.empty() && v.cls == VerdictClass::kUndecided) {
+    // Undecided with no culprit: the ranks that are not waiting are the ones to look at.
+    for (const format::RankData& rd : set.ranks) {
+      if (std::find(v.waiting.begin(), v.waiting.end(), rd.global_rank) == v.waiting.end())
+        ranks.push_back(rd.global_rank);
+    }
+    if (ranks.size() == set.ranks.size()) return;  // nobody waits: no one stands out
+  }
+  int named = 0;
+  for (const int rank : ranks) {
+    const auto rd = std::find_if(set.ranks.begin(), set.ranks.end(),
+                                 [&](const format::RankData& r) { return r.global_rank == rank; });
+    if (rd == set.ranks.end() || rd->threads.empty()) continue;
+    RankThreads rt = threadsOf(*rd, sites);
+    const auto it = std::find_if(rt.threads.begin(), rt.threads.end(),
+                                 [&](const auto& t) { return t.tid == rt.nccl_tid; });
+    if (it != rt.threads.end() && named < 3) {
+      const size_t i = static_cast<size_t>(it - rt.threads.begin());
+      std::string where = rt.places[i].frame >= 0 ? describeCallSite(rt.places[i]) : "";
+      std::string what = threadTitle(*it) + (rt.doing[i].empty() ? "" : ", " + rt.doing[i]);
+      v.headline += "; rank " + std::to_string(rank) + " is now " +
+                    (where.empty() ? "at an unknown place" : "in " + where) + " (" + what + ")";
+      if (rt.since_last_call_ns >= 0)
+        v.headline += ", " + secondsText(rt.since_last_call_ns) + " after its last NCCL call";
+      ++named;
+    }
+    v.threads.push_back(std::move(rt));
+  }
+}
+
+void printThreadsText(const Verdict& v, std::ostream& out) {
+  for (const RankThreads& rt : v.threads) {
+    out << "\nthreads of rank " << rt.rank;
+    if (rt.since_last_call_ns >= 0)
+      out << " (" << secondsText(rt.since_last_call_ns) << " after its last NCCL call)";
+    out << ":\n";
+    for (size_t i = 0; i < rt.threads.size(); ++i) {
+      const format::ThreadState& t = rt.threads[i];
+      out << "  " << threadTitle(t) << (t.tid == rt.nccl_tid ? " [NCCL]" : "");
+      if (rt.places[i].frame >= 0) out << " in " << describeCallSite(rt.places[i]);
+      if (!rt.doing[i].empty()) out << ", " << rt.doing[i];
+      out << '\n';
+      printFrames(rt.places[i].frames, rt.places[i].frame, "    ", out);
+    }
+  }
+}
+
+void addThreadsJson(const Verdict& v, nlohmann::ordered_json& ranks) {
+  using Json = nlohmann::ordered_json;
+  for (const RankThreads& rt : v.threads) {
+    Json threads = Json::array();
+    for (size_t i = 0; i < rt.threads.size(); ++i) {
+      const format::ThreadState& t = rt.threads[i];
+      const CallSite& place = rt.places[i];
+      Json frames = Json::array();
+      for (const format::Frame& f : place.frames) {
+        frames.push_back({{"function", f.function},
+                          {"file", f.file},
+                          {"line", f.line},
+                          {"module", f.module},
+                          {"module_offset", f.module_offset},
+                          {"python", f.python}});
+      }
+      threads.push_back(
+          {{"tid", t.tid},
+           {"name", t.name},
+           {"nccl", t.tid == rt.nccl_tid},
+           {"answered", t.status == format::kThreadAnswered || t.status == format::kThreadDumper},
+           {"kernel_state", t.kernel_state != 0 ? Json(std::string(1, t.kernel_state)) : Json()},
+           {"wchan", t.wchan.empty() ? Json() : Json(t.wchan)},
+           {"doing", rt.doing[i]},
+           {"where", place.frame >= 0 ? Json(describeCallSite(place)) : Json()},
+           {"frame", place.frame >= 0 ? Json(place.frame) : Json()},
+           {"frames", std::move(frames)}});
+    }
+    Json* entry = nullptr;
+    for (Json& r : ranks)
+      if (r.contains("rank") && r["rank"] == rt.rank) entry = &r;
+    if (entry == nullptr) {
+      ranks.push_back({{"rank", rt.rank}});
+      entry = &ranks.back();
+    }
+    (*entry)["since_last_call_s"] =
+        rt.since_last_call_ns >= 0 ? Json(rt.since_last_call_ns / 1e9) : Json();
+    (*entry)["threads"] = std::move(threads);
+  }
+}
+
+void printStacks(const format::LoadedSet& set, const CallSites& sites, std::ostream& out) {
+  // One group per distinct (thread role, stack): the role keeps each rank's NCCL thread apart
+  // from its helpers, the stack is the frames' names (or module+offset).
+  struct Group {
+    std::vector<int> ranks;
+    std::string title;
+    CallSite place;
+    std::string doing;
+  };
+  std::map<std::string, Group> groups;
+  std::vector<int> without;
+  for (const format::RankData& rd : set.ranks) {
+    if (rd.threads.empty()) {
+      without.push_back(rd.global_rank);
+      continue;
+    }
+    const RankThreads rt = threadsOf(rd, sites);
+    for (size_t i = 0; i < rt.threads.size(); ++i) {
+      const format::ThreadState& t = rt.threads[i];
+      const bool nccl = t.tid == rt.nccl_tid;
+      std::string key = (nccl ? "N|" : "O|") + t.name + "|" + rt.doing[i] + "|";
+      for (const format::Frame& f : rt.places[i].frames)
+        key += frameName(f) + ":" + std::to_string(f.line) + ";";
+      Group& g = groups[key];
+      if (g.ranks.empty() || g.ranks.back() != rd.global_rank) g.ranks.push_back(rd.global_rank);
+      if (g.title.empty()) {
+        g.title = (nccl ? "NCCL thread" : "thread") + (t.name.empty() ? "" : " \"" + t.name + "\"");
+        g.place = rt.places[i];
+        g.doing = rt.doing[i];
+      }
+    }
+  }
+  std::vector<const Group*> order;
+  for (const auto& [key, g] : groups) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) {
+    if (a->ranks.size() != b->ranks.size()) return a->ranks.size() < b->ranks.size();
+    return a->ranks < b->ranks;
+  });
+  for (const Group* g : order) {
+    out << ranksWord(g->ranks) << ": " << g->title;
+    if (g->place.frame >= 0) out << " in " << describeCallSite(g->place);
+    if (!g->doing.empty()) out << ", " << g->doing;
+    out << '\n';
+    printFrames(g->place.frames, g->place.frame, "  ", out);
+    out << '\n';
+  }
+  if (!without.empty()) out << ranksWord(without) << ": no thread snapshot recorded\n";
+}
+
+}  // namespace ncclrec::analyzer
