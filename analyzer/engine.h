@@ -239,6 +239,10 @@ class Engine {
   std::unordered_map<ShapeKey, uint32_t, ShapeKeyHash> keys_;
 };
 
+// `cause` becomes the verdict and `v`, the symptom it explains, one row of its evidence ("what
+// followed", root_cause.cc).
+void becomeCause(Verdict& v, Verdict cause);
+
 // When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none.
 int64_t pendingSince(const CommStreams& c);
 

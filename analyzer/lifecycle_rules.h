@@ -20,6 +20,11 @@ namespace ncclrec::analyzer {
 // left to rank_exited; one that aborts after an error of its own is reacting, not deviating.
 std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const CallSites& sites);
 
+// A collective (rank_gated_collective) on a communicator that the other ranks holding it never
+// issued one on: a minority issued it and it never completed, while at least one of the others
+// destroyed or finalized the communicator without a collective (it was done with it).
+std::optional<Verdict> findLoneCollective(const format::LoadedSet& set, const CallSites& sites);
+
 // Ranks of a communicator that called ncclCommSplit on it a different number of times, where the
 // ones that called it fewer times went on past the point where the others split
 // (skipped_collective), or where a minority called it (rank_gated_collective), and some op on the

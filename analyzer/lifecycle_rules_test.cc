@@ -97,6 +97,39 @@ TEST(LifecycleRulesTest, DestroyWhileOthersStillIssueOpsNamesTheRankThatWentOn) 
       << v.headline;
 }
 
+TEST(LifecycleRulesTest, CollectiveOnACommunicatorTheOthersNeverUsedIsGated) {
+  // The world communicator carries no collective; each step runs on a sub-communicator. Rank 2
+  // adds a checkpoint all-reduce on the world (faultgen seed 49): ranks 0 and 1 finish and destroy
+  // the world, its all-reduce fails, it exits, and their last step failed on it.
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat(pairOp(kPair), 3));
+  job.ops(2, {{kSave, 1}}, true);
+  failLast(job, 2);
+  job.rank(2).exited = true;
+  for (int r = 0; r < 2; ++r) {
+    job.ops(r, {pairOp(kPair)}, true);
+    failLast(job, r);
+    call(job, r, OpType::kCommDestroy, kComm, kEndEval);
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "saveCheckpoint");
+}
+
+TEST(LifecycleRulesTest, RanksWaitingInTheFirstCollectiveOfAnEarlyLeaverAreNotGated) {
+  // Rank 2 of 3 exits (no destroy) before the world's first collective: the two that issued it
+  // are the majority and no rank finished the communicator, so this is no extra collective.
+  Job job(3);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat(pairOp(kPair), 3));
+  job.rank(2).exited = true;
+  for (int r = 0; r < 2; ++r) job.ops(r, {{kSave, 1}}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_NE(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+}
+
 TEST(LifecycleRulesTest, EveryRankDestroyingAtTheEndIsNoHang) {
   Job job(3);
   for (int r = 0; r < 3; ++r) {

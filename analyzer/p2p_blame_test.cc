@@ -21,6 +21,7 @@ const Site kSendAct{"sendActivations(ncclComm*, std::vector<float>&, int)", 70};
 const Site kRecvAct{"recvActivations(ncclComm*, std::vector<float>&, int)", 74};
 const Site kSendGrad{"sendGradients(ncclComm*, std::vector<float>&, int)", 78};
 const Site kHalo{"exchangeHalo(ncclComm*, float*)", 82};
+const Site kGather{"gatherEmbeddings(ncclComm*, float*)", 86};
 const Op kLossOp{kLoss, 1};
 
 Op p2pOp(OpType op, int peer, const Site& site) {
@@ -64,6 +65,38 @@ TEST(P2pBlameTest, PipelineHeadThatSkippedASendIsTheCulprit) {
             "sendActivations() train.cc:70) but rank 1 posted 3 ncclRecvs from it (the other pairs "
             "of the communicator moved up to 3); ranks 1-2 wait for it in ncclRecv #3 from "
             "recvActivations() train.cc:74");
+}
+
+TEST(P2pBlameTest, CollectiveSkippedBeforeASendIsTheCauseOfTheUnmatchedSend) {
+  // Each step all-gathers, then rank 0 sends to rank 1 (faultgen seed 54). Rank 0 skips the
+  // all-gather of step 2 and posts its 3rd send; rank 1 waits in that all-gather after 2
+  // receives. The extra send is a symptom: rank 0 went past the collective, not rank 1 short of
+  // a receive.
+  const Op gather{kGather, 64, OpType::kAllGather};
+  Job job(2);
+  job.ops(0, {gather, send(1, kHalo), gather, send(1, kHalo), send(1, kHalo)}, true);
+  job.ops(1, {gather, recv(0, kHalo), gather, recv(0, kHalo), gather}, true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kAllGather);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "gatherEmbeddings");
+}
+
+TEST(P2pBlameTest, SendBeforeACollectiveIsNotTakenForASkippedCollective) {
+  // The same calls with the send before the all-gather in each step: rank 1 leaves out its 3rd
+  // receive and waits in the all-gather; rank 0's send is where its history puts it.
+  const Op gather{kGather, 64, OpType::kAllGather};
+  Job job(2);
+  job.ops(0, {send(1, kHalo), gather, send(1, kHalo), gather, send(1, kHalo)}, true);
+  job.ops(1, {recv(0, kHalo), gather, recv(0, kHalo), gather, gather}, true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_NE(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1}) << v.headline;
 }
 
 TEST(P2pBlameTest, TwoStageTailThatSkippedAReceiveIsTheCulprit) {

@@ -36,7 +36,8 @@ bool isSymptom(const Verdict& v) {
   }
 }
 
-// `cause` becomes the verdict; `v`, the symptom, one row of its evidence.
+}  // namespace
+
 void becomeCause(Verdict& v, Verdict cause) {
   EvidenceTable later;
   later.title = "what followed";
@@ -47,8 +48,6 @@ void becomeCause(Verdict& v, Verdict cause) {
   cause.tables.push_back(std::move(later));
   v = std::move(cause);
 }
-
-}  // namespace
 
 int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
   int64_t t = INT64_MAX;

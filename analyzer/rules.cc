@@ -23,6 +23,9 @@ constexpr NamedRule kRules[] = {
     // Calls around the slots (lifecycle_rules.h): a communicator ended or split by some ranks
     // only, or a peer left out of a grouped exchange. The ranks that wait would otherwise take
     // the blame for them.
+    // A collective on a communicator the others never used (they destroyed it when done) comes
+    // before the early end it would otherwise look like.
+    {"lone_collective", &onRecordings<&findLoneCollective>},
     {"early_comm_end", &onRecordings<&findEarlyCommEnd>},
     {"partial_split", &onRecordings<&findPartialSplit>},
     {"group_peer_skip", &onRecordings<&findGroupPeerSkip>},

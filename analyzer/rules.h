@@ -43,6 +43,10 @@ std::optional<Verdict> waitCycleOrItsCause(Engine& en);
 // wait_rules.cc: findP2pMismatch() (waits.h), replaced by a divergence on a communicator with ops
 // pending when one holds the peer up (Engine::collectiveCauseOfP2pWait).
 std::optional<Verdict> p2pMismatchOrItsCause(Engine& en);
+// skip_rules.cc: a collective that one rank skipped before going into a send or receive that its
+// peers, waiting in that collective, post only after it (by the rank's own history of both calls):
+// skipped_collective. Used by p2pMismatchOrItsCause, whose unmatched call it explains.
+std::optional<Verdict> skippedBeforeP2p(Engine& en);
 
 // alignment_rules.cc: the first divergence (insertion, deletion, substitution) on a communicator
 // with ops pending, in Engine::commOrder(): cause before symptom, it explains the waits on the
