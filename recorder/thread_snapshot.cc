@@ -281,13 +281,21 @@ void publish(format::BboxHeader* h, const std::vector<Asked>& asked, uint32_t re
 
 }  // namespace
 
+bool snapshotsSupported() {
+#if defined(__SANITIZE_THREAD__)
+  return false;
+#else
+  return true;
+#endif
+}
+
 bool installSnapshotHandler(const SnapshotOptions& options) {
   g_python.store(options.python, std::memory_order_release);
   g_native_depth.store(std::clamp(options.native_depth, 0, int{format::kThreadMaxFrames}));
   g_python_depth.store(std::clamp(options.python_depth, 0, int{format::kThreadMaxFrames}));
   g_deadline_ms = options.deadline_ms;
   if (g_installed) return g_signal == options.signal;
-  if (options.signal <= 0) return false;
+  if (options.signal <= 0 || !snapshotsSupported()) return false;
   struct sigaction sa {};
   sa.sa_sigaction = onSnapshotSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;

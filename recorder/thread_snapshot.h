@@ -31,6 +31,11 @@ struct SnapshotOptions {
 // chained for every delivery that is not a snapshot request. False when sigaction fails.
 bool installSnapshotHandler(const SnapshotOptions& options);
 
+// False in a ThreadSanitizer build: TSan defers an asynchronous signal until the thread next
+// enters one of its interceptors, so a stack would be taken elsewhere, possibly after the snapshot
+// (or the process) ended. installSnapshotHandler then installs nothing.
+bool snapshotsSupported();
+
 struct SnapshotResult {
   uint32_t threads = 0;    // records written
   uint32_t answered = 0;   // threads that captured their stack (the dumper included)
