@@ -41,6 +41,11 @@ void addSanitizerOptions(Env* env) {
     // the interception LSan skips those blocks as roots: the stub's holds no pointers, and
     // hostnccl's one vector is destroyed at exit, before LSan looks.
     value += ":verify_asan_link_order=0:intercept_tls_get_addr=0";
+    // What that leaves unscanned, libcrypto's per-thread state, is not ours (lsan.supp).
+    std::string lsan = env->count("LSAN_OPTIONS") ? env->at("LSAN_OPTIONS") : "";
+    lsan += std::string(lsan.empty() ? "" : ":") +
+            "print_suppressions=0:suppressions=" + NCCLREC_TEST_LSAN_SUPPRESSIONS;
+    (*env)["LSAN_OPTIONS"] = lsan;
   } else {
     // libunwind's per-thread destructor (dlopen'ed, uninstrumented) takes a mutex after TSan has
     // torn down the exiting thread's state, and TSan's interceptor crashes: every thread that
