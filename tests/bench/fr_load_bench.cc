@@ -41,9 +41,9 @@ void run(benchmark::State& state) {
     StatusOr<RankData> data = Load();
     benchmark::DoNotOptimize(data);
   }
-  state.counters["ns_per_entry"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * gEntries),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_entry"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * gEntries),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 }  // namespace
