@@ -41,7 +41,16 @@ struct ParamSpec {
   X(NCCLREC_MAX_COMMS, kInt, "4096", "", "Communicators tracked per process")                      \
   X(NCCLREC_MAX_STACKS, kInt, "4096", "", "Distinct call stacks interned per process")             \
   X(NCCLREC_TIMEOUT, kDouble, "60", "",                                                            \
-    "Seconds an op may stay incomplete before the watchdog declares a hang and dumps")             \
+    "Upper bound: seconds an op may stay incomplete before a hang is declared; set, it is also "   \
+    "the fixed rule of live detection for every stall not certain at once")                        \
+  X(NCCLREC_STALL_FLOOR, kDouble, "2", "",                                                         \
+    "Live detection: least seconds without progress before ops that all ranks issued are a hang")  \
+  X(NCCLREC_STALL_FACTOR, kDouble, "4", "",                                                        \
+    "Live detection: a hang after this many times the longest recent gap between completions")     \
+  X(NCCLREC_HOST_WARN, kDouble, "5", "",                                                           \
+    "Live detection: least seconds before warning that ranks wait for a rank in host code")        \
+  X(NCCLREC_HOST_STALL, kDouble, "30", "",                                                         \
+    "Live detection: least seconds before a rank in host code while others wait is a hang")        \
   X(NCCLREC_POLL_MS, kInt, "200", "", "Watchdog poll period in milliseconds")                      \
   X(NCCLREC_DUMP_SIGNAL, kSignal, "SIGUSR2", "",                                                   \
     "Signal that makes a process dump (name or number; 0 = none)")                                 \

@@ -1,0 +1,294 @@
+#include "watch/detector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "analyzer/verdict.h"
+#include "recorder/format/base/text.h"
+#include "tui/analysis.h"
+
+namespace ncclrec::watch {
+namespace {
+
+using tui::CommGroup;
+using tui::CommMember;
+using tui::Liveness;
+using tui::OpView;
+using tui::RankEntry;
+using tui::Snapshot;
+
+// What a blocked rank's oldest incomplete op needs to complete.
+struct Need {
+  bool cannot = false;        // it never will: a counterpart differs, is dead or closed the comm
+  bool unknown = false;       // a counterpart this view does not show, or an op not paired here
+  std::vector<size_t> deps;   // ranks (snapshot indexes) that have not issued their side yet
+  std::vector<size_t> blame;  // ranks that make it impossible (dead, closed, different op)
+  std::string reason;         // why it cannot complete, for the line
+};
+
+bool dead(const RankEntry& r) { return r.liveness != Liveness::kAlive; }
+
+std::string rankName(const Snapshot& s, size_t i) {
+  return "rank " + std::to_string(s.ranks[i].global_rank);
+}
+
+std::string opText(const OpView& op) {
+  return std::string(format::opName(op.op)) + " #" + std::to_string(op.op_seq) + " on comm " +
+         base::shortHex(op.comm_id);
+}
+
+const OpView* findOp(const RankEntry& r, uint64_t comm, uint64_t seq, bool p2p, int peer,
+                     format::OpType op) {
+  for (const OpView& o : r.history->ops) {
+    if (o.comm_id != comm || o.op_seq != seq) continue;
+    if (!p2p && format::isCollective(o.op)) return &o;
+    if (p2p && o.op == op && o.peer == peer) return &o;
+  }
+  return nullptr;
+}
+
+// The newest per-peer number of `op` towards `peer` on `comm` the rank issued, 0 when none seen.
+uint64_t newestP2p(const RankEntry& r, uint64_t comm, format::OpType op, int peer) {
+  uint64_t seq = 0;
+  for (const OpView& o : r.history->ops) {
+    if (o.comm_id == comm && o.op == op && o.peer == peer) seq = std::max(seq, o.op_seq);
+  }
+  return seq;
+}
+
+void notArrived(const Snapshot& s, size_t m, Need* n) {
+  if (dead(s.ranks[m])) {
+    n->cannot = true;
+    n->blame.push_back(m);
+    if (n->reason.empty())
+      n->reason = rankName(s, m) + " " + std::string(tui::livenessName(s.ranks[m].liveness));
+    return;
+  }
+  n->deps.push_back(m);
+}
+
+Need collectiveNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) {
+  Need n;
+  if (static_cast<int>(g.members.size()) < g.nranks) n.unknown = true;
+  for (const CommMember& m : g.members) {
+    if (m.rank == r) continue;
+    if (m.ended) {
+      n.cannot = true;
+      n.blame.push_back(m.rank);
+      if (n.reason.empty()) n.reason = rankName(s, m.rank) + " closed the communicator";
+      continue;
+    }
+    if (m.issued < op.op_seq) {
+      notArrived(s, m.rank, &n);
+      continue;
+    }
+    const OpView* theirs = findOp(s.ranks[m.rank], op.comm_id, op.op_seq, false, -1, op.op);
+    if (theirs != nullptr && (theirs->op != op.op || theirs->count != op.count ||
+                              theirs->dtype != op.dtype || theirs->peer != op.peer)) {
+      n.cannot = true;
+      n.blame.push_back(m.rank);
+      if (n.reason.empty())
+        n.reason = rankName(s, m.rank) + " issued " + std::string(format::opName(theirs->op)) +
+                   " #" + std::to_string(theirs->op_seq) + " with another shape";
+    }
+  }
+  return n;
+}
+
+Need p2pNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) {
+  Need n;
+  const CommMember* self = nullptr;
+  const CommMember* peer = nullptr;
+  for (const CommMember& m : g.members) {
+    if (m.rank == r) self = &m;
+    if (m.comm_rank == op.peer) peer = &m;
+  }
+  if (self == nullptr || peer == nullptr) {
+    n.unknown = true;
+    return n;
+  }
+  const format::OpType other =
+      op.op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
+  if (newestP2p(s.ranks[peer->rank], op.comm_id, other, self->comm_rank) >= op.op_seq) return n;
+  if (peer->ended) {
+    n.cannot = true;
+    n.blame.push_back(peer->rank);
+    n.reason = rankName(s, peer->rank) + " closed the communicator";
+    return n;
+  }
+  notArrived(s, peer->rank, &n);
+  return n;
+}
+
+Need needOf(const Snapshot& s, size_t r, const std::map<uint64_t, const CommGroup*>& comms) {
+  const OpView& op = s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)];
+  auto it = comms.find(op.comm_id);
+  Need n;
+  if (it == comms.end() || !(format::isCollective(op.op) || format::isP2p(op.op))) {
+    n.unknown = true;  // init, group end, a comm of no record: not paired here
+    return n;
+  }
+  return format::isCollective(op.op) ? collectiveNeed(s, r, op, *it->second)
+                                     : p2pNeed(s, r, op, *it->second);
+}
+
+// The longest gap, over every rank's recent ops, between leaving one NCCL call and entering the
+// next: how long this job spends in host code between calls.
+double longestHostGap(const Snapshot& s) {
+  int64_t longest = 0;
+  for (const RankEntry& r : s.ranks) {
+    const std::vector<OpView>& ops = r.history->ops;
+    for (size_t i = 1; i < ops.size(); ++i) {
+      const OpView& a = ops[i - 1];
+      const OpView& b = ops[i];
+      const int64_t left = a.end_ns > 0 && a.end_ns <= b.enqueue_ns ? a.end_ns : a.enqueue_ns;
+      longest = std::max(longest, b.enqueue_ns - left);
+    }
+  }
+  return static_cast<double>(longest) / 1e9;
+}
+
+// The longest gap between two completions on one of `comms`, over every rank's recent ops.
+double longestCompletionGap(const Snapshot& s, const std::set<uint64_t>& comms) {
+  int64_t longest = 0;
+  for (const RankEntry& r : s.ranks) {
+    int64_t prev = 0;
+    for (const OpView& o : r.history->ops) {
+      if (!comms.contains(o.comm_id) || o.end_ns <= 0) continue;
+      if (prev > 0) longest = std::max(longest, o.end_ns - prev);
+      prev = std::max(prev, o.end_ns);
+    }
+  }
+  return static_cast<double>(longest) / 1e9;
+}
+
+double clampTo(double v, double lo, double hi) { return std::min(std::max(v, lo), hi); }
+
+std::vector<int> globalRanks(const Snapshot& s, const std::set<size_t>& idx) {
+  std::vector<int> out;
+  for (size_t i : idx) out.push_back(s.ranks[i].global_rank);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::string_view stallKindName(StallKind kind) {
+  switch (kind) {
+    case StallKind::kNone:
+      return "none";
+    case StallKind::kCertain:
+      return "certain";
+    case StallKind::kSlow:
+      return "slow";
+    case StallKind::kWaitHost:
+      return "host";
+    case StallKind::kWaitUnknown:
+      return "unknown";
+  }
+  return "?";
+}
+
+Assessment assess(const Snapshot& s, const DetectorParams& p) {
+  Assessment a;
+  std::map<uint64_t, const CommGroup*> comms;
+  for (const CommGroup& g : s.comms) comms[g.comm_id] = &g;
+  const size_t n = s.ranks.size();
+  std::vector<bool> blocked(n, false), can(n, false);
+  std::vector<Need> needs(n);
+  std::set<size_t> waiting;
+  for (size_t r = 0; r < n; ++r) {
+    if (dead(s.ranks[r])) continue;
+    if (s.status[r].oldest_incomplete < 0) {
+      can[r] = true;  // in host code: it may yet issue what the others wait for
+      continue;
+    }
+    blocked[r] = true;
+    waiting.insert(r);
+    needs[r] = needOf(s, r, comms);
+  }
+  if (waiting.empty()) return a;
+  a.since_ns = s.summary.last_progress_ns;
+  a.stalled_s = tui::ageSeconds(s.now_ns, a.since_ns);
+  a.waiting = globalRanks(s, waiting);
+  // Which blocked ranks can still complete: their op is possible and every side not issued yet
+  // belongs to a rank that can itself move (least fixed point: a cycle of waits stays stuck).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r : waiting) {
+      if (can[r] || needs[r].cannot) continue;
+      const bool all =
+          std::all_of(needs[r].deps.begin(), needs[r].deps.end(), [&](size_t d) { return can[d]; });
+      if (all) can[r] = changed = true;
+    }
+  }
+  const bool any_can =
+      std::any_of(waiting.begin(), waiting.end(), [&](size_t r) { return can[r]; });
+  const size_t first = *waiting.begin();
+  const OpView& first_op = s.ranks[first].history->ops[size_t(s.status[first].oldest_incomplete)];
+  if (!any_can) {
+    a.kind = StallKind::kCertain;
+    std::set<size_t> blame;
+    std::string reason;
+    for (size_t r : waiting) {
+      for (size_t b : needs[r].blame) blame.insert(b);
+      if (reason.empty()) reason = needs[r].reason;
+    }
+    for (size_t r : waiting) {
+      for (size_t d : needs[r].deps) blame.insert(d);
+    }
+    a.awaited = globalRanks(s, blame);
+    a.hang_after_s = std::min(p.confirm_s, p.timeout_s);
+    a.why =
+        "no pending op can complete: " + analyzer::ranksWord(a.waiting) + " wait (" +
+        rankName(s, first) + " in " + opText(first_op) + ")" +
+        (reason.empty() ? std::string(", each for a rank blocked elsewhere") : ", and " + reason);
+    return a;
+  }
+  // Someone can move: who the blocked ranks wait for decides the patience.
+  std::set<size_t> host, unknown_waiters, comms_waited;
+  std::set<uint64_t> pending_comms;
+  for (size_t r : waiting) {
+    pending_comms.insert(s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)].comm_id);
+    if (needs[r].unknown) unknown_waiters.insert(r);
+    for (size_t d : needs[r].deps) {
+      if (!blocked[d]) host.insert(d);
+    }
+  }
+  if (!host.empty()) {
+    a.kind = StallKind::kWaitHost;
+    a.awaited = globalRanks(s, host);
+  } else if (!unknown_waiters.empty()) {
+    a.kind = StallKind::kWaitUnknown;
+  } else {
+    a.kind = StallKind::kSlow;
+  }
+  if (a.kind == StallKind::kSlow) {
+    const double gap = longestCompletionGap(s, pending_comms);
+    a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(p.factor * gap, p.floor_s, p.timeout_s);
+    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
+            ", issued by every rank, and nothing completes";
+    return a;
+  }
+  const double gap = longestHostGap(s);
+  a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
+  a.warn_after_s = std::min(clampTo(2 * gap, p.host_warn_s, p.timeout_s), a.hang_after_s / 2);
+  if (a.kind == StallKind::kWaitHost) {
+    const size_t h = *host.begin();
+    const std::vector<OpView>& ops = s.ranks[h].history->ops;
+    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) + " for " +
+            analyzer::ranksWord(a.awaited) + ", in host code" +
+            (ops.empty() ? std::string(" (no NCCL call yet)")
+                         : " since its " + std::string(format::opName(ops.back().op)) + " #" +
+                               std::to_string(ops.back().op_seq) + " returned");
+  } else {
+    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
+            " for ranks this view does not show";
+  }
+  return a;
+}
+
+}  // namespace ncclrec::watch

@@ -1,0 +1,264 @@
+#include "watch/detector.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <map>
+#include <memory>
+
+#include "tui/analysis.h"
+
+namespace ncclrec::watch {
+namespace {
+
+using format::OpType;
+using tui::Liveness;
+
+constexpr int64_t kS = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kS;
+constexpr uint64_t kWorld = 0xa11ce00000000001ull;
+constexpr uint64_t kPair = 0xb0b0000000000002ull;
+
+// A job built call by call: each rank's ops in issue order, its comms, its liveness.
+class Job {
+ public:
+  explicit Job(int nranks) : ops_(nranks), comms_(nranks), live_(nranks, Liveness::kAlive) {}
+  // Rank `r` is member `comm_rank` of `comm` (of `nranks`).
+  Job& member(int r, uint64_t comm, int comm_rank, int nranks) {
+    comms_[r][comm] = {comm, comm_rank, nranks};
+    return *this;
+  }
+  // `n` all-reduces #1..n on `comm`, one per second from kT0 + 1 s, each done 10 ms later.
+  Job& steps(int r, uint64_t comm, int n, int64_t every_ns = kS) {
+    for (int i = 1; i <= n; ++i) {
+      const int64_t t = kT0 + i * every_ns;
+      add(r, comm, OpType::kAllReduce, i, t, t + 10'000'000);
+    }
+    return *this;
+  }
+  // One op entered at `t` (kT0-based ns), done at `end` (0: incomplete).
+  Job& add(int r, uint64_t comm, OpType op, uint64_t seq, int64_t t, int64_t end,
+           uint64_t count = 1024, int peer = -1) {
+    tui::OpView v;
+    v.index = ops_[r].size();
+    v.op = op;
+    v.comm_id = comm;
+    v.op_seq = seq;
+    v.count = count;
+    v.dtype = 7;
+    v.peer = peer;
+    v.enqueue_ns = t;
+    v.end_ns = end;
+    v.state = end > 0 ? format::EventState::kCompleted : format::EventState::kEnqueued;
+    ops_[r].push_back(v);
+    return *this;
+  }
+  Job& liveness(int r, Liveness l) {
+    live_[r] = l;
+    return *this;
+  }
+  tui::Snapshot at(int64_t now_ns) const {
+    tui::Snapshot s;
+    s.now_ns = now_ns;
+    for (size_t r = 0; r < ops_.size(); ++r) {
+      auto h = std::make_shared<tui::RankHistory>();
+      h->ops = ops_[r];
+      for (const auto& [id, c] : comms_[r]) {
+        tui::CommView v;
+        v.comm_id = id;
+        v.rank = c.comm_rank;
+        v.nranks = c.nranks;
+        for (const tui::OpView& o : ops_[r]) {
+          if (o.comm_id == id && format::isCollective(o.op)) v.coll_seq = o.op_seq;
+        }
+        h->comms.push_back(v);
+      }
+      tui::RankEntry e;
+      e.global_rank = static_cast<int>(r);
+      e.pid = 100 + static_cast<int>(r);
+      e.liveness = live_[r];
+      e.history = h;
+      s.ranks.push_back(e);
+    }
+    tui::analyze(&s);
+    return s;
+  }
+
+ private:
+  struct Member {
+    uint64_t id;
+    int comm_rank, nranks;
+  };
+  std::vector<std::vector<tui::OpView>> ops_;
+  std::vector<std::map<uint64_t, Member>> comms_;
+  std::vector<Liveness> live_;
+};
+
+// Ranks 0..n-1 on kWorld, each with 4 all-reduces done.
+Job world(int n) {
+  Job j(n);
+  for (int r = 0; r < n; ++r) j.member(r, kWorld, r, n).steps(r, kWorld, 4);
+  return j;
+}
+
+constexpr int64_t kStall = kT0 + 5 * kS;  // where the tests' stalls begin
+
+TEST(DetectorTest, NothingPendingIsNoStall) {
+  const Assessment a = assess(world(4).at(kT0 + 100 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kNone);
+}
+
+TEST(DetectorTest, DifferentShapesAtOneSequenceNumberAreCertain) {
+  Job j = world(2);
+  j.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0, 1024);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0, 2048);
+  const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain);
+  EXPECT_EQ(a.since_ns, kStall);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 1);
+  EXPECT_EQ(a.waiting, (std::vector<int>{0, 1}));
+  EXPECT_NE(a.why.find("another shape"), std::string::npos) << a.why;
+}
+
+TEST(DetectorTest, AnExitedPeerIsCertainAndAwaited) {
+  Job j = world(3);
+  j.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0)
+      .add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  j.liveness(2, Liveness::kExited);
+  const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain);
+  EXPECT_EQ(a.awaited, (std::vector<int>{2}));
+  EXPECT_NE(a.why.find("rank 2 exited"), std::string::npos) << a.why;
+}
+
+TEST(DetectorTest, AWaitCycleAcrossCommunicatorsIsCertain) {
+  // Rank 0 skipped world #5 and waits in the pair's #5; rank 1 waits in world #5.
+  Job j = world(2);
+  j.member(0, kPair, 0, 2).member(1, kPair, 1, 2).steps(0, kPair, 4).steps(1, kPair, 4);
+  j.add(0, kPair, OpType::kAllReduce, 5, kStall, 0);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain);
+  EXPECT_EQ(a.awaited, (std::vector<int>{0, 1}));
+}
+
+TEST(DetectorTest, ARankInHostCodeGetsAWarningThenAHangAtTheHostThreshold) {
+  Job j = world(4);
+  for (int r = 1; r < 4; ++r) j.add(r, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  DetectorParams p;
+  const Assessment a = assess(j.at(kStall + 6 * kS), p);
+  EXPECT_EQ(a.kind, StallKind::kWaitHost);
+  EXPECT_EQ(a.waiting, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(a.awaited, (std::vector<int>{0}));
+  EXPECT_DOUBLE_EQ(a.warn_after_s, 5);  // no long host gap learnt: the floors
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 30);
+  EXPECT_NE(a.why.find("for rank 0, in host code since its ncclAllReduce #4 returned"),
+            std::string::npos)
+      << a.why;
+
+  Detector d(p);
+  EXPECT_TRUE(d.step(j.at(kStall + 4 * kS)).empty());
+  auto events = d.step(j.at(kStall + 6 * kS));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, DetectorEvent::Type::kWarning);
+  EXPECT_NE(events[0].line.find("ncclrec: stalled 6.0 s: ranks 1-3 wait"), std::string::npos)
+      << events[0].line;
+  EXPECT_TRUE(d.step(j.at(kStall + 8 * kS)).empty());  // said once
+  events = d.step(j.at(kStall + 31 * kS));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, DetectorEvent::Type::kHang);
+  EXPECT_TRUE(d.step(j.at(kStall + 40 * kS)).empty());  // one hang per stall
+}
+
+TEST(DetectorTest, AStallThatResolvesSaysResumed) {
+  Job j = world(2);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  Detector d(DetectorParams{});
+  ASSERT_EQ(d.step(j.at(kStall + 7 * kS)).size(), 1u);  // the warning
+  Job later = world(2);
+  later.add(0, kWorld, OpType::kAllReduce, 5, kStall + 23 * kS, kStall + 23 * kS + 1000);
+  later.add(1, kWorld, OpType::kAllReduce, 5, kStall, kStall + 23 * kS + 1000);
+  const auto events = d.step(later.at(kStall + 24 * kS));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, DetectorEvent::Type::kResumed);
+  EXPECT_EQ(events[0].line, "ncclrec: resumed after 23 s");
+}
+
+TEST(DetectorTest, LongHostGapsOfTheJobRaiseTheHostThresholds) {
+  // A job that already spent 20 s in host code between two calls (a checkpoint).
+  Job j(2);
+  for (int r = 0; r < 2; ++r) {
+    j.member(r, kWorld, r, 2).steps(r, kWorld, 3);
+    j.add(r, kWorld, OpType::kAllReduce, 4, kT0 + 23 * kS, kT0 + 23 * kS + 1000);
+  }
+  j.add(1, kWorld, OpType::kAllReduce, 5, kT0 + 24 * kS, 0);
+  const Assessment a = assess(j.at(kT0 + 30 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitHost);
+  EXPECT_NEAR(a.warn_after_s, 30, 0.1);  // 2 x 20 s, at most half the hang threshold
+  EXPECT_NEAR(a.hang_after_s, 60, 0.1);  // 3 x 20 s, NCCLREC_TIMEOUT at most
+}
+
+TEST(DetectorTest, OpsEveryRankIssuedThatDoNotCompleteWaitForTheCadence) {
+  Job j = world(2);
+  j.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0)
+      .add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  const Assessment a = assess(j.at(kStall + 1 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kSlow);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 4);  // 4 x the 1 s between completions
+
+  Job fast(2);  // 10 ms steps: the floor
+  for (int r = 0; r < 2; ++r) fast.member(r, kWorld, r, 2).steps(r, kWorld, 4, kS / 100);
+  fast.add(0, kWorld, OpType::kAllReduce, 5, kT0 + kS, 0)
+      .add(1, kWorld, OpType::kAllReduce, 5, kT0 + kS, 0);
+  EXPECT_DOUBLE_EQ(assess(fast.at(kT0 + 2 * kS), DetectorParams{}).hang_after_s, 2);
+}
+
+TEST(DetectorTest, AnUnmatchedReceiveFromAPeerBlockedElsewhereIsCertain) {
+  // Rank 1 waits for a send rank 0 never posts: rank 0 is in world #5, which rank 1 will not
+  // reach before its receive completes.
+  Job j = world(2);
+  j.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  j.add(1, kWorld, OpType::kRecv, 1, kStall, 0, 1024, 0);
+  EXPECT_EQ(assess(j.at(kStall + 2 * kS), DetectorParams{}).kind, StallKind::kCertain);
+
+  Job posted = world(2);  // the send is posted: only slow
+  posted.add(0, kWorld, OpType::kSend, 1, kStall, 0, 1024, 1);
+  posted.add(1, kWorld, OpType::kRecv, 1, kStall, 0, 1024, 0);
+  EXPECT_EQ(assess(posted.at(kStall + 2 * kS), DetectorParams{}).kind, StallKind::kSlow);
+}
+
+TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
+  Job j(2);  // two ranks of a world of four: the other node's are not here
+  for (int r = 0; r < 2; ++r) j.member(r, kWorld, r, 4).steps(r, kWorld, 4);
+  j.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0)
+      .add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 30);
+}
+
+TEST(DetectorTest, AnExplicitTimeoutIsTheRuleForWhatIsNotCertain) {
+  Job j = world(2);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  DetectorParams p;
+  p.timeout_s = 2;
+  p.timeout_set = true;
+  EXPECT_DOUBLE_EQ(assess(j.at(kStall + kS), p).hang_after_s, 2);
+}
+
+TEST(DetectorTest, KnobsComeFromTheEnvironmentAndABadOneIsNamed) {
+  setenv("NCCLREC_HOST_STALL", "45", 1);
+  setenv("NCCLREC_STALL_FLOOR", "soon", 1);
+  unsetenv("NCCLREC_TIMEOUT");
+  std::string problem;
+  const DetectorParams p = DetectorParams::fromEnvironment(&problem);
+  EXPECT_DOUBLE_EQ(p.host_stall_s, 45);
+  EXPECT_DOUBLE_EQ(p.floor_s, 2);
+  EXPECT_FALSE(p.timeout_set);
+  EXPECT_EQ(problem, "NCCLREC_STALL_FLOOR='soon' is not a number of seconds; using 2.0 s");
+  unsetenv("NCCLREC_HOST_STALL");
+  unsetenv("NCCLREC_STALL_FLOOR");
+}
+
+}  // namespace
+}  // namespace ncclrec::watch
