@@ -57,6 +57,12 @@ struct HangReportInput {
   // written. Their directories are loaded with dump_dir; empty for a node-local report.
   std::vector<NodeInfo> nodes;
   std::vector<std::string> warnings;  // the launcher's own, e.g. files a node could not send
+  // Live detection (watch/detector.h), CLOCK_REALTIME ns, 0 when unknown: the stall began (the
+  // last call or completion of any rank), and it was declared a hang. The report adds when its
+  // verdict was printed.
+  int64_t stall_began_ns = 0;
+  int64_t detected_ns = 0;
+  std::string detection;  // the detector's line, e.g. "hang (certain, no progress for 1.0 s): ..."
 };
 
 // True when `dir` holds a dump (HOST.PID.N.REASON.ncclrec.pb) of process `pid` written at or
