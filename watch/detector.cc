@@ -39,6 +39,14 @@ std::string opText(const OpView& op) {
          base::shortHex(op.comm_id);
 }
 
+// "ncclAllReduce 4096 float32", "ncclBroadcast 16 float32 root 1".
+std::string shape(const OpView& op) {
+  std::string s = std::string(format::opName(op.op)) + " " + std::to_string(op.count) + " " +
+                  std::string(format::dataTypeName(op.dtype));
+  if (op.peer >= 0) s += " root " + std::to_string(op.peer);
+  return s;
+}
+
 const OpView* findOp(const RankEntry& r, uint64_t comm, uint64_t seq, bool p2p, int peer,
                      format::OpType op) {
   for (const OpView& o : r.history->ops) {
@@ -89,9 +97,10 @@ Need collectiveNeed(const Snapshot& s, size_t r, const OpView& op, const CommGro
                               theirs->dtype != op.dtype || theirs->peer != op.peer)) {
       n.cannot = true;
       n.blame.push_back(m.rank);
-      if (n.reason.empty())
-        n.reason = rankName(s, m.rank) + " issued " + std::string(format::opName(theirs->op)) +
-                   " #" + std::to_string(theirs->op_seq) + " with another shape";
+      if (n.reason.empty()) {
+        n.reason = rankName(s, r) + " and " + rankName(s, m.rank) + " issued different ops as #" +
+                   std::to_string(op.op_seq) + " (" + shape(op) + " vs " + shape(*theirs) + ")";
+      }
     }
   }
   return n;
@@ -122,14 +131,48 @@ Need p2pNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) 
   return n;
 }
 
+bool isSplit(format::OpType op) {
+  return op == format::OpType::kCommSplit || op == format::OpType::kCommShrink;
+}
+
+// Splits and shrinks of `comm` among the rank's recent ops; -1 when its history is longer than
+// what the snapshot keeps (the count would be wrong).
+int splitsOn(const RankEntry& r, uint64_t comm) {
+  if (r.history->events_total > r.history->ops.size()) return -1;
+  int n = 0;
+  for (const OpView& o : r.history->ops) n += o.comm_id == comm && isSplit(o.op) ? 1 : 0;
+  return n;
+}
+
+// A split is collective over its parent: every member calls it, in the same order. Their
+// splits are counted (they carry no sequence number).
+Need splitNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) {
+  Need n;
+  const int mine = splitsOn(s.ranks[r], op.comm_id);
+  if (mine < 0 || static_cast<int>(g.members.size()) < g.nranks) n.unknown = true;
+  if (mine < 0) return n;
+  for (const CommMember& m : g.members) {
+    if (m.rank == r) continue;
+    const int theirs = splitsOn(s.ranks[m.rank], op.comm_id);
+    if (theirs < 0) {
+      n.unknown = true;
+    } else if (theirs < mine) {
+      notArrived(s, m.rank, &n);
+    }
+  }
+  return n;
+}
+
 Need needOf(const Snapshot& s, size_t r, const std::map<uint64_t, const CommGroup*>& comms) {
   const OpView& op = s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)];
   auto it = comms.find(op.comm_id);
   Need n;
-  if (it == comms.end() || !(format::isCollective(op.op) || format::isP2p(op.op))) {
+  const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
+  if (it == comms.end() || !paired) {
     n.unknown = true;  // init, group end, a comm of no record: not paired here
     return n;
   }
+  if (isSplit(op.op)) return splitNeed(s, r, op, *it->second);
   return format::isCollective(op.op) ? collectiveNeed(s, r, op, *it->second)
                                      : p2pNeed(s, r, op, *it->second);
 }

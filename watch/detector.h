@@ -65,7 +65,7 @@ Assessment assess(const tui::Snapshot& snapshot, const DetectorParams& params);
 struct DetectorEvent {
   enum class Type { kWarning, kResumed, kHang };
   Type type = Type::kWarning;
-  std::string line;  // one line to print as is, without a trailing newline
+  std::string line;  // one line, printed after the tool's name ("cxxrun: "), no newline
   Assessment assessment;
 };
 
