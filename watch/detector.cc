@@ -34,6 +34,27 @@ std::string rankName(const Snapshot& s, size_t i) {
   return "rank " + std::to_string(s.ranks[i].global_rank);
 }
 
+// " from trainStep() main.cc:18": the frame the call-site rule picks (the user's Python frame over
+// library layers), named by the black box (Python) or a dump's symbols; "" when unnamed.
+std::string siteOf(const Snapshot& s, const RankEntry& r, const OpView& op) {
+  const auto it = r.history->stacks->find(op.stack_id);
+  if (it == r.history->stacks->end() || it->second.frames.empty()) return "";
+  const std::vector<format::Frame>& frames = it->second.frames;
+  format::Frame f = frames[size_t(s.site_rule->siteFrame(frames))];
+  if (f.function.empty()) {
+    const auto named = s.symbols->find(tui::symbolKey(f.module, f.module_offset));
+    if (named == s.symbols->end()) return "";
+    f = named->second;
+  }
+  std::string text = " from " + f.function;
+  if (f.function.find('(') == std::string::npos) text += "()";
+  if (!f.file.empty()) {
+    text += " " + f.file.substr(f.file.rfind('/') + 1);
+    if (f.line > 0) text += ":" + std::to_string(f.line);
+  }
+  return text;
+}
+
 std::string opText(const OpView& op) {
   return std::string(format::opName(op.op)) + " #" + std::to_string(op.op_seq) + " on comm " +
          base::shortHex(op.comm_id);
@@ -207,6 +228,11 @@ double longestCompletionGap(const Snapshot& s, const std::set<uint64_t>& comms) 
   return static_cast<double>(longest) / 1e9;
 }
 
+// "rank 1 waits", "ranks 1-3 wait".
+std::string waitWord(const std::vector<int>& ranks) {
+  return analyzer::ranksWord(ranks) + (ranks.size() == 1 ? " waits" : " wait");
+}
+
 double clampTo(double v, double lo, double hi) { return std::min(std::max(v, lo), hi); }
 
 std::vector<int> globalRanks(const Snapshot& s, const std::set<size_t>& idx) {
@@ -286,8 +312,8 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
     a.awaited = globalRanks(s, blame);
     a.hang_after_s = std::min(p.confirm_s, p.timeout_s);
     a.why =
-        "no pending op can complete: " + analyzer::ranksWord(a.waiting) + " wait (" +
-        rankName(s, first) + " in " + opText(first_op) + ")" +
+        "no pending op can complete: " + waitWord(a.waiting) + " (" + rankName(s, first) + " in " +
+        opText(first_op) + ")" +
         (reason.empty() ? std::string(", each for a rank blocked elsewhere") : ", and " + reason);
     return a;
   }
@@ -312,7 +338,7 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
   if (a.kind == StallKind::kSlow) {
     const double gap = longestCompletionGap(s, pending_comms);
     a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(p.factor * gap, p.floor_s, p.timeout_s);
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
+    a.why = waitWord(a.waiting) + " in " + opText(first_op) +
             ", issued by every rank, and nothing completes";
     return a;
   }
@@ -322,14 +348,14 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
   if (a.kind == StallKind::kWaitHost) {
     const size_t h = *host.begin();
     const std::vector<OpView>& ops = s.ranks[h].history->ops;
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) + " for " +
-            analyzer::ranksWord(a.awaited) + ", in host code" +
+    a.why = waitWord(a.waiting) + " in " + opText(first_op) + siteOf(s, s.ranks[first], first_op) +
+            " for " + analyzer::ranksWord(a.awaited) + ", in host code" +
             (ops.empty() ? std::string(" (no NCCL call yet)")
                          : " since its " + std::string(format::opName(ops.back().op)) + " #" +
-                               std::to_string(ops.back().op_seq) + " returned");
+                               std::to_string(ops.back().op_seq) +
+                               siteOf(s, s.ranks[h], ops.back()) + " returned");
   } else {
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
-            " for ranks this view does not show";
+    a.why = waitWord(a.waiting) + " in " + opText(first_op) + " for ranks this view does not show";
   }
   return a;
 }

@@ -22,7 +22,8 @@ constexpr uint64_t kPair = 0xb0b0000000000002ull;
 // A job built call by call: each rank's ops in issue order, its comms, its liveness.
 class Job {
  public:
-  explicit Job(int nranks) : ops_(nranks), comms_(nranks), live_(nranks, Liveness::kAlive) {}
+  explicit Job(int nranks)
+      : ops_(nranks), comms_(nranks), stacks_(nranks), live_(nranks, Liveness::kAlive) {}
   // Rank `r` is member `comm_rank` of `comm` (of `nranks`).
   Job& member(int r, uint64_t comm, int comm_rank, int nranks) {
     comms_[r][comm] = {comm, comm_rank, nranks};
@@ -53,6 +54,20 @@ class Job {
     ops_[r].push_back(v);
     return *this;
   }
+  // The newest op of rank `r` was called from Python `function` at `file`:`line`.
+  Job& site(int r, const char* function, const char* file, int line) {
+    format::Stack stack;
+    stack.id = static_cast<uint32_t>(stacks_[r].size() + 1);
+    format::Frame f;
+    f.python = true;
+    f.function = function;
+    f.file = file;
+    f.line = line;
+    stack.frames.push_back(f);
+    stacks_[r][stack.id] = stack;
+    ops_[r].back().stack_id = stack.id;
+    return *this;
+  }
   Job& liveness(int r, Liveness l) {
     live_[r] = l;
     return *this;
@@ -64,6 +79,7 @@ class Job {
       auto h = std::make_shared<tui::RankHistory>();
       h->ops = ops_[r];
       h->events_total = ops_[r].size();
+      h->stacks = std::make_shared<const tui::StackMap>(stacks_[r]);
       for (const auto& [id, c] : comms_[r]) {
         tui::CommView v;
         v.comm_id = id;
@@ -92,6 +108,7 @@ class Job {
   };
   std::vector<std::vector<tui::OpView>> ops_;
   std::vector<std::map<uint64_t, Member>> comms_;
+  std::vector<tui::StackMap> stacks_;
   std::vector<Liveness> live_;
 };
 
@@ -172,6 +189,18 @@ TEST(DetectorTest, ARankInHostCodeGetsAWarningThenAHangAtTheHostThreshold) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kHang);
   EXPECT_TRUE(d.step(j.at(kStall + 40 * kS)).empty());  // one hang per stall
+}
+
+TEST(DetectorTest, TheHostStallNamesTheCallSitesThatTheBlackBoxesName) {
+  Job j = world(2);
+  j.site(0, "train_step", "/job/train.py", 40);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0).site(1, "Trainer.save", "/job/ckpt.py", 57);
+  const Assessment a = assess(j.at(kStall + 6 * kS), DetectorParams{});
+  EXPECT_NE(a.why.find("rank 1 waits in ncclAllReduce #5 on comm a11ce000 from Trainer.save() "
+                       "ckpt.py:57 for rank 0, in host code since its ncclAllReduce #4 from "
+                       "train_step() train.py:40 returned"),
+            std::string::npos)
+      << a.why;
 }
 
 TEST(DetectorTest, AStallThatResolvesSaysResumed) {
