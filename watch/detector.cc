@@ -214,6 +214,13 @@ double longestHostGap(const Snapshot& s) {
   return static_cast<double>(longest) / 1e9;
 }
 
+// True when the rank completed a collective or a send/receive: its job is past start-up.
+bool completedAny(const RankEntry& r) {
+  return std::any_of(r.history->ops.begin(), r.history->ops.end(), [](const OpView& o) {
+    return o.end_ns > 0 && !o.incomplete() && (format::isCollective(o.op) || format::isP2p(o.op));
+  });
+}
+
 // The longest gap between two completions on one of `comms`, over every rank's recent ops.
 double longestCompletionGap(const Snapshot& s, const std::set<uint64_t>& comms) {
   int64_t longest = 0;
@@ -342,8 +349,15 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
             ", issued by every rank, and nothing completes";
     return a;
   }
+  // Patience learnt from the job's host gaps, once it is under way: before the awaited ranks
+  // completed any op (start-up: loading data or a model on one rank), and for waits this view
+  // cannot judge, the upper bound.
   const double gap = longestHostGap(s);
-  a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
+  const bool under_way =
+      a.kind == StallKind::kWaitHost &&
+      std::all_of(host.begin(), host.end(), [&](size_t h) { return completedAny(s.ranks[h]); });
+  a.hang_after_s =
+      p.timeout_set || !under_way ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
   a.warn_after_s = std::min(clampTo(2 * gap, p.host_warn_s, p.timeout_s), a.hang_after_s / 2);
   if (a.kind == StallKind::kWaitHost) {
     const size_t h = *host.begin();

@@ -281,7 +281,20 @@ TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
       .add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
   const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
   EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
-  EXPECT_DOUBLE_EQ(a.hang_after_s, 30);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
+  EXPECT_DOUBLE_EQ(a.warn_after_s, 5);
+}
+
+TEST(DetectorTest, WaitingForARankThatHasNotStartedIsGivenTheUpperBound) {
+  // Rank 0 loads the data alone before the first collective; rank 1 waits in it.
+  Job j(2);
+  j.member(0, kWorld, 0, 2).member(1, kWorld, 1, 2);
+  j.add(0, kWorld, OpType::kCommInitRank, 0, kT0, kT0 + kS);
+  j.add(1, kWorld, OpType::kCommInitRank, 0, kT0, kT0 + kS);
+  j.add(1, kWorld, OpType::kAllReduce, 1, kT0 + 2 * kS, 0);
+  const Assessment a = assess(j.at(kT0 + 10 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitHost);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
 }
 
 TEST(DetectorTest, AnExplicitTimeoutIsTheRuleForWhatIsNotCertain) {
