@@ -59,7 +59,8 @@ def cxxrun(a, argv, dump_dir, watcher=None, timeout=200):
     shim = os.path.join(a.build, "lib", "libncclrec.so")
     env = env_for(dump_dir, watcher)
     env["LD_PRELOAD"] = shim
-    cmd = [os.path.join(a.build, "bin", "cxxrun"), "--nproc-per-node", "4", "--nccl=host"] + argv
+    cmd = [os.path.join(a.build, "bin", "cxxrun"), "--standalone", "--nproc-per-node", "4",
+           "--nccl=host"] + argv
     start = time.monotonic()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
