@@ -160,11 +160,14 @@ def main():
 def report(result):
     print("%-26s %-8s %5s %14s %14s" % ("sample", "kind", "runs", "detect med/max",
                                          "verdict med/max"))
+    print("(seconds after the stall began; a sample that fails instead of hanging shows cxxrun's "
+          "exit code)")
     by_kind = {}
     for name, runs in sorted(result["samples"].items()):
         hung = [r for r in runs if r["exit"] == 3]
         if not hung:
-            print("%-26s %-8s %5d %14s %14s" % (name, "(fails)", len(runs), "-", "-"))
+            codes = ",".join(sorted({str(r["exit"]) for r in runs}))
+            print("%-26s %-8s %5d %14s %14s" % (name, "exit " + codes, len(runs), "-", "-"))
             continue
         kind = "/".join(sorted({r["kind"] for r in hung}))
         d = [r["detected_s"] for r in hung]
