@@ -325,7 +325,7 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
     return a;
   }
   // Someone can move: who the blocked ranks wait for decides the patience.
-  std::set<size_t> host, unknown_waiters, comms_waited;
+  std::set<size_t> host, unknown_waiters;
   std::set<uint64_t> pending_comms;
   for (size_t r : waiting) {
     pending_comms.insert(s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)].comm_id);
@@ -369,7 +369,12 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
                                std::to_string(ops.back().op_seq) +
                                siteOf(s, s.ranks[h], ops.back()) + " returned");
   } else {
-    a.why = waitWord(a.waiting) + " in " + opText(first_op) + " for ranks this view does not show";
+    const size_t u = *unknown_waiters.begin();
+    const OpView& op = s.ranks[u].history->ops[size_t(s.status[u].oldest_incomplete)];
+    const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
+    a.why = waitWord(a.waiting) + " (" + rankName(s, u) + " in " + opText(op) +
+            siteOf(s, s.ranks[u], op) +
+            (paired ? ") for ranks this view does not show" : "), an op not paired here");
   }
   return a;
 }

@@ -283,6 +283,21 @@ TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
   EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
   EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
   EXPECT_DOUBLE_EQ(a.warn_after_s, 5);
+  EXPECT_NE(a.why.find("for ranks this view does not show"), std::string::npos) << a.why;
+}
+
+TEST(DetectorTest, RanksWaitingInInitForALateRankAreGivenTheUpperBound) {
+  Job j(2);  // rank 2 of 3 has not called NCCL yet: no black box
+  j.member(0, kWorld, 0, 3).member(1, kWorld, 1, 3);
+  j.add(0, kWorld, OpType::kCommInitRank, 0, kT0, 0)
+      .add(1, kWorld, OpType::kCommInitRank, 0, kT0, 0);
+  const Assessment a = assess(j.at(kT0 + 10 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
+  EXPECT_NE(a.why.find("ranks 0-1 wait (rank 0 in ncclCommInitRank #0 on comm a11ce000), an op "
+                       "not paired here"),
+            std::string::npos)
+      << a.why;
 }
 
 TEST(DetectorTest, WaitingForARankThatHasNotStartedIsGivenTheUpperBound) {
