@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,63 @@ class DrySink : public Sink {
   int last_site = -1;
   std::map<int, int> last_coll_on_comm, last_p2p_on_comm;
 };
+
+// Every call one rank issues, in order, with its function.
+struct Issued {
+  Call call;
+  int site = -1;
+  bool grouped = false;
+};
+
+class CallSink : public Sink {
+ public:
+  void split(int, int) override {}
+  void block(const Block& b) override {
+    for (const Call& c : b.calls) calls.push_back({c, b.site, b.grouped});
+  }
+  void abortComm(int, int) override {}
+  void exitNow() override {}
+  void crash() override {}
+  void stall() override {}
+  void finish() override {}
+
+  std::vector<Issued> calls;
+};
+
+std::vector<Issued> issuedBy(const Program& p, int rank) {
+  CallSink sink;
+  walk(p, rank, sink);
+  return sink.calls;
+}
+
+bool sameCall(const Issued& a, const Issued& b) {
+  const Call &x = a.call, &y = b.call;
+  return x.op == y.op && x.comm == y.comm && x.count == y.count && x.dtype == y.dtype &&
+         x.redop == y.redop && x.root == y.root && x.peer == y.peer && a.site == b.site &&
+         a.grouped == b.grouped;
+}
+
+bool isP2pOp(Op op) { return op == Op::kSend || op == Op::kRecv; }
+
+// The rank of global rank `rank` in its group of communicator family `comm`, -1 when none.
+int rankInGroup(const Program& p, int comm, int rank) {
+  if (comm < 0 || comm >= static_cast<int>(p.comms.size())) return -1;
+  for (const std::vector<int>& g : p.comms[size_t(comm)].groups) {
+    const auto it = std::find(g.begin(), g.end(), rank);
+    if (it != g.end()) return static_cast<int>(it - g.begin());
+  }
+  return -1;
+}
+
+// The class of two collectives that meet at one slot: the first argument that differs.
+const char* mismatchClass(const Call& culprit, const Call& others) {
+  if (culprit.op != others.op) return "op_mismatch";
+  if (culprit.count != others.count) return "size_mismatch";
+  if (culprit.dtype != others.dtype) return "dtype_mismatch";
+  if (culprit.redop != others.redop) return "redop_mismatch";
+  if (culprit.root != others.root) return "root_mismatch";
+  return nullptr;
+}
 
 json callJson(const Call& c) {
   json j = {
@@ -97,6 +155,38 @@ std::vector<std::string> expectedSites(const Program& p) {
 
 }  // namespace
 
+std::optional<SkipSeenAsMismatch> skipSeenAsMismatch(const Program& p) {
+  const Fault& f = p.fault;
+  if (f.kind != FaultKind::kSkipped || f.comm < 0 || f.comm >= static_cast<int>(p.comms.size()))
+    return std::nullopt;
+  // The culprit's calls against what it issues without the fault.
+  Program healthy = p;
+  healthy.fault = Fault{};
+  const std::vector<Issued> mine = issuedBy(p, f.rank), planned = issuedBy(healthy, f.rank);
+  size_t i = 0;
+  while (i < mine.size() && i < planned.size() && sameCall(mine[i], planned[i])) ++i;
+  if (i >= mine.size() || i >= planned.size()) return std::nullopt;
+  const Issued &next = mine[i], &skipped = planned[i];
+  // Only the culprit's very next call, a lone collective on the skipped call's communicator,
+  // takes the skipped call's slot there.
+  if (next.call.comm != skipped.call.comm || isP2pOp(next.call.op) || next.grouped ||
+      skipped.grouped || isP2pOp(skipped.call.op))
+    return std::nullopt;
+  // And only where every peer blocks at the slot: a broadcast or reduce whose root is another
+  // rank lets the peers that only talk to the root go on, and their next call shows the skip.
+  const bool rooted = skipped.call.op == Op::kBroadcast || skipped.call.op == Op::kReduce;
+  if (rooted && rankInGroup(p, skipped.call.comm, f.rank) != skipped.call.root) return std::nullopt;
+  const char* cls = mismatchClass(next.call, skipped.call);
+  if (cls == nullptr) return std::nullopt;
+  SkipSeenAsMismatch out;
+  out.cls = cls;
+  out.sites = {siteName(next.site), siteName(skipped.site)};
+  out.why = std::string("the culprit's next call, ") + opName(next.call.op) + " from " +
+            siteName(next.site) + ", takes the skipped " + opName(skipped.call.op) +
+            "'s place on the communicator: recorded as " + cls;
+  return out;
+}
+
 const char* expectedClass(FaultKind k) {
   switch (k) {
     case FaultKind::kNone:
@@ -160,6 +250,11 @@ json describe(const Program& p) {
   json fault = {{"kind", faultName(f.kind)}};
   json expected = {
       {"class", expectedClass(f.kind)}, {"ranks", json::array()}, {"callsites", expectedSites(p)}};
+  if (const auto seen = skipSeenAsMismatch(p)) {
+    expected["class"] = seen->cls;
+    expected["callsites"] = seen->sites;
+    expected["because"] = seen->why;
+  }
   if (f.kind != FaultKind::kNone) {
     fault.update({{"rank", f.rank},
                   {"step", f.step},

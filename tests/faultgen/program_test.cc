@@ -163,3 +163,43 @@ TEST(FaultgenProgram, FaultNamesRoundTrip) {
 
 }  // namespace
 }  // namespace ncclrec::faultgen
+
+namespace ncclrec::faultgen {
+namespace {
+
+// Seed 29: rank 2 skips allReduceGradients' all-reduce and calls broadcastParameters' broadcast
+// next on the same communicator: what the records show is an op mismatch at that slot.
+TEST(FaultgenDescribe, ASkipFollowedAtOnceByAnotherCollectiveIsExpectedAsTheMismatchItRecords) {
+  const Program p = generate(29, 0, FaultKind::kSkipped, false);
+  ASSERT_EQ(p.fault.kind, FaultKind::kSkipped);
+  const auto seen = skipSeenAsMismatch(p);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->cls, "op_mismatch");
+  EXPECT_EQ(seen->sites, (std::vector<std::string>{"broadcastParameters", "allReduceGradients"}));
+  const nlohmann::json d = describe(p);
+  EXPECT_EQ(d["expected"]["class"], "op_mismatch");
+  EXPECT_TRUE(d["expected"].contains("because"));
+}
+
+// Any skip whose culprit goes on elsewhere first (another communicator, a send or receive, a
+// group) keeps the fault kind's own class.
+TEST(FaultgenDescribe, OtherSkipsKeepSkippedCollective) {
+  int kept = 0, seen = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const Program p = generate(seed, 0, FaultKind::kSkipped, false);
+    if (p.fault.kind != FaultKind::kSkipped) continue;
+    const nlohmann::json d = describe(p);
+    if (skipSeenAsMismatch(p)) {
+      ++seen;
+      EXPECT_NE(d["expected"]["class"], "skipped_collective") << seed;
+    } else {
+      ++kept;
+      EXPECT_EQ(d["expected"]["class"], "skipped_collective") << seed;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(seen, 0);
+}
+
+}  // namespace
+}  // namespace ncclrec::faultgen
