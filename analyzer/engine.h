@@ -172,6 +172,9 @@ class Engine {
   // For `failed`, a call that failed because a peer was gone: the first rank holding its
   // communicator that left on its own is the verdict (rank_exited or rank_crashed).
   bool leaverExplains(const EventRecord& failed, Verdict& v) const;
+  // A rank that exited after its newest calls failed because a peer was gone (truncation.cc):
+  // when a rank that left on its own explains one of those failures, that is the verdict.
+  bool exitedOnALostPeer(const RankData& rd, Verdict& v) const;
 
   // The evidence table of `c` around slot `p` (evidence.cc).
   void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;

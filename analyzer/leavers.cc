@@ -15,6 +15,16 @@ bool Engine::reacted(size_t rank) const {
   return last != nullptr && lostPeer(*last);
 }
 
+namespace {
+
+bool pendingOn(const RankData& r, uint64_t comm_id) {
+  return std::any_of(r.events.begin(), r.events.end(), [&](const EventRecord& e) {
+    return e.comm_id == comm_id && (isIncomplete(e) || e.state == EventState::kFailed);
+  });
+}
+
+}  // namespace
+
 bool Engine::vanished(size_t rank) const {
   const RankData& r = set_.ranks[rank];
   if (r.exited || r.source == format::SourceKind::kDump) return false;
@@ -29,9 +39,11 @@ bool Engine::vanished(size_t rank) const {
     if (q == rank) continue;
     for (const EventRecord& e : set_.ranks[q].events) {
       const auto it = comm_rank.find(e.comm_id);
-      if (it != comm_rank.end() && format::isP2p(e.op) && e.peer == it->second && lostPeer(e)) {
-        return true;
-      }
+      if (it == comm_rank.end() || !lostPeer(e)) continue;
+      // A send or receive that lost exactly this peer; or a collective that lost one of its
+      // members while this one, which left no dump and no exit mark, had nothing pending there
+      // (killed between calls: faultgen seed 22, a rank killed inside a grouped call).
+      if (format::isP2p(e.op) ? e.peer == it->second : !pendingOn(r, e.comm_id)) return true;
     }
   }
   return false;

@@ -94,5 +94,26 @@ TEST(LeaversTest, ABlackBoxWhosePeersLostItsSendsAndReceivesDied) {
   EXPECT_EQ(v.ranks, std::vector<int>{0});
 }
 
+TEST(LeaversTest, ABlackBoxWhosePeersLostACollectiveItHadNothingPendingOnDied) {
+  // faultgen seed 22: rank 3 is killed between two calls (its black box only, no exit mark,
+  // nothing pending); ranks 0 and 2 fail their next all-reduce with a remote error, dump and exit;
+  // rank 1 goes on and waits in a collective of a communicator that rank 0 holds. Rank 0's exit
+  // reads as a stop there: the kill is the cause.
+  const Op pair{kPair, 1, OpType::kAllReduce, kFloat, kSum, -1, kOtherComm};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 3));
+  for (int r : {0, 1}) job.ops(r, repeat({pair}, 2));
+  for (int r : {0, 2}) {
+    job.ops(r, {{kTrain}});
+    fail(job, r);
+    job.rank(r).source = format::SourceKind::kDump;
+    job.rank(r).exited = true;
+  }
+  job.ops(1, {{kTrain}}).ops(1, {pair}, true);  // its 4th completed (a group, on hostnccl)
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3}) << v.headline;
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

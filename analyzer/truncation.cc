@@ -9,6 +9,20 @@
 
 namespace ncclrec::analyzer::engine {
 
+bool Engine::exitedOnALostPeer(const RankData& rd, Verdict& v) const {
+  // Its newest calls, back to the last one that completed: the failures it exited on.
+  for (auto it = rd.events.rbegin(); it != rd.events.rend(); ++it) {
+    if (!isCommOp(*it)) continue;
+    if (!lostPeer(*it)) break;
+    Verdict cause;
+    if (leaverExplains(*it, cause)) {
+      v = std::move(cause);
+      return true;
+    }
+  }
+  return false;
+}
+
 void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                                 const std::vector<size_t>& going, Verdict& v) {
   // Others failed at the op this rank never issued: the transport lost it, so it is gone.
@@ -91,6 +105,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     return;
   }
 
+  if (k == 0 && exitedOnALostPeer(rd, v)) return;
   if (k == 0) {
     v.cls = VerdictClass::kRankExited;
     v.headline = who + " exited after " + std::to_string(same) + " " + what + "; " + others_at;
