@@ -19,8 +19,6 @@ namespace {
 using tui::Liveness;
 
 constexpr int64_t kStallNs = 1'000'000'000;  // an op incomplete this long: something stalls
-// After this long, a directory with fewer ranks than the job, all on this host, is not shared.
-constexpr int64_t kSettleNs = 2'000'000'000;
 
 // Whether some rank has an op incomplete for a second or more.
 bool anyStall(const tui::Snapshot& s) {
@@ -55,8 +53,10 @@ Watcher::Watcher(WatchOptions options, DetectorParams params, std::ostream& err)
       collector_(collectorOptions(options_, params)),
       host_(base::hostName()) {}
 
-void Watcher::sayIfNotShared(const tui::Snapshot& s, int64_t now_ns) {
-  if (said_not_shared_ || s.ranks.empty() || now_ns - started_ns_ < kSettleNs) return;
+// Said with the first line about a stall, not before: ranks that are still starting (a slow
+// import) are not yet in the directory either.
+void Watcher::sayIfNotShared(const tui::Snapshot& s) {
+  if (said_not_shared_ || s.ranks.empty()) return;
   int world = 0;
   for (const tui::RankEntry& r : s.ranks) {
     if (r.host != host_) return;  // another node's ranks are here: the directory is shared
@@ -75,10 +75,11 @@ Watcher::State Watcher::step(int64_t now_ns) {
   last_ = collector_.collect(now_ns);
   const tui::Snapshot& s = *last_;
   for (const tui::RankEntry& r : s.ranks) seen_[{r.host, r.pid}] = r;
-  sayIfNotShared(s, now_ns);
   if (anyStall(s)) last_stall_ns_ = now_ns;
   State state = State::kWatching;
-  for (DetectorEvent& e : detector_.step(s)) {
+  std::vector<DetectorEvent> events = detector_.step(s);
+  if (!events.empty()) sayIfNotShared(s);
+  for (DetectorEvent& e : events) {
     if (e.type == DetectorEvent::Type::kHang) {
       hang_ = std::move(e);
       state = State::kHang;

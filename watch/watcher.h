@@ -57,7 +57,7 @@ class Watcher {
 
  private:
   bool allDumped(int64_t since_ns) const;
-  void sayIfNotShared(const tui::Snapshot& s, int64_t now_ns);
+  void sayIfNotShared(const tui::Snapshot& s);
 
   WatchOptions options_;
   Detector detector_;

@@ -152,17 +152,22 @@ TEST(Watcher, LeavesWhenEveryRankEnded) {
 TEST(Watcher, SaysOnceWhenTheDirectoryHoldsOnlyThisNodesRanks) {
   TempDir dir;
   const int64_t t0 = base::realtimeNs();
-  ASSERT_TRUE(rankBox(0, 4, kSelf, "r", 3, false, t0).writeTo(dir.file("h.0.bbox")));
+  // Rank 0 of 4 waits in all-reduce #4; ranks 1-3 are not in this directory.
+  ASSERT_TRUE(rankBox(0, 4, kSelf, "r", 3, true, t0).writeTo(dir.file("h.0.bbox")));
   std::ostringstream err;
   Watcher w(options(dir.path()), DetectorParams{}, err);
-  w.step(t0);
-  EXPECT_EQ(err.str(), "");  // the other ranks of the node may not have started yet
-  w.step(t0 + 3 * kS);
-  w.step(t0 + 4 * kS);
-  EXPECT_EQ(err.str(), "ncclrec: " + dir.path() +
-                           " holds 1 of the job's 4 ranks, all on this host: the directory is not "
-                           "shared, so this watches this node's ranks only (NCCLREC_DIR shared by "
-                           "the job gives a job-wide verdict)\n");
+  EXPECT_EQ(w.step(t0 + kS), Watcher::State::kWatching);
+  EXPECT_EQ(err.str(), "");  // nothing to say yet: the other ranks may still be starting
+  for (int s = 2; s < 20 && err.str().empty(); ++s) w.step(t0 + s * kS);
+  const std::string notice = "ncclrec: " + dir.path() +
+                             " holds 1 of the job's 4 ranks, all on this host: the directory is "
+                             "not shared, so this watches this node's ranks only (NCCLREC_DIR "
+                             "shared by the job gives a job-wide verdict)\n";
+  ASSERT_EQ(err.str().rfind(notice, 0), 0u) << err.str();
+  // Then the warning about the ranks it cannot see, and the notice only once.
+  EXPECT_NE(err.str().find("ncclrec: stalled", notice.size()), std::string::npos) << err.str();
+  for (int s = 20; s < 40; ++s) w.step(t0 + s * kS);
+  EXPECT_EQ(err.str().find(notice, 1), std::string::npos) << err.str();
 }
 
 TEST(Watcher, AnotherWatcherHoldingTheLockMeansNothingToDo) {

@@ -80,7 +80,8 @@ struct ParamSpec {
   X(NCCLREC_DEBUG_SUBSYS, kString, "ALL", "",                                                      \
     "Comma list of log subsystems: INIT,CALL,WATCHDOG,DUMP,STACK,CUDA or ALL (^X excludes X)")     \
   X(NCCLREC_DUMP_WAIT, kDouble, "10", "",                                                          \
-    "Seconds a launcher waits for every rank's dump after a hang before analyzing")                \
+    "Seconds a launcher or ncclrec-watch waits for every rank's dump after a hang before "         \
+    "analyzing")                                                                                   \
   X(NCCLREC_WATCHER, kString, "auto", "",                                                          \
     "Live hang detection without cxxrun: auto = a stalled rank starts ncclrec-watch (beside "      \
     "libncclrec.so, else from PATH), off = never, or the path of the program to start")
