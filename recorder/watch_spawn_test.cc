@@ -186,5 +186,33 @@ TEST_F(RecorderTest, TheWatchdogStartsTheWatcherOnAStall) {
              });
 }
 
+// A watcher that cannot be had is said once on stderr, and the process records on.
+TEST_F(RecorderTest, AWatcherThatCannotBeFoundIsSaidOnce) {
+  TempDir scripts;
+  const std::string err_path = scripts.file("stderr");
+  const std::string missing = scripts.file("no-such-watch");
+  runInChild({{"NCCLREC_WATCHER", missing}, {"NCCLREC_POLL_MS", "20"}}, [&] {
+    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    Recorder* r = Recorder::get();
+    ASSERT_NE(r, nullptr);
+    int comm = 0;
+    testing::registerComm(r, &comm, 7, 0, 2);
+    CallHandle pending = testing::beginOp(r, format::OpType::kAllReduce, &comm, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+    r->end(pending, 0);
+    dup2(saved, 2);
+    const std::vector<std::string> lines = linesOf(err_path);
+    ASSERT_EQ(lines.size(), 1u) << (lines.empty() ? "" : lines[1]);
+    EXPECT_NE(lines[0].find("WARN live detection off: NCCLREC_WATCHER=" + missing +
+                            " is not an executable program; hangs are declared after "
+                            "NCCLREC_TIMEOUT"),
+              std::string::npos)
+        << lines[0];
+  });
+}
+
 }  // namespace
 }  // namespace ncclrec::recorder
