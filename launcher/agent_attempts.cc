@@ -69,6 +69,7 @@ int Agent::beginAttempt() {
   hang_shared_ = false;
   gathered_ = false;
   seen_trigger_ = format::FileStamp::of(triggerPath());
+  startLive();
   return agreeOnMasterPort();
 }
 
@@ -111,6 +112,20 @@ Outcome Agent::monitor() {
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       // Every rank that times out writes the trigger again; those written while this report was
       // made belong to it.
+      seen_trigger_ = format::FileStamp::of(trigger);
+      say("cxxrun: --on-hang=wait: leaving the job running");
+      continue;
+    }
+    if (std::optional<watch::DetectorEvent> hang = pollLive()) {
+      // Every rank dumps on cxxrun's trigger, as on a rank's own.
+      detected_ns_ = base::realtimeNs();
+      const std::string text = writeTrigger(ReportReason::kHang, hang->line);
+      if (multi() && !hang_shared_) {
+        hang_shared_ = true;
+        publishOnce(jobKey("hang"), host_ + ": " + text);
+      }
+      superviseHang(ReportReason::kHang, text, attempt_start_ns_, &*hang);
+      if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       seen_trigger_ = format::FileStamp::of(trigger);
       say("cxxrun: --on-hang=wait: leaving the job running");
     }

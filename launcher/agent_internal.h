@@ -3,6 +3,7 @@
 //   agent_attempts.cc    the attempt loop: start the group, watch it, restart or end the job
 //   agent_workers.cc     the worker group: start, output, reaping, stop, the signalfd
 //   agent_supervise.cc   hangs, interrupts and failures: the trigger file, waitForDumps, report()
+//   agent_live.cc        live hang detection on this attempt's black boxes (watch/detector.h)
 //   agent_rendezvous.cc  multi-node: the agents' rendezvous, fixed or elastic, and what they tell
 //                        each other through the store (failures, hangs, restarts, the job's end)
 //   agent_gather.cc      multi-node hangs: the other nodes' recordings sent to node 0 for one
@@ -33,6 +34,8 @@
 #include "recorder/format/base/text.h"
 #include "recorder/format/params_table.h"
 #include "recorder/format/recording_files.h"
+#include "tui/collector.h"
+#include "watch/detector.h"
 
 namespace ncclrec::launcher {
 
@@ -84,7 +87,13 @@ class Agent {
   // agent_supervise.cc. A hang (a rank's trigger, or another node's hang) or an interrupt: every
   // rank dumps (waitForDumps), then one report; on several nodes the first of an attempt is
   // job-wide, on node 0.
-  void superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns);
+  // `detected`: the live detector's hang, for the report's timeline (nullptr otherwise).
+  void superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns,
+                     const watch::DetectorEvent* detected = nullptr);
+  // agent_live.cc: a detector on this attempt's directory (none with NCCLREC_WATCHER=off), and
+  // its poll every half second from monitor(): warnings said, a hang returned.
+  void startLive();
+  std::optional<watch::DetectorEvent> pollLive();
   // The end of an attempt that failed with no restart left: the ranks still running dump first
   // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
   // recordings, the analyzer's verdict and report.json follow.
@@ -165,8 +174,12 @@ class Agent {
   bool hang_shared_ = false;  // this attempt's hang is known to every node (published or seen)
   bool gathered_ = false;     // this attempt's job-wide hang report was made (or sent)
   bool store_lost_ = false;   // node 0's store went away: no restart, no more rendezvous
-  std::vector<std::string> node_hosts_;  // by node rank, after the rendezvous
-  std::string node0_run_dir_;            // node 0's run directory, where the job's report goes
+  std::vector<std::string> node_hosts_;   // by node rank, after the rendezvous
+  std::string node0_run_dir_;             // node 0's run directory, where the job's report goes
+  std::unique_ptr<tui::Collector> live_;  // this attempt's black boxes, read live
+  std::optional<watch::Detector> detector_;
+  double next_live_s_ = 0;   // monoS() of the next detection
+  int64_t detected_ns_ = 0;  // when the live detector declared the hang being supervised
 };
 
 }  // namespace ncclrec::launcher

@@ -46,18 +46,25 @@ format::StatusOr<std::string> Agent::report(ReportReason reason, HangReportInput
   return path;
 }
 
-void Agent::superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns) {
+void Agent::superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns,
+                          const watch::DetectorEvent* detected) {
   const double wait_s = dumpWaitSeconds();
-  say("cxxrun: " +
-      std::string(reason == ReportReason::kHang ? "a rank reported a hang" : "stopping") +
-      "; waiting up to " + std::to_string(static_cast<int>(wait_s)) +
-      " s (NCCLREC_DUMP_WAIT) for every rank's dump");
+  const char* what = reason != ReportReason::kHang ? "stopping"
+                     : detected != nullptr         ? "hang detected"
+                                                   : "a rank reported a hang";
+  say("cxxrun: " + std::string(what) + "; waiting up to " +
+      std::to_string(static_cast<int>(wait_s)) + " s (NCCLREC_DUMP_WAIT) for every rank's dump");
   const double start = monoS();
   // A signal ends the wait for a hang's dumps; an interrupt's ends only on a second one.
   waitForDumps(since_ns, wait_s, /*stop_on_signal=*/reason == ReportReason::kHang);
   HangReportInput in;
   in.trigger_text = trigger_text;
   in.waited_s = monoS() - start;
+  if (detected != nullptr) {
+    in.stall_began_ns = detected->assessment.since_ns;
+    in.detected_ns = detected_ns_;
+    in.detection = detected->line;
+  }
   in.workers = workerInfos();
   // The first hang of an attempt on several nodes gets one report, on node 0, over every node's
   // recordings; later ones (--on-hang=wait), or a node cut off from node 0, report locally.

@@ -403,9 +403,12 @@ TEST(CxxrunFailure, RanksStillRunningDumpBeforeTheyAreStopped) {
   EXPECT_TRUE(report["verdict"].is_object()) << report.dump(2);
 }
 
+// A rank's own watchdog (NCCLREC_TIMEOUT) declares the hang: cxxrun's live detection is off.
 TEST(CxxrunHang, GatedSaveUnderTheShimEndsWithAReportAndExitCode3) {
   ncclrec::support::TempDir dir;
-  auto r = ncclrec::support::runProcess(gatedSave(dir.path(), {}, "2"), 90s);
+  SpawnOptions o = gatedSave(dir.path(), {}, "2");
+  o.env["NCCLREC_WATCHER"] = "off";
+  auto r = ncclrec::support::runProcess(o, 90s);
   EXPECT_TRUE(r.exitedWith(3)) << r.describe();
   // Whichever rank timed out first reports it.
   EXPECT_TRUE(
@@ -424,6 +427,27 @@ TEST(CxxrunHang, GatedSaveUnderTheShimEndsWithAReportAndExitCode3) {
   EXPECT_NE(r.err.find("rank_gated_collective: rank 0"), std::string::npos) << r.err;
 }
 
+// Default settings: cxxrun's live detector sees that no pending op can complete (rank 0's
+// all-reduce #7 has another count) and the verdict follows within seconds, with its timeline.
+TEST(CxxrunHang, LiveDetectionDecidesAGatedSaveWithinSeconds) {
+  ncclrec::support::TempDir dir;
+  SpawnOptions o = gatedSave(dir.path(), {}, "60");
+  o.env.erase("NCCLREC_TIMEOUT");
+  o.unset_env.push_back("NCCLREC_TIMEOUT");
+  auto r = ncclrec::support::runProcess(o, 90s);
+  EXPECT_TRUE(r.exitedWith(3)) << r.describe();
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("cxxrun: hang reported \\(run gated, attempt 0\\): hang \\(certain, no "
+                        "progress for [0-9.]+ s\\): no pending op can complete")))
+      << r.err;
+  const auto report = readJson(dir.path() + "/dumps/gated/attempt_0/report.json");
+  expectFourRanksStuckInGatedSave(report, "hang", {"trigger"});
+  const auto& timeline = report["timeline"];
+  ASSERT_TRUE(timeline.is_object()) << report.dump(2);
+  EXPECT_LT(timeline["detected_after_s"].get<double>(), 5) << timeline.dump(2);
+  EXPECT_LT(timeline["verdict_after_s"].get<double>(), 15) << timeline.dump(2);
+  EXPECT_NE(r.err.find("cxxrun: timeline: the stall began at "), std::string::npos) << r.err;
+}
 TEST(CxxrunHang, SigintOnAStuckJobMakesEveryRankDumpThenStops) {
   ncclrec::support::TempDir dir;
   std::string error;

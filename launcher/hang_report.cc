@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "analyzer/diagnose.h"
 #include "analyzer/events.h"
 #include "analyzer/report.h"
+#include "recorder/format/base/clock.h"
 #include "recorder/format/reader.h"
 #include "recorder/format/recording_files.h"
 
@@ -241,7 +243,7 @@ void printHeadline(const HangReportInput& in, std::ostream& out) {
   const char* what = in.reason == ReportReason::kHang      ? "hang reported"
                      : in.reason == ReportReason::kFailure ? "verdict after the worker failure"
                                                            : "job interrupted";
-  out << "cxxrun: " << what << " (run " << in.run_id << ", attempt " << in.attempt;
+  out << in.tool << ": " << what << " (run " << in.run_id << ", attempt " << in.attempt;
   if (in.reason == ReportReason::kFailure) {
     // The trigger cxxrun wrote for the other ranks' dumps would only repeat the failure.
     out << "; first failure: " << in.failure << ")";
@@ -304,38 +306,85 @@ void printReport(const HangReportInput& in, const Report& rep, std::ostream& out
       continue;
     }
     out << (table ? pad(std::to_string(w.rank), 6) + pad(std::to_string(w.pid), 9) + pad("none", 16)
-                  : "cxxrun: rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) +
-                        ") left no recording ")
+                  : in.tool + ": rank " + std::to_string(w.rank) + " (pid " +
+                        std::to_string(w.pid) + ") left no recording ")
         << (w.running ? "(no NCCL call recorded)" : "(" + w.ended + ")") << "\n";
   }
   for (const auto& w : rep.doc["warnings"])
-    out << "cxxrun: warning: " << w.get<std::string>() << "\n";
+    out << in.tool << ": warning: " << w.get<std::string>() << "\n";
 }
 
-format::Status writeJsonFile(const std::string& path, const Json& doc) {
+format::Status writeJsonFile(const std::string& tool, const std::string& path, const Json& doc) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
     // Trigger text and dump details come from files: never let bad UTF-8 throw.
     f << doc.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
-    if (!f) return format::Status::error("cxxrun: cannot write " + tmp);
+    if (!f) return format::Status::error(tool + ": cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return format::Status::error("cxxrun: cannot write " + path);
+    return format::Status::error(tool + ": cannot write " + path);
   return format::okStatus();
+}
+
+// report.json's "timeline": CLOCK_REALTIME ns, and seconds after the stall began.
+Json timelineJson(const HangReportInput& in, int64_t verdict_ns) {
+  Json t;
+  t["stall_began_ns"] = in.stall_began_ns;
+  t["detected_ns"] = in.detected_ns;
+  t["verdict_ns"] = verdict_ns;
+  const auto after = [&](int64_t ns) -> Json {
+    if (in.stall_began_ns <= 0 || ns <= 0) return nullptr;
+    return static_cast<double>(ns - in.stall_began_ns) / 1e9;
+  };
+  t["detected_after_s"] = after(in.detected_ns);
+  t["verdict_after_s"] = after(verdict_ns);
+  t["detection"] = in.detection;
+  return t;
+}
+
+// "cxxrun: timeline: the stall began at 16:40:01.203 (...); detected after 1.2 s; verdict after
+// 2.9 s".
+std::string timelineText(const std::string& tool, const Json& t) {
+  std::string s = tool + ": timeline:";
+  const int64_t began = t["stall_began_ns"].get<int64_t>();
+  if (began > 0) {
+    const time_t secs = static_cast<time_t>(began / 1'000'000'000);
+    tm local{};
+    localtime_r(&secs, &local);
+    char clock[64];
+    std::snprintf(clock, sizeof(clock), "%02d:%02d:%02d.%03d", local.tm_hour, local.tm_min,
+                  local.tm_sec, static_cast<int>(began / 1'000'000 % 1000));
+    s += std::string(" the stall began at ") + clock +
+         " (the last NCCL call or completion of any rank);";
+  }
+  const auto after = [&](const char* what, const char* key) {
+    if (t[key].is_null()) return;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " %s after %.1f s;", what, t[key].get<double>());
+    s += buf;
+  };
+  after("detected", "detected_after_s");
+  after("verdict", "verdict_after_s");
+  if (s.back() == ';') s.pop_back();
+  return s + "\n";
 }
 
 }  // namespace
 
 format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
-  const Report rep = buildReport(in);
+  Report rep = buildReport(in);
+  const bool timed = in.stall_began_ns > 0 || in.detected_ns > 0;
+  if (timed) rep.doc["timeline"] = timelineJson(in, base::realtimeNs());
   printReport(in, rep, out);
+  if (timed) out << timelineText(in.tool, rep.doc["timeline"]);
   const std::string path = in.dump_dir + "/" + in.file_name;
-  NCCLREC_RETURN_IF_ERROR(writeJsonFile(path, rep.doc));
+  NCCLREC_RETURN_IF_ERROR(writeJsonFile(in.tool, path, rep.doc));
   std::string all_dirs;
   for (const std::string& d : rep.dirs) all_dirs += " " + d;
-  out << "cxxrun: dumps in " << in.dump_dir << (rep.dirs.size() > 1 ? " and its node folders" : "")
-      << " (ncclrec-analyze --events" << all_dirs << "); report: " << path << "\n";
+  out << in.tool << ": dumps in " << in.dump_dir
+      << (rep.dirs.size() > 1 ? " and its node folders" : "") << " (ncclrec-analyze --events"
+      << all_dirs << "); report: " << path << "\n";
   return path;
 }
 

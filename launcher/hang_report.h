@@ -63,6 +63,7 @@ struct HangReportInput {
   int64_t stall_began_ns = 0;
   int64_t detected_ns = 0;
   std::string detection;  // the detector's line, e.g. "hang (certain, no progress for 1.0 s): ..."
+  std::string tool = "cxxrun";  // what the printed lines start with
 };
 
 // True when `dir` holds a dump (HOST.PID.N.REASON.ncclrec.pb) of process `pid` written at or
@@ -78,7 +79,10 @@ std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns);
 // document with the analyzer's verdict (analyzer::verdictJson); prints it to `out` (the verdict
 // or, without one, a per-rank table); writes it to input.dump_dir/input.file_name and returns its
 // path. Fails (one line) only when report.json cannot be written; a directory without recordings
-// still gets a report that says so. Called by the agent's supervision (agent_supervise.cc).
+// still gets a report that says so. With a live detection (stall_began_ns or detected_ns), the
+// report's "timeline" says when the stall began, when it was detected and when the verdict was
+// printed (seconds after the stall began), and the text says the same in one line. Called by the
+// agent's supervision (agent_supervise.cc) and by ncclrec-watch.
 format::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
 
 }  // namespace ncclrec::launcher

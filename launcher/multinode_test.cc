@@ -371,7 +371,9 @@ TEST(MultiNode, AHangGetsOneVerdictOnNodeZeroOverEveryNodesRanks) {
   const ProcessResult ra = a->wait(90s), rb = b->wait(90s);
   EXPECT_TRUE(ra.exitedWith(3)) << ra.describe();
   EXPECT_TRUE(rb.exitedWith(3)) << rb.describe();
-  EXPECT_NE(rb.err.find("another node hung: asking every rank to dump"), std::string::npos)
+  // Node 1's agent sees the mismatch among its own ranks live, or hears of node 0's hang first.
+  EXPECT_TRUE(rb.err.find("another node hung: asking every rank to dump") != std::string::npos ||
+              rb.err.find("cxxrun: hang detected;") != std::string::npos)
       << rb.err;
   const std::string report = dir.path() + "/a/mn/attempt_0/report.json";
   EXPECT_TRUE(std::regex_search(

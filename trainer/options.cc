@@ -65,6 +65,9 @@ ParsedOptions parseOptions(int argc, const char* const* argv, int world) {
   app.add_option("--ckpt-dir", o.ckpt_dir, "Directory for checkpoint.bin (rank 0 writes it)");
   app.add_option("--ckpt-every", o.ckpt_every,
                  "Checkpoint every N steps; with --ckpt-dir always after the last step too");
+  app.add_option("--ckpt-delay", o.ckpt_delay_s,
+                 "Seconds rank 0 spends longer in each checkpoint save, the others waiting for it "
+                 "(a slow filesystem; default 0)");
   app.add_flag("--resume", o.resume, "Start from --ckpt-dir/checkpoint.bin when it exists");
   app.add_option("--log-every", o.log_every,
                  "Progress line every N steps when stdout is not a terminal (default 50)");
@@ -124,8 +127,9 @@ ParsedOptions parseOptions(int argc, const char* const* argv, int world) {
                 std::to_string(world) + " ranks " + std::to_string(per_rank) +
                 " samples, fewer than one batch of " + std::to_string(o.batch_size));
   }
-  if ((o.ckpt_every > 0 || o.resume) && o.ckpt_dir.empty()) {
-    return fail("--ckpt-every and --resume need --ckpt-dir");
+  if (!(o.ckpt_delay_s >= 0)) return fail("--ckpt-delay must be 0 or more seconds");
+  if ((o.ckpt_every > 0 || o.resume || o.ckpt_delay_s > 0) && o.ckpt_dir.empty()) {
+    return fail("--ckpt-every, --ckpt-delay and --resume need --ckpt-dir");
   }
   if (!inject.empty()) {
     auto parsed = parseInjection(inject, world);

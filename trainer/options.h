@@ -44,6 +44,7 @@ struct TrainerOptions {
   int64_t eval_every = 100;  // 0: never
   std::string ckpt_dir;      // "": no checkpoints
   int64_t ckpt_every = 0;    // 0: only at the end (with --ckpt-dir)
+  double ckpt_delay_s = 0;   // rank 0 spends this much longer in each save (a slow filesystem)
   bool resume = false;
   int64_t log_every = 50;   // progress lines when stdout is not a terminal
   double time_limit_s = 0;  // 0: none; rank 0 decides, all ranks stop at the same step

@@ -64,6 +64,10 @@ std::string number(const char* fmt, double v) {
 }
 
 __attribute__((noinline)) void slowDataLoading() { std::this_thread::sleep_for(kSlowRankDelay); }
+// --ckpt-delay: rank 0's checkpoint save on a slow filesystem, in host code while the others wait.
+__attribute__((noinline)) void slowStorage(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
 
 void setCurrentCudaDevice(int index) {
   // Through c10's device-guard registry: no CUDA header is needed to build the trainer.
@@ -425,6 +429,7 @@ void Trainer::maybeCheckpoint(int64_t step, bool last) {
   }
   std::optional<Checkpoint> ckpt;
   if (env_.rank == 0) ckpt = makeCheckpoint(step);
+  if (env_.rank == 0 && o_.ckpt_delay_s > 0) slowStorage(o_.ckpt_delay_s);
   saveCheckpoint(comm_, env_.rank, checkpointPath(), ckpt ? &*ckpt : nullptr, gated);
   progress_.line("checkpoint after step " + std::to_string(step) + ": " + checkpointPath());
 }

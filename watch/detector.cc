@@ -34,9 +34,38 @@ std::string rankName(const Snapshot& s, size_t i) {
   return "rank " + std::to_string(s.ranks[i].global_rank);
 }
 
+// " from trainStep() main.cc:18": the frame the call-site rule picks (the user's Python frame over
+// library layers), named by the black box (Python) or a dump's symbols; "" when unnamed.
+std::string siteOf(const Snapshot& s, const RankEntry& r, const OpView& op) {
+  const auto it = r.history->stacks->find(op.stack_id);
+  if (it == r.history->stacks->end() || it->second.frames.empty()) return "";
+  const std::vector<format::Frame>& frames = it->second.frames;
+  format::Frame f = frames[size_t(s.site_rule->siteFrame(frames))];
+  if (f.function.empty()) {
+    const auto named = s.symbols->find(tui::symbolKey(f.module, f.module_offset));
+    if (named == s.symbols->end()) return "";
+    f = named->second;
+  }
+  std::string text = " from " + f.function;
+  if (f.function.find('(') == std::string::npos) text += "()";
+  if (!f.file.empty()) {
+    text += " " + f.file.substr(f.file.rfind('/') + 1);
+    if (f.line > 0) text += ":" + std::to_string(f.line);
+  }
+  return text;
+}
+
 std::string opText(const OpView& op) {
   return std::string(format::opName(op.op)) + " #" + std::to_string(op.op_seq) + " on comm " +
          base::shortHex(op.comm_id);
+}
+
+// "ncclAllReduce 4096 float32", "ncclBroadcast 16 float32 root 1".
+std::string shape(const OpView& op) {
+  std::string s = std::string(format::opName(op.op)) + " " + std::to_string(op.count) + " " +
+                  std::string(format::dataTypeName(op.dtype));
+  if (op.peer >= 0) s += " root " + std::to_string(op.peer);
+  return s;
 }
 
 const OpView* findOp(const RankEntry& r, uint64_t comm, uint64_t seq, bool p2p, int peer,
@@ -89,9 +118,10 @@ Need collectiveNeed(const Snapshot& s, size_t r, const OpView& op, const CommGro
                               theirs->dtype != op.dtype || theirs->peer != op.peer)) {
       n.cannot = true;
       n.blame.push_back(m.rank);
-      if (n.reason.empty())
-        n.reason = rankName(s, m.rank) + " issued " + std::string(format::opName(theirs->op)) +
-                   " #" + std::to_string(theirs->op_seq) + " with another shape";
+      if (n.reason.empty()) {
+        n.reason = rankName(s, r) + " and " + rankName(s, m.rank) + " issued different ops as #" +
+                   std::to_string(op.op_seq) + " (" + shape(op) + " vs " + shape(*theirs) + ")";
+      }
     }
   }
   return n;
@@ -122,14 +152,48 @@ Need p2pNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) 
   return n;
 }
 
+bool isSplit(format::OpType op) {
+  return op == format::OpType::kCommSplit || op == format::OpType::kCommShrink;
+}
+
+// Splits and shrinks of `comm` among the rank's recent ops; -1 when its history is longer than
+// what the snapshot keeps (the count would be wrong).
+int splitsOn(const RankEntry& r, uint64_t comm) {
+  if (r.history->events_total > r.history->ops.size()) return -1;
+  int n = 0;
+  for (const OpView& o : r.history->ops) n += o.comm_id == comm && isSplit(o.op) ? 1 : 0;
+  return n;
+}
+
+// A split is collective over its parent: every member calls it, in the same order. Their
+// splits are counted (they carry no sequence number).
+Need splitNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) {
+  Need n;
+  const int mine = splitsOn(s.ranks[r], op.comm_id);
+  if (mine < 0 || static_cast<int>(g.members.size()) < g.nranks) n.unknown = true;
+  if (mine < 0) return n;
+  for (const CommMember& m : g.members) {
+    if (m.rank == r) continue;
+    const int theirs = splitsOn(s.ranks[m.rank], op.comm_id);
+    if (theirs < 0) {
+      n.unknown = true;
+    } else if (theirs < mine) {
+      notArrived(s, m.rank, &n);
+    }
+  }
+  return n;
+}
+
 Need needOf(const Snapshot& s, size_t r, const std::map<uint64_t, const CommGroup*>& comms) {
   const OpView& op = s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)];
   auto it = comms.find(op.comm_id);
   Need n;
-  if (it == comms.end() || !(format::isCollective(op.op) || format::isP2p(op.op))) {
+  const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
+  if (it == comms.end() || !paired) {
     n.unknown = true;  // init, group end, a comm of no record: not paired here
     return n;
   }
+  if (isSplit(op.op)) return splitNeed(s, r, op, *it->second);
   return format::isCollective(op.op) ? collectiveNeed(s, r, op, *it->second)
                                      : p2pNeed(s, r, op, *it->second);
 }
@@ -150,6 +214,13 @@ double longestHostGap(const Snapshot& s) {
   return static_cast<double>(longest) / 1e9;
 }
 
+// True when the rank completed a collective or a send/receive: its job is past start-up.
+bool completedAny(const RankEntry& r) {
+  return std::any_of(r.history->ops.begin(), r.history->ops.end(), [](const OpView& o) {
+    return o.end_ns > 0 && !o.incomplete() && (format::isCollective(o.op) || format::isP2p(o.op));
+  });
+}
+
 // The longest gap between two completions on one of `comms`, over every rank's recent ops.
 double longestCompletionGap(const Snapshot& s, const std::set<uint64_t>& comms) {
   int64_t longest = 0;
@@ -162,6 +233,11 @@ double longestCompletionGap(const Snapshot& s, const std::set<uint64_t>& comms) 
     }
   }
   return static_cast<double>(longest) / 1e9;
+}
+
+// "rank 1 waits", "ranks 1-3 wait".
+std::string waitWord(const std::vector<int>& ranks) {
+  return analyzer::ranksWord(ranks) + (ranks.size() == 1 ? " waits" : " wait");
 }
 
 double clampTo(double v, double lo, double hi) { return std::min(std::max(v, lo), hi); }
@@ -243,13 +319,13 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
     a.awaited = globalRanks(s, blame);
     a.hang_after_s = std::min(p.confirm_s, p.timeout_s);
     a.why =
-        "no pending op can complete: " + analyzer::ranksWord(a.waiting) + " wait (" +
-        rankName(s, first) + " in " + opText(first_op) + ")" +
+        "no pending op can complete: " + waitWord(a.waiting) + " (" + rankName(s, first) + " in " +
+        opText(first_op) + ")" +
         (reason.empty() ? std::string(", each for a rank blocked elsewhere") : ", and " + reason);
     return a;
   }
   // Someone can move: who the blocked ranks wait for decides the patience.
-  std::set<size_t> host, unknown_waiters, comms_waited;
+  std::set<size_t> host, unknown_waiters;
   std::set<uint64_t> pending_comms;
   for (size_t r : waiting) {
     pending_comms.insert(s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)].comm_id);
@@ -269,24 +345,36 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
   if (a.kind == StallKind::kSlow) {
     const double gap = longestCompletionGap(s, pending_comms);
     a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(p.factor * gap, p.floor_s, p.timeout_s);
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
+    a.why = waitWord(a.waiting) + " in " + opText(first_op) +
             ", issued by every rank, and nothing completes";
     return a;
   }
+  // Patience learnt from the job's host gaps, once it is under way: before the awaited ranks
+  // completed any op (start-up: loading data or a model on one rank), and for waits this view
+  // cannot judge, the upper bound.
   const double gap = longestHostGap(s);
-  a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
+  const bool under_way =
+      a.kind == StallKind::kWaitHost &&
+      std::all_of(host.begin(), host.end(), [&](size_t h) { return completedAny(s.ranks[h]); });
+  a.hang_after_s =
+      p.timeout_set || !under_way ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
   a.warn_after_s = std::min(clampTo(2 * gap, p.host_warn_s, p.timeout_s), a.hang_after_s / 2);
   if (a.kind == StallKind::kWaitHost) {
     const size_t h = *host.begin();
     const std::vector<OpView>& ops = s.ranks[h].history->ops;
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) + " for " +
-            analyzer::ranksWord(a.awaited) + ", in host code" +
+    a.why = waitWord(a.waiting) + " in " + opText(first_op) + siteOf(s, s.ranks[first], first_op) +
+            " for " + analyzer::ranksWord(a.awaited) + ", in host code" +
             (ops.empty() ? std::string(" (no NCCL call yet)")
                          : " since its " + std::string(format::opName(ops.back().op)) + " #" +
-                               std::to_string(ops.back().op_seq) + " returned");
+                               std::to_string(ops.back().op_seq) +
+                               siteOf(s, s.ranks[h], ops.back()) + " returned");
   } else {
-    a.why = analyzer::ranksWord(a.waiting) + " wait in " + opText(first_op) +
-            " for ranks this view does not show";
+    const size_t u = *unknown_waiters.begin();
+    const OpView& op = s.ranks[u].history->ops[size_t(s.status[u].oldest_incomplete)];
+    const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
+    a.why = waitWord(a.waiting) + " (" + rankName(s, u) + " in " + opText(op) +
+            siteOf(s, s.ranks[u], op) +
+            (paired ? ") for ranks this view does not show" : "), an op not paired here");
   }
   return a;
 }

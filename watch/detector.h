@@ -15,10 +15,11 @@
 //   kWaitHost     blocked ranks wait for a rank in host code (a checkpoint, a data loader, a
 //                 stuck loop): an early warning at warn time, the verdict only at the host
 //                 threshold (learned from the job's own longest host gaps, at least
-//                 host_stall_s, at most timeout_s).
+//                 host_stall_s, at most timeout_s); timeout_s while the awaited rank has not
+//                 completed any op yet (start-up: one rank loading data or a model).
 //   kWaitUnknown  they wait for ranks this view does not show (another node's, without a shared
-//                 NCCLREC_DIR) or in an op whose pairing is not tracked (init, group end): as
-//                 kWaitHost.
+//                 NCCLREC_DIR) or in an op whose pairing is not tracked (init, group end): the
+//                 early warning as kWaitHost, the verdict at timeout_s.
 // NCCLREC_TIMEOUT set in the environment is the fixed rule of the old watchdog for every kind but
 // kCertain: a hang when the stall is that old.
 #pragma once
@@ -65,7 +66,7 @@ Assessment assess(const tui::Snapshot& snapshot, const DetectorParams& params);
 struct DetectorEvent {
   enum class Type { kWarning, kResumed, kHang };
   Type type = Type::kWarning;
-  std::string line;  // one line to print as is, without a trailing newline
+  std::string line;  // one line, printed after the tool's name ("cxxrun: "), no newline
   Assessment assessment;
 };
 

@@ -55,8 +55,8 @@ std::vector<DetectorEvent> Detector::step(const tui::Snapshot& snapshot) {
           a.kind == StallKind::kNone ? snapshot.summary.last_progress_ns : a.since_ns;
       DetectorEvent e;
       e.type = DetectorEvent::Type::kResumed;
-      e.line = "ncclrec: resumed after " +
-               secondsText(static_cast<double>(resumed_ns - stall_since_ns_) / 1e9);
+      e.line =
+          "resumed after " + secondsText(static_cast<double>(resumed_ns - stall_since_ns_) / 1e9);
       out.push_back(std::move(e));
     }
     stall_since_ns_ = 0;
@@ -68,7 +68,7 @@ std::vector<DetectorEvent> Detector::step(const tui::Snapshot& snapshot) {
     hung_ = true;
     DetectorEvent e;
     e.type = DetectorEvent::Type::kHang;
-    e.line = "ncclrec: hang (" + std::string(stallKindName(a.kind)) + ", no progress for " +
+    e.line = "hang (" + std::string(stallKindName(a.kind)) + ", no progress for " +
              secondsText(a.stalled_s) + "): " + a.why;
     e.assessment = std::move(a);
     out.push_back(std::move(e));
@@ -78,7 +78,7 @@ std::vector<DetectorEvent> Detector::step(const tui::Snapshot& snapshot) {
     warned_ = true;
     DetectorEvent e;
     e.type = DetectorEvent::Type::kWarning;
-    e.line = "ncclrec: stalled " + secondsText(a.stalled_s) + ": " + a.why + "; a hang after " +
+    e.line = "stalled " + secondsText(a.stalled_s) + ": " + a.why + "; a hang after " +
              secondsText(a.hang_after_s) + " without progress";
     e.assessment = std::move(a);
     out.push_back(std::move(e));

@@ -22,7 +22,8 @@ constexpr uint64_t kPair = 0xb0b0000000000002ull;
 // A job built call by call: each rank's ops in issue order, its comms, its liveness.
 class Job {
  public:
-  explicit Job(int nranks) : ops_(nranks), comms_(nranks), live_(nranks, Liveness::kAlive) {}
+  explicit Job(int nranks)
+      : ops_(nranks), comms_(nranks), stacks_(nranks), live_(nranks, Liveness::kAlive) {}
   // Rank `r` is member `comm_rank` of `comm` (of `nranks`).
   Job& member(int r, uint64_t comm, int comm_rank, int nranks) {
     comms_[r][comm] = {comm, comm_rank, nranks};
@@ -53,6 +54,20 @@ class Job {
     ops_[r].push_back(v);
     return *this;
   }
+  // The newest op of rank `r` was called from Python `function` at `file`:`line`.
+  Job& site(int r, const char* function, const char* file, int line) {
+    format::Stack stack;
+    stack.id = static_cast<uint32_t>(stacks_[r].size() + 1);
+    format::Frame f;
+    f.python = true;
+    f.function = function;
+    f.file = file;
+    f.line = line;
+    stack.frames.push_back(f);
+    stacks_[r][stack.id] = stack;
+    ops_[r].back().stack_id = stack.id;
+    return *this;
+  }
   Job& liveness(int r, Liveness l) {
     live_[r] = l;
     return *this;
@@ -63,6 +78,8 @@ class Job {
     for (size_t r = 0; r < ops_.size(); ++r) {
       auto h = std::make_shared<tui::RankHistory>();
       h->ops = ops_[r];
+      h->events_total = ops_[r].size();
+      h->stacks = std::make_shared<const tui::StackMap>(stacks_[r]);
       for (const auto& [id, c] : comms_[r]) {
         tui::CommView v;
         v.comm_id = id;
@@ -91,6 +108,7 @@ class Job {
   };
   std::vector<std::vector<tui::OpView>> ops_;
   std::vector<std::map<uint64_t, Member>> comms_;
+  std::vector<tui::StackMap> stacks_;
   std::vector<Liveness> live_;
 };
 
@@ -117,7 +135,10 @@ TEST(DetectorTest, DifferentShapesAtOneSequenceNumberAreCertain) {
   EXPECT_EQ(a.since_ns, kStall);
   EXPECT_DOUBLE_EQ(a.hang_after_s, 1);
   EXPECT_EQ(a.waiting, (std::vector<int>{0, 1}));
-  EXPECT_NE(a.why.find("another shape"), std::string::npos) << a.why;
+  EXPECT_NE(a.why.find("rank 0 and rank 1 issued different ops as #5 (ncclAllReduce 1024 "
+                       "float32 vs ncclAllReduce 2048 float32)"),
+            std::string::npos)
+      << a.why;
 }
 
 TEST(DetectorTest, AnExitedPeerIsCertainAndAwaited) {
@@ -161,13 +182,25 @@ TEST(DetectorTest, ARankInHostCodeGetsAWarningThenAHangAtTheHostThreshold) {
   auto events = d.step(j.at(kStall + 6 * kS));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kWarning);
-  EXPECT_NE(events[0].line.find("ncclrec: stalled 6.0 s: ranks 1-3 wait"), std::string::npos)
+  EXPECT_NE(events[0].line.find("stalled 6.0 s: ranks 1-3 wait"), std::string::npos)
       << events[0].line;
   EXPECT_TRUE(d.step(j.at(kStall + 8 * kS)).empty());  // said once
   events = d.step(j.at(kStall + 31 * kS));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kHang);
   EXPECT_TRUE(d.step(j.at(kStall + 40 * kS)).empty());  // one hang per stall
+}
+
+TEST(DetectorTest, TheHostStallNamesTheCallSitesThatTheBlackBoxesName) {
+  Job j = world(2);
+  j.site(0, "train_step", "/job/train.py", 40);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0).site(1, "Trainer.save", "/job/ckpt.py", 57);
+  const Assessment a = assess(j.at(kStall + 6 * kS), DetectorParams{});
+  EXPECT_NE(a.why.find("rank 1 waits in ncclAllReduce #5 on comm a11ce000 from Trainer.save() "
+                       "ckpt.py:57 for rank 0, in host code since its ncclAllReduce #4 from "
+                       "train_step() train.py:40 returned"),
+            std::string::npos)
+      << a.why;
 }
 
 TEST(DetectorTest, AStallThatResolvesSaysResumed) {
@@ -181,7 +214,7 @@ TEST(DetectorTest, AStallThatResolvesSaysResumed) {
   const auto events = d.step(later.at(kStall + 24 * kS));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kResumed);
-  EXPECT_EQ(events[0].line, "ncclrec: resumed after 23 s");
+  EXPECT_EQ(events[0].line, "resumed after 23 s");
 }
 
 TEST(DetectorTest, LongHostGapsOfTheJobRaiseTheHostThresholds) {
@@ -227,6 +260,20 @@ TEST(DetectorTest, AnUnmatchedReceiveFromAPeerBlockedElsewhereIsCertain) {
   EXPECT_EQ(assess(posted.at(kStall + 2 * kS), DetectorParams{}).kind, StallKind::kSlow);
 }
 
+TEST(DetectorTest, ASplitAPeerWillNotReachIsCertain) {
+  // Ranks 0-2 split the world; rank 3 skipped the split and waits in the next all-reduce.
+  Job j = world(4);
+  for (int r = 0; r < 3; ++r) j.add(r, kWorld, OpType::kCommSplit, 0, kStall, 0);
+  j.add(3, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain);
+  EXPECT_EQ(a.awaited, (std::vector<int>{0, 1, 2, 3}));
+
+  Job arriving = world(4);  // rank 3 is in host code: it may still split
+  for (int r = 0; r < 3; ++r) arriving.add(r, kWorld, OpType::kCommSplit, 0, kStall, 0);
+  EXPECT_EQ(assess(arriving.at(kStall + 2 * kS), DetectorParams{}).kind, StallKind::kWaitHost);
+}
+
 TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
   Job j(2);  // two ranks of a world of four: the other node's are not here
   for (int r = 0; r < 2; ++r) j.member(r, kWorld, r, 4).steps(r, kWorld, 4);
@@ -234,7 +281,35 @@ TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
       .add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
   const Assessment a = assess(j.at(kStall + 2 * kS), DetectorParams{});
   EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
-  EXPECT_DOUBLE_EQ(a.hang_after_s, 30);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
+  EXPECT_DOUBLE_EQ(a.warn_after_s, 5);
+  EXPECT_NE(a.why.find("for ranks this view does not show"), std::string::npos) << a.why;
+}
+
+TEST(DetectorTest, RanksWaitingInInitForALateRankAreGivenTheUpperBound) {
+  Job j(2);  // rank 2 of 3 has not called NCCL yet: no black box
+  j.member(0, kWorld, 0, 3).member(1, kWorld, 1, 3);
+  j.add(0, kWorld, OpType::kCommInitRank, 0, kT0, 0)
+      .add(1, kWorld, OpType::kCommInitRank, 0, kT0, 0);
+  const Assessment a = assess(j.at(kT0 + 10 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
+  EXPECT_NE(a.why.find("ranks 0-1 wait (rank 0 in ncclCommInitRank #0 on comm a11ce000), an op "
+                       "not paired here"),
+            std::string::npos)
+      << a.why;
+}
+
+TEST(DetectorTest, WaitingForARankThatHasNotStartedIsGivenTheUpperBound) {
+  // Rank 0 loads the data alone before the first collective; rank 1 waits in it.
+  Job j(2);
+  j.member(0, kWorld, 0, 2).member(1, kWorld, 1, 2);
+  j.add(0, kWorld, OpType::kCommInitRank, 0, kT0, kT0 + kS);
+  j.add(1, kWorld, OpType::kCommInitRank, 0, kT0, kT0 + kS);
+  j.add(1, kWorld, OpType::kAllReduce, 1, kT0 + 2 * kS, 0);
+  const Assessment a = assess(j.at(kT0 + 10 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitHost);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
 }
 
 TEST(DetectorTest, AnExplicitTimeoutIsTheRuleForWhatIsNotCertain) {

@@ -215,3 +215,46 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace
+
+namespace {
+
+// The trainer under cxxrun with default detection settings (no NCCLREC_TIMEOUT): cxxrun's live
+// detector decides.
+ProcessResult runLive(const std::string& dir, std::vector<std::string> args) {
+  SpawnOptions o;
+  o.argv = {CXXRUN_BIN,    "--standalone",      "--nproc-per-node", std::to_string(kRanks),
+            "--nccl=host", NCCLREC_TRAINER_BIN, "--log-every",      "100"};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.ld_preload = NCCLREC_SHIM;
+  o.env = {{"NCCLREC_DIR", dir + "/dumps"}};
+  o.unset_env = {"NCCLREC_TIMEOUT",     "NCCLREC_HOST_STALL",   "NCCLREC_HOST_WARN",
+                 "NCCLREC_STALL_FLOOR", "NCCLREC_STALL_FACTOR", "NCCLREC_WATCHER"};
+  o.cwd = dir;
+  return ncclrec::support::runProcess(o, 200s);
+}
+
+// Rank 0 spends 20 s in its checkpoint save while the others wait in saveCheckpoint's all-reduce:
+// a warning, "resumed", and no hang.
+TEST(TrainerLiveDetection, ATwentySecondCheckpointSaveIsNoHang) {
+  TempDir dir;
+  const ProcessResult r = runLive(
+      dir.path(), {"--steps", "30", "--ckpt-dir", dir.path() + "/ckpt", "--ckpt-delay", "20"});
+  EXPECT_TRUE(r.exitedWith(0)) << r.describe();
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("cxxrun: stalled [0-9.]+ s: ranks 1-3 wait in ncclAllReduce #[0-9]+ on "
+                        "comm [0-9a-f]+ for rank 0, in host code since its ")))
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("cxxrun: resumed after 2[0-9] s\n"))) << r.err;
+  EXPECT_EQ(r.err.find("cxxrun: hang"), std::string::npos) << r.err;
+}
+
+// A healthy run of 1,000 steps with default settings: not a word from the detector.
+TEST(TrainerLiveDetection, AThousandHealthyStepsSayNothing) {
+  TempDir dir;
+  const ProcessResult r = runLive(dir.path(), {"--steps", "1000", "--eval-every", "200"});
+  EXPECT_TRUE(r.exitedWith(0)) << r.describe();
+  EXPECT_EQ(r.err.find("cxxrun: stalled"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cxxrun: hang"), std::string::npos) << r.err;
+}
+
+}  // namespace
