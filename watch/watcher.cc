@@ -84,7 +84,7 @@ Watcher::State Watcher::step(int64_t now_ns) {
       hang_ = std::move(e);
       state = State::kHang;
     } else {
-      err_ << e.line << "\n" << std::flush;
+      err_ << "ncclrec: " << e.line << "\n" << std::flush;
     }
   }
   if (state == State::kHang) return state;
@@ -107,7 +107,7 @@ bool Watcher::allDumped(int64_t since_ns) const {
 }
 
 int Watcher::report(int64_t detected_ns, const std::function<void(double)>& sleep) {
-  err_ << hang_.line << "\n" << std::flush;  // at once: the verdict follows the dumps
+  err_ << "ncclrec: " << hang_.line << "\n" << std::flush;  // at once: the verdict follows
   format::TriggerFile trigger;
   trigger.run_id = options_.run_id;
   trigger.host = host_;
@@ -144,10 +144,11 @@ int Watcher::report(int64_t detected_ns, const std::function<void(double)>& slee
   in.stall_began_ns = hang_.assessment.since_ns;
   in.detected_ns = detected_ns;
   in.detection = hang_.line;
+  in.tool = "ncclrec";
   auto path = launcher::writeHangReport(in, err_);
   err_ << std::flush;
   if (!path.ok()) {
-    err_ << "ncclrec-watch: " << path.status().message() << "\n" << std::flush;
+    err_ << path.status().message() << "\n" << std::flush;  // "ncclrec: cannot write ..."
     return kWatchFailed;
   }
   return kWatchDone;

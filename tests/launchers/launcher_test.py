@@ -9,8 +9,9 @@ libncclrec.so preloaded and hostnccl as NCCL, recorded, dumped and analyzed:
            nothing (no "ncclrec: stalled", no "ncclrec: hang" line).
   live     the faulty sample with default settings (no NCCLREC_TIMEOUT): a stalled rank starts
            ncclrec-watch, which must print the hang line and the verdict with report.json's path
-           on the launcher's stderr; the test records the seconds from the start to that line,
-           stops the job and checks report.json's verdict against expected.json.
+           on the launcher's stderr; the test stops the job, checks report.json's verdict
+           against expected.json and prints its timeline (seconds from the stall to the hang
+           line and to the verdict).
 
 Usage:
   launcher_test.py --launcher torchrun|mpirun|srun --lang cxx|python --mode faulty|healthy|live
@@ -229,12 +230,9 @@ def run_live(a, work, proc, start, expected):
     """Waits for the watcher's report line; returns once the verdict is checked."""
     log_path = os.path.join(work, "launcher.log")
     report = None
-    hang_seen = None  # when the hang line appeared, seconds from the start
     while report is None:
         with open(log_path, errors="replace") as f:
             for line in f:
-                if hang_seen is None and line.startswith("ncclrec: hang ("):
-                    hang_seen = time.monotonic() - start
                 if "; report: " in line:
                     report = line.rsplit("; report: ", 1)[1].strip()
         if report is None:
@@ -248,12 +246,17 @@ def run_live(a, work, proc, start, expected):
     if len(hangs) != 1:
         raise Failure("%d hang lines, not one: %s" % (len(hangs), hangs))
     with open(report) as f:
-        verdict = json.load(f).get("verdict") or {}
+        doc = json.load(f)
+    verdict = doc.get("verdict") or {}
     check_verdict(verdict, expected)
-    # The hang line says how long nothing had moved when the watcher declared the hang; the
-    # verdict follows once every rank dumped.
-    print("ok: live verdict %.1f s after the start, %.1f s after the hang line; %s; %s"
-          % (reported, reported - (hang_seen or reported), hangs[0], verdict.get("headline")))
+    # report.json's timeline: seconds from the stall's start (the last call or completion of any
+    # rank) to the detection and to the verdict.
+    timeline = doc.get("timeline") or {}
+    if "verdict_after_s" not in timeline:
+        raise Failure("report.json has no timeline: %s" % json.dumps(doc.get("timeline")))
+    print("ok: live verdict %.1f s after the start; stall -> hang line %.2f s, -> verdict %.2f s;"
+          " %s; %s" % (reported, timeline["detected_after_s"], timeline["verdict_after_s"],
+                      hangs[0], verdict.get("headline")))
 
 
 def launcher_failed_on_its_own(work):
