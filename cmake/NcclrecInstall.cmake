@@ -1,6 +1,7 @@
 # `cmake --install`: the layout of docs/install.md. Every path is relative to the prefix and every
 # RPATH is relative to the file ($ORIGIN), so the installed tree runs wherever it is copied.
-#   bin/                       ncclrec-analyze, ncclrec-top, cxxrun, ncclrec-trainer (when built)
+#   bin/                       ncclrec-analyze, ncclrec-top, ncclrec-watch, cxxrun, ncclrec-trainer
+#                              (when built)
 #   lib/                       libncclrec.so, libncclrec_dump.so (dlopen'ed by it), libncclrec_format.so
 #   lib/ncclrec/hostnccl/      hostnccl's libnccl.so.2, out of every default search path
 #   lib/ncclrec/samples/       the sample programs (cxxrun --nccl=host gives them hostnccl)
@@ -39,11 +40,12 @@ endfunction()
 if(NCCLREC_BUILD_TRAINER)
   ncclrec_install_unstripped(ncclrec-trainer bin)
 endif()
-ncclrec_install_rpath("$ORIGIN/../${NCCLREC_INSTALL_LIB}" ncclrec-analyze ncclrec-top cxxrun)
+ncclrec_install_rpath("$ORIGIN/../${NCCLREC_INSTALL_LIB}" ncclrec-analyze ncclrec-top ncclrec-watch
+                      cxxrun)
 ncclrec_install_rpath("$ORIGIN" ncclrec_interpose ncclrec_dump ncclrec_format)
 ncclrec_install_rpath("$ORIGIN/../.." hostnccl)
 
-install(TARGETS ncclrec-analyze ncclrec-top cxxrun ncclrec_interpose ncclrec_dump
+install(TARGETS ncclrec-analyze ncclrec-top ncclrec-watch cxxrun ncclrec_interpose ncclrec_dump
         RUNTIME_DEPENDENCY_SET ncclrec_runtime_deps
         RUNTIME DESTINATION bin COMPONENT runtime
         LIBRARY DESTINATION ${NCCLREC_INSTALL_LIB} COMPONENT runtime)

@@ -88,6 +88,8 @@ std::map<std::string, std::string> workerEnv(const Options& o, const JobFacts& f
       {"CXXRUN_TOKEN", f.token},
       {"NCCLREC_DIR", f.dump_dir},
       {"NCCLREC_RUN_ID", f.run_id},
+      // cxxrun's supervisor runs the live hang detector itself: no ncclrec-watch per job.
+      {"NCCLREC_WATCHER", "off"},
   };
   if (o.nproc_per_node > 1 && std::getenv("OMP_NUM_THREADS") == nullptr)
     env["OMP_NUM_THREADS"] = "1";  // as torchrun does

@@ -41,6 +41,7 @@ TEST(WorkerEnv, TorchrunContractPlusCxxrunAndNcclrec) {
   EXPECT_EQ(env["CXXRUN_TOKEN"], "tok");
   EXPECT_EQ(env["NCCLREC_DIR"], "/d/r7/attempt_2");
   EXPECT_EQ(env["NCCLREC_RUN_ID"], "r7");
+  EXPECT_EQ(env["NCCLREC_WATCHER"], "off");  // cxxrun supervises: no ncclrec-watch
   EXPECT_EQ(env["LD_LIBRARY_PATH"], "/b/hostnccl:/usr/lib");
   f.nccl.use_host = false;
   EXPECT_FALSE(workerEnv(o, f, 0, "/usr/lib").contains("LD_LIBRARY_PATH"));

@@ -14,21 +14,12 @@ namespace ncclrec::recorder {
 namespace {
 
 // Directory of the object this code is in (libncclrec.so, or a test binary).
-std::string ownDirectory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ownDirectory), &info) == 0 || info.dli_fname == nullptr)
-    return "";
-  std::string path = info.dli_fname;
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash);
-}
-
 NcclrecWriteDumpFn loadWriter(const std::string& configured, std::string* error) {
   static std::once_flag once;
   static NcclrecWriteDumpFn fn = nullptr;
   static std::string load_error;
   std::call_once(once, [&] {
-    std::string candidates[3] = {configured, ownDirectory() + "/libncclrec_dump.so",
+    std::string candidates[3] = {configured, libraryDirectory() + "/libncclrec_dump.so",
                                  "libncclrec_dump.so"};
     for (const std::string& c : candidates) {
       if (c.empty() || c == "/libncclrec_dump.so") continue;
@@ -48,6 +39,15 @@ NcclrecWriteDumpFn loadWriter(const std::string& configured, std::string* error)
 }
 
 }  // namespace
+
+std::string libraryDirectory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&libraryDirectory), &info) == 0 || info.dli_fname == nullptr)
+    return "";
+  std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
 
 bool writeDump(const Recorder& recorder, format::DumpReason reason, const std::string& detail,
                std::string* path, std::string* error) {

@@ -10,6 +10,9 @@ namespace ncclrec::recorder {
 
 class Recorder;
 
+// The directory of the library this code is linked into (libncclrec.so), "" when unknown.
+std::string libraryDirectory();
+
 // Writes "<dir>/<black box name>.<n>.<reason>.ncclrec.pb". Not the record path; callers
 // serialize dumps (Recorder::dumpNow holds a mutex).
 bool writeDump(const Recorder& recorder, format::DumpReason reason, const std::string& detail,

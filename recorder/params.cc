@@ -99,7 +99,22 @@ class Reader {
   std::vector<std::string>* problems_;
 };
 
+std::string env(const char* name) {
+  const char* v = getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
 }  // namespace
+
+std::string launcherRunId() {
+  if (std::string torchrun = env("TORCHELASTIC_RUN_ID"); !torchrun.empty()) return torchrun;
+  if (std::string slurm = env("SLURM_JOB_ID"); !slurm.empty()) {
+    const std::string step = env("SLURM_STEP_ID");
+    return step.empty() ? slurm : slurm + "." + step;
+  }
+  if (std::string ompi = env("OMPI_MCA_ess_base_jobid"); !ompi.empty()) return ompi;
+  return env("PMIX_NAMESPACE");
+}
 
 int parseSignal(const std::string& text) {
   long long n = 0;
@@ -133,6 +148,7 @@ Params readParams(std::vector<std::string>* problems) {
   p.dir = r.str("NCCLREC_DIR");
   if (p.dir.empty()) p.dir = std::string(spec("NCCLREC_DIR").default_value);
   p.run_id = r.str("NCCLREC_RUN_ID");
+  if (p.run_id.empty()) p.run_id = launcherRunId();
   p.disable = r.boolean("NCCLREC_DISABLE");
   const long long buffer = r.integer("NCCLREC_BUFFER", 16, 1 << 26);
   uint32_t cap = 16;
@@ -167,6 +183,8 @@ Params readParams(std::vector<std::string>* problems) {
   p.symbolize = r.boolean("NCCLREC_SYMBOLIZE");
   p.log_level = r.choice("NCCLREC_DEBUG");  // NONE|WARN|INFO|TRACE = LogLevel's values
   p.log_subsys = parseLogSubsys(r.str("NCCLREC_DEBUG_SUBSYS").c_str());
+  p.watcher = r.str("NCCLREC_WATCHER");
+  if (p.watcher.empty()) p.watcher = std::string(spec("NCCLREC_WATCHER").default_value);
   return p;
 }
 

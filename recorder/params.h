@@ -12,7 +12,7 @@ enum class CompletionChoice { kAuto, kHost, kCuda };
 
 struct Params {
   std::string dir;
-  std::string run_id;
+  std::string run_id;  // NCCLREC_RUN_ID, else launcherRunId()
   bool disable = false;
   uint32_t ring_capacity = 0;  // NCCLREC_BUFFER rounded up to a power of two
   int stack_depth = 16;
@@ -34,7 +34,14 @@ struct Params {
   bool symbolize = true;
   int log_level = 1;
   uint32_t log_subsys = 0xffffffffu;
+  std::string watcher = "auto";  // NCCLREC_WATCHER: auto, off, or a program (watch_spawn.h)
 };
+
+// The job id of the launcher that started this process, for a run id when NCCLREC_RUN_ID is
+// empty: TORCHELASTIC_RUN_ID (torchrun), SLURM_JOB_ID.SLURM_STEP_ID (srun; the job id alone
+// without a step), OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE (OpenMPI's mpirun); "" when none
+// is set. Every rank of one launch gets the same id, and the next launch another.
+std::string launcherRunId();
 
 // Reads every knob; a malformed value keeps the default and adds one message to `problems`
 // ("NCCLREC_BUFFER='abc' is not an integer; using 20000").

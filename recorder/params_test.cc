@@ -13,10 +13,17 @@
 namespace ncclrec::recorder {
 namespace {
 
+constexpr const char* kLauncherVars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+                                         "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
+
 class ParamsTest : public ::testing::Test {
  protected:
+  void SetUp() override {
+    for (const char* v : kLauncherVars) unsetenv(v);
+  }
   void TearDown() override {
     for (const auto& p : format::allParams()) unsetenv(std::string(p.name).c_str());
+    for (const char* v : kLauncherVars) unsetenv(v);
   }
 };
 
@@ -65,6 +72,27 @@ TEST_F(ParamsTest, BadValuesKeepDefaultsAndSaySo) {
   EXPECT_DOUBLE_EQ(p.timeout_s, 60);
   EXPECT_EQ(p.dump_signal, SIGUSR2);
   EXPECT_EQ(p.log_level, 1);
+}
+
+TEST_F(ParamsTest, RunIdComesFromTheLauncherWhenNotSet) {
+  std::vector<std::string> problems;
+  EXPECT_EQ(readParams(&problems).run_id, "");
+  EXPECT_EQ(readParams(&problems).watcher, "auto");
+  setenv("PMIX_NAMESPACE", "prterun-h-4242@1", 1);
+  EXPECT_EQ(readParams(&problems).run_id, "prterun-h-4242@1");
+  setenv("OMPI_MCA_ess_base_jobid", "3131441153", 1);  // OpenMPI 4's jobid before PMIx's name
+  EXPECT_EQ(readParams(&problems).run_id, "3131441153");
+  setenv("SLURM_JOB_ID", "812", 1);
+  EXPECT_EQ(readParams(&problems).run_id, "812");  // no step: the job's id alone
+  setenv("SLURM_STEP_ID", "3", 1);
+  EXPECT_EQ(readParams(&problems).run_id, "812.3");
+  setenv("TORCHELASTIC_RUN_ID", "none", 1);  // torchrun without --rdzv_id or --standalone
+  EXPECT_EQ(readParams(&problems).run_id, "none");
+  setenv("NCCLREC_RUN_ID", "mine", 1);  // set: it wins over every launcher
+  EXPECT_EQ(readParams(&problems).run_id, "mine");
+  setenv("NCCLREC_WATCHER", "off", 1);
+  EXPECT_EQ(readParams(&problems).watcher, "off");
+  EXPECT_TRUE(problems.empty());
 }
 
 TEST_F(ParamsTest, SignalNames) {

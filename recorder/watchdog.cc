@@ -14,6 +14,7 @@
 
 #include "recorder/clock.h"
 #include "recorder/cuda_completion.h"
+#include "recorder/dump_client.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/recording_files.h"
 #include "recorder/log.h"
@@ -90,6 +91,15 @@ bool Watchdog::start(std::string* error) {
   }
   // A trigger file left by an earlier run in a reused directory must not make us dump.
   seen_trigger_ = format::FileStamp::of(trigger_path_);
+  WatchSpawnConfig watch;
+  watch.watcher = recorder_->params().watcher;
+  watch.dir = recorder_->params().dir;
+  watch.run_id = recorder_->header()->run_id;
+  watch.library_dir = libraryDirectory();
+  std::string why;
+  if (!watcher_.init(watch, &why) && !why.empty())
+    NCCLREC_WARN(kLogWatchdog, "live detection off: %s; hangs are declared after NCCLREC_TIMEOUT",
+                 why.c_str());
   // Returns once the thread runs our code: a fork() right after the first NCCL call then never
   // copies a thread that is still inside its runtime's start-up (ASan's allocates under a lock
   // its forked child would inherit taken, and hang on).
@@ -148,6 +158,7 @@ void Watchdog::pollOnce() {
   performRequestedDumps();
   checkHang(now);
   checkTrigger();
+  watcher_.poll(now, oldest_incomplete_ns_);
 }
 
 void Watchdog::performRequestedDumps() {
@@ -169,6 +180,7 @@ void Watchdog::checkHang(int64_t now) {
   if (written > capacity && cursor_ < written - capacity) cursor_ = written - capacity;
   const int64_t timeout_ns = static_cast<int64_t>(recorder_->params().timeout_s * 1e9);
   bool advancing = true;
+  oldest_incomplete_ns_ = 0;
   for (uint64_t i = cursor_; i < written; ++i) {
     format::Event ev;
     if (!format::readEvent(h, i, &ev)) {
@@ -183,6 +195,7 @@ void Watchdog::checkHang(int64_t now) {
       if (advancing) cursor_ = i + 1;
       continue;
     }
+    if (advancing) oldest_incomplete_ns_ = ev.enqueue_ns;
     advancing = false;
     if (now - ev.enqueue_ns < timeout_ns) continue;
     if (hang_reported_index_ >= static_cast<int64_t>(i)) continue;

@@ -1,7 +1,8 @@
 // The watchdog thread of one process: every NCCLREC_POLL_MS it stamps the heartbeat, polls CUDA
 // completion markers, looks for the oldest incomplete op, declares a hang when that op is older
 // than NCCLREC_TIMEOUT (dump + job-wide trigger file), dumps when another process wrote the
-// trigger file, and performs the dumps other threads and signal handlers asked for.
+// trigger file, performs the dumps other threads and signal handlers asked for, and starts the live
+// hang detector ncclrec-watch when its own oldest op stalls (watch_spawn.h).
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "recorder/format/op_type.h"
 #include "recorder/format/recording_files.h"
+#include "recorder/watch_spawn.h"
 
 namespace ncclrec::recorder {
 
@@ -55,6 +57,8 @@ class Watchdog {
   std::atomic<bool> running_{false};   // set by the thread once it runs our code (start() waits)
   std::atomic<uint32_t> requests_{0};  // bit (1 << DumpReason)
   uint64_t cursor_ = 0;                // no incomplete event below this index
+  int64_t oldest_incomplete_ns_ = 0;   // enqueue time of the oldest incomplete op, 0 when none
+  WatchSpawner watcher_;               // starts ncclrec-watch on a stall (watch_spawn.h)
   int64_t hang_reported_index_ = -1;
   // The last trigger file seen (so an old file does not trigger again).
   std::optional<format::FileStamp> seen_trigger_;

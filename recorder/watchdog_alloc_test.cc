@@ -4,11 +4,14 @@
 // binary replaces the global operator new to count the allocations made on the watchdog thread.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <thread>
 
@@ -66,6 +69,25 @@ TEST_F(RecorderTest, WatchdogPollsWithoutAllocating) {
     EXPECT_EQ(g_watchdog_allocations.load(), 0) << "allocations on the watchdog thread";
     r->end(pending, 0);
   });
+}
+
+// Starting the live watcher on a stall (watch_spawn.h) allocates nothing either: its argv and
+// environment were built at start.
+TEST_F(RecorderTest, WatchdogStartsTheWatcherWithoutAllocating) {
+  runInChild(
+      {{"NCCLREC_POLL_MS", "5"}, {"NCCLREC_TIMEOUT", "60"}, {"NCCLREC_WATCHER", "/bin/true"}}, [] {
+        Recorder* r = Recorder::get();
+        ASSERT_NE(r, nullptr);
+        int comm = 0;
+        registerComm(r, &comm, 7, 0, 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        g_watchdog_allocations.store(0);
+        CallHandle pending = beginOp(r, OpType::kAllReduce, &comm, 1);
+        // Past the one-second stall: the watcher is started, then reaped.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1400));
+        EXPECT_EQ(g_watchdog_allocations.load(), 0) << "allocations on the watchdog thread";
+        r->end(pending, 0);
+      });
 }
 
 }  // namespace

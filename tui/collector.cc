@@ -35,6 +35,20 @@ int64_t statKey(const std::string& path) {
   return mtimeNs(st) ^ (static_cast<int64_t>(st.st_size) << 20);
 }
 
+// Keeps, of the processes that recorded one global rank, the one that started last. `ranks` is
+// sorted by global rank; ranks not known yet (-1) are all kept.
+void keepNewestPerRank(std::vector<RankEntry>* ranks) {
+  std::vector<RankEntry> kept;
+  for (RankEntry& r : *ranks) {
+    if (!kept.empty() && r.global_rank >= 0 && kept.back().global_rank == r.global_rank) {
+      if (r.start_ns > kept.back().start_ns) kept.back() = std::move(r);
+      continue;
+    }
+    kept.push_back(std::move(r));
+  }
+  *ranks = std::move(kept);
+}
+
 }  // namespace
 
 Collector::Collector(CollectorOptions options)
@@ -217,6 +231,9 @@ std::shared_ptr<const Snapshot> Collector::collect(int64_t now_ns) {
                                return a.host == b.host && a.pid == b.pid;
                              }),
                  s->ranks.end());
+  if (!options_.run_id.empty())
+    std::erase_if(s->ranks, [&](const RankEntry& r) { return r.run_id != options_.run_id; });
+  if (options_.newest_per_rank) keepNewestPerRank(&s->ranks);
   if (!options_.dir.empty()) borrowSymbols(*s);
   s->symbols = symbols_;
   analyze(s.get());

@@ -35,6 +35,10 @@ struct CollectorOptions {
   double hang_after_s = 60;
   double remote_timeout_s = 2;              // per agent and refresh
   std::vector<std::string> library_frames;  // Snapshot::library_frames
+  std::string run_id;                       // keep only the ranks of this run ("" = every run)
+  // Several processes recorded one global rank (a reused directory, a restarted rank): keep the
+  // one that started last.
+  bool newest_per_rank = false;
 };
 
 class Collector {

@@ -179,6 +179,47 @@ TEST(Collector, OneProcessSeenTwiceIsShownOnce) {
   EXPECT_EQ(c.collect(kNow)->ranks.size(), 1u);
 }
 
+// rankBox() of run `run` for process `pid`, started at `start_ns`.
+BboxBuilder runBox(int rank, const char* run, int pid, int64_t start_ns) {
+  BboxBuilder b = rankBox(rank, 1);
+  b.header()->pid = pid;
+  b.header()->start_realtime_ns = start_ns;
+  std::strncpy(b.header()->run_id, run, sizeof(b.header()->run_id) - 1);
+  return b;
+}
+
+std::vector<int> pidsOf(const Snapshot& s) {
+  std::vector<int> out;
+  for (const RankEntry& r : s.ranks) out.push_back(r.pid);
+  return out;
+}
+
+TEST(Collector, KeepsOnlyTheRanksOfOneRun) {
+  TempDir dir;
+  ASSERT_TRUE(runBox(0, "old", 200000, kNow - 900).writeTo(dir.file("h.200000.bbox")));
+  ASSERT_TRUE(runBox(1, "old", 200001, kNow - 900).writeTo(dir.file("h.200001.bbox")));
+  ASSERT_TRUE(runBox(0, "new", 200010, kNow - 100).writeTo(dir.file("h.200010.bbox")));
+  EXPECT_EQ(pidsOf(*Collector({.dir = dir.path()}).collect(kNow)),
+            (std::vector<int>{200000, 200010, 200001}));
+  Collector c({.dir = dir.path(), .run_id = "new"});
+  const auto s = c.collect(kNow);
+  EXPECT_EQ(pidsOf(*s), (std::vector<int>{200010}));
+  ASSERT_EQ(s->status.size(), 1u);  // analyzed over the run's ranks only
+  EXPECT_EQ(pidsOf(*Collector({.dir = dir.path(), .run_id = "other"}).collect(kNow)),
+            std::vector<int>{});
+}
+
+TEST(Collector, KeepsTheNewestProcessOfEachRankWhenAsked) {
+  TempDir dir;
+  ASSERT_TRUE(runBox(0, "r", 200000, kNow - 900).writeTo(dir.file("h.200000.bbox")));
+  ASSERT_TRUE(runBox(0, "r", 200010, kNow - 100).writeTo(dir.file("h.200010.bbox")));
+  ASSERT_TRUE(runBox(0, "r", 200005, kNow - 500).writeTo(dir.file("h.200005.bbox")));
+  ASSERT_TRUE(runBox(1, "r", 200001, kNow - 900).writeTo(dir.file("h.200001.bbox")));
+  EXPECT_EQ(pidsOf(*Collector({.dir = dir.path()}).collect(kNow)).size(), 4u);
+  Collector c({.dir = dir.path(), .newest_per_rank = true});
+  EXPECT_EQ(pidsOf(*c.collect(kNow)), (std::vector<int>{200010, 200001}));
+}
+
 TEST(Collector, AnAgentThatDoesNotAnswerIsANote) {
   Collector c({.connect = {"127.0.0.1:1"}, .token = "t", .remote_timeout_s = 0.5});
   const auto s = c.collect(kNow);

@@ -72,6 +72,9 @@ support::SpawnOptions ShimHarness::options(std::vector<std::string> argv, const 
   // The stub's "streams" are null pointers: on a machine with a CUDA driver, auto completion would
   // time them with CUDA events and make the recorded states depend on the machine.
   o.env.emplace("NCCLREC_COMPLETION", "host");
+  // What these tests check is the shim's own watchdog and trigger file: no ncclrec-watch from the
+  // build tree (recorder/watch_spawn_test.cc and the launchers' live tests cover it).
+  o.env.emplace("NCCLREC_WATCHER", "off");
   std::string library_path = stubNcclDir();
   if (const char* inherited = std::getenv("LD_LIBRARY_PATH"); inherited && *inherited)
     library_path += std::string(":") + inherited;

@@ -2,10 +2,11 @@
 //
 // Every child gets LD_PRELOAD=<libncclrec.so>, NCCLREC_DIR=<a directory inside a fresh temporary
 // directory, which the shim itself must create>, the stub NCCL's folder first on LD_LIBRARY_PATH,
-// NCCLREC_COMPLETION=host, and an environment cleared of the knobs that would change what it
-// records (NCCLREC_*, STUB_NCCL_*, RANK, WORLD_SIZE, LOCAL_RANK) unless a test sets them. Paths of
-// the built programs come from compile definitions of the test target (interpose/CMakeLists.txt).
-// In sanitizer builds it adds what a preloaded instrumented library needs (addSanitizerOptions).
+// NCCLREC_COMPLETION=host, NCCLREC_WATCHER=off, and an environment cleared of the knobs that would
+// change what it records (NCCLREC_*, STUB_NCCL_*, RANK, WORLD_SIZE, LOCAL_RANK) unless a test sets
+// them. Paths of the built programs come from compile definitions of the test target
+// (interpose/CMakeLists.txt). In sanitizer builds it adds what a preloaded instrumented library
+// needs (addSanitizerOptions).
 #pragma once
 
 #include <chrono>

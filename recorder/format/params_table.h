@@ -27,7 +27,9 @@ struct ParamSpec {
   X(NCCLREC_DIR, kString, "./ncclrec-dumps", "",                                                   \
     "Directory for black boxes, dumps and the job-wide trigger file (created 0700)")               \
   X(NCCLREC_RUN_ID, kString, "", "",                                                               \
-    "Run id stored in every black box and dump; launchers set one per run")                        \
+    "Run id stored in every black box and dump; launchers set one per run; empty: the launcher's " \
+    "job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID.SLURM_STEP_ID, OMPI_MCA_ess_base_jobid, "           \
+    "PMIX_NAMESPACE)")                                                                             \
   X(NCCLREC_DISABLE, kBool, "0", "", "1 = record nothing and pass every call through")             \
   X(NCCLREC_BUFFER, kInt, "20000", "",                                                             \
     "Events kept per process (ring size, rounded up to a power of two)")                           \
@@ -78,7 +80,11 @@ struct ParamSpec {
   X(NCCLREC_DEBUG_SUBSYS, kString, "ALL", "",                                                      \
     "Comma list of log subsystems: INIT,CALL,WATCHDOG,DUMP,STACK,CUDA or ALL (^X excludes X)")     \
   X(NCCLREC_DUMP_WAIT, kDouble, "10", "",                                                          \
-    "Seconds a launcher waits for every rank's dump after a hang before analyzing")
+    "Seconds a launcher or ncclrec-watch waits for every rank's dump after a hang before "         \
+    "analyzing")                                                                                   \
+  X(NCCLREC_WATCHER, kString, "auto", "",                                                          \
+    "Live hang detection without cxxrun: auto = a stalled rank starts ncclrec-watch (beside "      \
+    "libncclrec.so, else from PATH), off = never, or the path of the program to start")
 
 inline constexpr ParamSpec kParams[] = {
 #define NCCLREC_PARAM_SPEC(name, type, def, choices, desc) \

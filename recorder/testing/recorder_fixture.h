@@ -35,6 +35,8 @@ class RecorderTest : public ::testing::Test {
       setenv("NCCLREC_DIR", dir_.path().c_str(), 1);
       setenv("NCCLREC_DUMP_LIBRARY", NCCLREC_TEST_DUMP_LIBRARY, 1);
       setenv("NCCLREC_COMPLETION", "host", 1);
+      // No ncclrec-watch from the build tree in the tests' stalls (watch_spawn_test.cc: yes).
+      setenv("NCCLREC_WATCHER", "off", 1);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       body();
       const int code = ::testing::Test::HasFailure() ? 1 : 0;

@@ -5,10 +5,16 @@ libncclrec.so preloaded and hostnccl as NCCL, recorded, dumped and analyzed:
            test stops the job as a user would (Ctrl-C: SIGTERM to the launcher) and
            ncclrec-analyze --json on the dump directory must give the sample's expected.json
            (class, culprit ranks, call-site function, and file/line where given).
-  healthy  the job ends with exit 0 and the analyzer finds no_hang.
+  healthy  the job ends with exit 0, the analyzer finds no_hang, and the live detection said
+           nothing (no "ncclrec: stalled", no "ncclrec: hang" line).
+  live     the faulty sample with default settings (no NCCLREC_TIMEOUT): a stalled rank starts
+           ncclrec-watch, which must print the hang line and the verdict with report.json's path
+           on the launcher's stderr; the test stops the job, checks report.json's verdict
+           against expected.json and prints its timeline (seconds from the stall to the hang
+           line and to the verdict).
 
 Usage:
-  launcher_test.py --launcher torchrun|mpirun|srun --lang cxx|python --mode faulty|healthy
+  launcher_test.py --launcher torchrun|mpirun|srun --lang cxx|python --mode faulty|healthy|live
                    --build DIR --source DIR [--sample NAME] [--ranks N] [--keep DIR]
 
 Exit codes: 0 passed, 1 failed (the reason on stderr), 2 bad usage, 77 skipped (the launcher
@@ -44,7 +50,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--launcher", required=True, choices=["torchrun", "mpirun", "srun"])
     p.add_argument("--lang", required=True, choices=["cxx", "python"])
-    p.add_argument("--mode", required=True, choices=["faulty", "healthy"])
+    p.add_argument("--mode", required=True, choices=["faulty", "healthy", "live"])
     p.add_argument("--build", required=True, help="the build directory (bin/, lib/, hostnccl/)")
     p.add_argument("--source", required=True, help="the source tree (samples/, tests/launchers/)")
     p.add_argument("--sample", default="gated_save")
@@ -59,10 +65,14 @@ def program(a):
     if a.lang == "cxx":
         exe = os.path.join(a.build, "bin", "sample_" + a.sample)
         expected = os.path.join(a.source, "samples", a.sample, "expected.json")
-        return [exe, a.mode], expected
+        return [exe, sample_mode(a)], expected
     script = os.path.join(a.source, "samples", "python", a.sample, a.sample + ".py")
     expected = os.path.join(a.source, "samples", "python", a.sample, "expected.json")
-    return [PYTHON, script, a.mode], expected
+    return [PYTHON, script, sample_mode(a)], expected
+
+
+def sample_mode(a):
+    return "faulty" if a.mode == "live" else a.mode
 
 
 def check_launcher(launcher):
@@ -73,6 +83,10 @@ def check_launcher(launcher):
                  "python3-torch)" % PYTHON)
     elif launcher == "mpirun" and shutil.which("mpirun") is None:
         skip("mpirun: not installed (Debian: apt-get install openmpi-bin)")
+
+
+# The variables the test gives the ranks (NCCLREC_TIMEOUT only in the faulty mode).
+PASSED = ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCLREC_DIR", "NCCLREC_TIMEOUT")
 
 
 def launch_command(a, prog, env, slurm):
@@ -87,11 +101,11 @@ def launch_command(a, prog, env, slurm):
         cmd = ["mpirun", "--oversubscribe", "-np", n]
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
-        for k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCLREC_DIR", "NCCLREC_TIMEOUT"):
-            cmd += ["-x", "%s=%s" % (k, env[k])]
+        for k in PASSED:
+            if k in env:
+                cmd += ["-x", "%s=%s" % (k, env[k])]
         return cmd + prog
-    exports = ",".join("%s=%s" % (k, env[k]) for k in
-                       ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCLREC_DIR", "NCCLREC_TIMEOUT"))
+    exports = ",".join("%s=%s" % (k, env[k]) for k in PASSED if k in env)
     return slurm.srun_command(a.ranks) + ["--export=ALL," + exports] + prog
 
 
@@ -149,9 +163,13 @@ def run(a, work, slurm):
     os.makedirs(dump_dir)
     prog, expected = program(a)
     env = dict(os.environ)
+    for k in [k for k in env if k.startswith("NCCLREC_")]:
+        del env[k]  # default settings but for what the mode sets
     env.update({"LD_PRELOAD": os.path.join(a.build, "lib", "libncclrec.so"),
                 "LD_LIBRARY_PATH": os.path.join(a.build, "hostnccl"),
-                "NCCLREC_DIR": dump_dir, "NCCLREC_TIMEOUT": "2"})
+                "NCCLREC_DIR": dump_dir})
+    if a.mode == "faulty":
+        env["NCCLREC_TIMEOUT"] = "2"  # every rank's own watchdog dumps within seconds
     cmd = launch_command(a, prog, env, slurm)
     # The launcher itself runs without the shim; torchrun passes its environment on to workers.
     launcher_env = dict(env)
@@ -176,8 +194,14 @@ def run(a, work, slurm):
             verdict = analyze(a, dump_dir)
             if verdict.get("class") != "no_hang":
                 raise Failure("healthy job: %s" % verdict.get("headline"))
+            log.flush()
+            said = live_lines(os.path.join(work, "launcher.log"))
+            if said:
+                raise Failure("healthy job, yet the live detection said: %s" % said[0])
             print("ok: exit 0 after %.1f s, verdict no_hang" % (time.monotonic() - start))
             return
+        if a.mode == "live":
+            return run_live(a, work, proc, start, expected)
         while len(ranks_dumped(dump_dir)) < a.ranks:
             if proc.poll() is not None:
                 raise Failure("the job ended (exit %d) before every rank dumped (%d of %d)"
@@ -194,6 +218,45 @@ def run(a, work, slurm):
     verdict = analyze(a, dump_dir)
     check_verdict(verdict, expected)
     print("ok: every rank dumped %.1f s after the start; %s" % (dumped, verdict["headline"]))
+
+
+def live_lines(log_path):
+    """The live detection's warning and hang lines in the launcher's output."""
+    with open(log_path, errors="replace") as f:
+        return [l.strip() for l in f if l.startswith(("ncclrec: stalled", "ncclrec: hang ("))]
+
+
+def run_live(a, work, proc, start, expected):
+    """Waits for the watcher's report line; returns once the verdict is checked."""
+    log_path = os.path.join(work, "launcher.log")
+    report = None
+    while report is None:
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if "; report: " in line:
+                    report = line.rsplit("; report: ", 1)[1].strip()
+        if report is None:
+            if proc.poll() is not None:
+                raise Failure("the job ended (exit %d) with no live verdict" % proc.returncode)
+            if time.monotonic() - start > a.timeout:
+                raise Failure("no live verdict in %.0f s" % a.timeout)
+            time.sleep(0.05)
+    reported = time.monotonic() - start
+    hangs = [l for l in live_lines(log_path) if l.startswith("ncclrec: hang (")]
+    if len(hangs) != 1:
+        raise Failure("%d hang lines, not one: %s" % (len(hangs), hangs))
+    with open(report) as f:
+        doc = json.load(f)
+    verdict = doc.get("verdict") or {}
+    check_verdict(verdict, expected)
+    # report.json's timeline: seconds from the stall's start (the last call or completion of any
+    # rank) to the detection and to the verdict.
+    timeline = doc.get("timeline") or {}
+    if "verdict_after_s" not in timeline:
+        raise Failure("report.json has no timeline: %s" % json.dumps(doc.get("timeline")))
+    print("ok: live verdict %.1f s after the start; stall -> hang line %.2f s, -> verdict %.2f s;"
+          " %s; %s" % (reported, timeline["detected_after_s"], timeline["verdict_after_s"],
+                      hangs[0], verdict.get("headline")))
 
 
 def launcher_failed_on_its_own(work):

@@ -23,6 +23,7 @@ pids=()
 for ((r = 0; r < world; r++)); do
   RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl \
     NCCLREC_DIR=$work/dumps NCCLREC_RUN_ID=$run_id NCCLREC_TIMEOUT=3 NCCLREC_POLL_MS=100 \
+    NCCLREC_WATCHER=off \
     NCCLREC_BUFFER=32 NCCLREC_MAX_COMMS=4 NCCLREC_MAX_STACKS=8 NCCLREC_STACK_DEPTH=4 \
     NCCLREC_SAMPLE_ID_FILE=$work/id "$bin" "$@" > "$work/rank$r.log" 2>&1 &
   pids+=($!)

@@ -1,0 +1,89 @@
+// ncclrec-watch: live hang detection on the black boxes of a directory, for jobs cxxrun does not
+// launch (torchrun, mpirun, srun). A rank whose own op stalls starts it (recorder/watch_spawn.h);
+// one watcher per directory, the holder of DIR/ncclrec.watch.lock. Every interval it reads the
+// black boxes (tui::Collector) and runs the detector (detector.h): warnings and resumptions are
+// printed on stderr; at a hang it writes the trigger file so that every rank dumps, waits for the
+// dumps (NCCLREC_DUMP_WAIT), and prints the verdict and report.json's path (launcher/hang_report.h)
+// on the stderr it shares with the rank, which the launcher forwards to the user.
+//
+// It watches until every rank it saw ended, or nothing stalled for --linger seconds; after a
+// verdict it stays (holding the lock) while that stall lasts, so that the ranks still stalled do
+// not start another watcher that would report the same hang again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include "tui/collector.h"
+#include "watch/detector.h"
+
+namespace ncclrec::watch {
+
+// Exit codes of ncclrec-watch (docs/launchers.md).
+inline constexpr int kWatchDone = 0;    // the job ended, no stall for --linger, or another watches
+inline constexpr int kWatchFailed = 1;  // report.json could not be written, the lock not opened
+inline constexpr int kWatchUsage = 2;   // bad flags
+
+struct WatchOptions {
+  std::string dir;
+  std::string run_id;  // "" = every run in dir
+  double interval_s = 0.5;
+  double linger_s = 60;
+  double dump_wait_s = 10;  // NCCLREC_DUMP_WAIT
+};
+
+class Watcher {
+ public:
+  enum class State { kWatching, kHang, kEnded, kLingered };
+
+  Watcher(WatchOptions options, DetectorParams params, std::ostream& err);
+
+  // One look at the directory at `now_ns` (CLOCK_REALTIME): prints the detector's warnings and
+  // resumptions; kHang once per stall (hang() is its event), kEnded when every rank seen ended,
+  // kLingered when nothing stalled for --linger seconds.
+  State step(int64_t now_ns);
+  const DetectorEvent& hang() const { return hang_; }
+
+  // After kHang: the trigger file, the wait for the dumps of the ranks alive (up to
+  // dump_wait_s, `sleep` waits between looks), the report on err. kWatchFailed when report.json
+  // cannot be written.
+  int report(int64_t detected_ns, const std::function<void(double)>& sleep);
+
+ private:
+  bool allDumped(int64_t since_ns) const;
+  void sayIfNotShared(const tui::Snapshot& s);
+
+  WatchOptions options_;
+  Detector detector_;
+  std::ostream& err_;
+  tui::Collector collector_;
+  std::string host_;
+  std::shared_ptr<const tui::Snapshot> last_;
+  std::map<std::pair<std::string, int>, tui::RankEntry> seen_;  // by host and pid
+  DetectorEvent hang_;
+  int64_t started_ns_ = 0;
+  int64_t last_stall_ns_ = 0;  // the last time some rank had an op incomplete for 1 s
+  bool said_not_shared_ = false;
+};
+
+// ncclrec-watch's command line. options is empty when the program is to print `message` and exit
+// with `exit_code` (--help, --version on stdout with 0; bad usage on stderr with kWatchUsage).
+struct ParsedWatchCommandLine {
+  std::optional<WatchOptions> options;
+  bool daemonize = false;  // --daemonize: detach (the rank that starts it reaps the first process)
+  int exit_code = kWatchDone;
+  std::string message;
+};
+ParsedWatchCommandLine parseWatchCommandLine(int argc, const char* const* argv);
+
+// ncclrec-watch after its flags: the lock, then step() every interval until the job ends or it
+// lingered; `err` is stderr. Returns the exit code.
+int runWatcher(const WatchOptions& options, std::ostream& err);
+
+}  // namespace ncclrec::watch
