@@ -1,7 +1,6 @@
 // Live hang detection under cxxrun: the agent reads this attempt's black boxes (tui::Collector)
 // every half second and runs the detector (watch/detector.h) on them; its warnings and "resumed"
 // lines are printed as they come, and a hang starts the same supervision as a rank's trigger.
-#include <cstdlib>
 #include <string>
 
 #include "launcher/agent_internal.h"
@@ -16,8 +15,7 @@ constexpr double kLiveEveryS = 0.5;
 void Agent::startLive() {
   live_.reset();
   detector_.reset();
-  const char* watcher = getenv("NCCLREC_WATCHER");
-  if (watcher != nullptr && std::string(watcher) == "off") return;  // the user turned it off
+  if (format::paramValue("NCCLREC_WATCHER") == "off") return;  // the user turned it off
   std::string problem;
   const watch::DetectorParams params = watch::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty() && attempt_ == 0) say("cxxrun: " + problem);
