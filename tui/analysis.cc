@@ -17,7 +17,9 @@ std::string_view livenessName(Liveness liveness) {
     case Liveness::kCrashed:
       return "crashed";
     case Liveness::kGone:
-      return "gone";
+      return "killed";
+    case Liveness::kStopped:
+      return "stopped";
     case Liveness::kStale:
       return "stale";
   }
@@ -164,8 +166,13 @@ void analyze(Snapshot* s) {
         ++sum.exited;
         break;
       case Liveness::kCrashed:
-      case Liveness::kGone:
         ++sum.crashed;
+        break;
+      case Liveness::kGone:
+        ++sum.killed;
+        break;
+      case Liveness::kStopped:
+        ++sum.stopped;
         break;
       case Liveness::kStale:
         ++sum.stale;
@@ -222,6 +229,21 @@ int focusStackRows(const RankEntry& rank, const RankStatus& status) {
   if (focus < 0) return 0;
   const format::Stack* stack = stackOf(rank, rank.history->ops[size_t(focus)]);
   return stack == nullptr || stack->frames.empty() ? 1 : static_cast<int>(stack->frames.size());
+}
+
+std::vector<size_t> listedThreads(const RankEntry& rank) {
+  std::vector<size_t> out;
+  if (rank.threads == nullptr) return out;
+  const std::vector<format::ThreadState>& threads = rank.threads->threads;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].name.rfind("ncclrec-", 0) == 0) continue;
+    if (threads[i].tid == rank.pid) {
+      out.insert(out.begin(), i);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
 }
 
 }  // namespace ncclrec::tui

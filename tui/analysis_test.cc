@@ -22,6 +22,22 @@ TEST(Analysis, CountsRanksByLiveness) {
   EXPECT_EQ(s.summary.stale, 0);
 }
 
+// After the demo's hang: ranks stopped once they dumped are not counted as crashed; one gone
+// without a dump was killed from outside.
+TEST(Analysis, TellsStoppedAfterDumpingFromKilledAndCrashed) {
+  Snapshot s = testing::stoppedSnapshot();
+  EXPECT_EQ(s.summary.stopped, 4);
+  EXPECT_EQ(s.summary.crashed, 0);
+  EXPECT_EQ(s.summary.killed, 0);
+  EXPECT_EQ(livenessName(s.ranks[0].liveness), "stopped");
+  s.ranks[1].last_dump_ns = 0;
+  s.ranks[1].liveness = goneLiveness(s.ranks[1].last_dump_ns);
+  EXPECT_EQ(livenessName(s.ranks[1].liveness), "killed");
+  analyze(&s);
+  EXPECT_EQ(s.summary.stopped, 3);
+  EXPECT_EQ(s.summary.killed, 1);
+}
+
 TEST(Analysis, GroupsCommsAcrossRanksLaggingFirst) {
   const Snapshot s = testing::hangSnapshot();
   ASSERT_EQ(s.comms.size(), 2u);

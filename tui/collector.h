@@ -83,7 +83,8 @@ class Collector {
   std::shared_ptr<const SymbolTable> symbols_ = std::make_shared<const SymbolTable>();
   std::unordered_set<std::string> unresolved_;  // frame keys no dump named yet
   std::unordered_map<std::string, std::shared_ptr<const StackMap>> seen_stacks_;  // by rank key
-  std::map<std::string, std::unique_ptr<RemoteSource>> remotes_;                  // by endpoint
+  std::unordered_map<std::string, std::shared_ptr<const ThreadsView>> seen_threads_;
+  std::map<std::string, std::unique_ptr<RemoteSource>> remotes_;  // by endpoint
   Stats stats_;
 };
 
