@@ -231,19 +231,28 @@ int focusStackRows(const RankEntry& rank, const RankStatus& status) {
   return stack == nullptr || stack->frames.empty() ? 1 : static_cast<int>(stack->frames.size());
 }
 
-std::vector<size_t> listedThreads(const RankEntry& rank) {
-  std::vector<size_t> out;
-  if (rank.threads == nullptr) return out;
-  const std::vector<format::ThreadState>& threads = rank.threads->threads;
-  for (size_t i = 0; i < threads.size(); ++i) {
-    if (threads[i].name.rfind("ncclrec-", 0) == 0) continue;
-    if (threads[i].tid == rank.pid) {
-      out.insert(out.begin(), i);
+std::shared_ptr<const ThreadsView> makeThreadsView(int pid, int64_t taken_ns,
+                                                   format::DumpReason reason,
+                                                   std::vector<format::ThreadState> threads) {
+  auto view = std::make_shared<ThreadsView>();
+  view->taken_ns = taken_ns;
+  view->reason = reason;
+  view->total = threads.size();
+  for (format::ThreadState& t : threads) {
+    view->answered += t.status == format::kThreadAnswered || t.status == format::kThreadDumper;
+    if (t.name.rfind("ncclrec-", 0) == 0) continue;
+    ++view->listed;
+    const bool main_thread = t.tid == pid;
+    if (view->threads.size() >= kThreadsKept && !main_thread) continue;
+    if (t.frames.size() > kThreadFramesKept) t.frames.resize(kThreadFramesKept);
+    if (main_thread) {
+      view->threads.insert(view->threads.begin(), std::move(t));
+      if (view->threads.size() > kThreadsKept) view->threads.pop_back();
     } else {
-      out.push_back(i);
+      view->threads.push_back(std::move(t));
     }
   }
-  return out;
+  return view;
 }
 
 }  // namespace ncclrec::tui

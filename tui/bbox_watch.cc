@@ -179,11 +179,7 @@ void BboxWatch::readThreads() {
   format::ThreadSnapshot snap;
   if (!format::readThreadSnapshot(*h, modules_, &snap)) return;
   threads_seq_ = seq;
-  auto view = std::make_shared<ThreadsView>();
-  view->taken_ns = snap.taken_ns;
-  view->reason = snap.reason;
-  view->threads = std::move(snap.threads);
-  entry_.threads = std::move(view);
+  entry_.threads = makeThreadsView(entry_.pid, snap.taken_ns, snap.reason, std::move(snap.threads));
 }
 
 bool BboxWatch::readNewEvents(uint64_t write_index, std::vector<uint32_t>* stack_ids) {

@@ -176,15 +176,14 @@ void Collector::borrowSymbols(const Snapshot& s) {
     }
   };
   for (const RankEntry& r : s.ranks) {
-    auto& seen_threads = seen_threads_[rankKey(r)];
-    if (r.threads != nullptr && seen_threads != r.threads) {
-      seen_threads = r.threads;
+    Seen& seen = seen_stacks_[rankKey(r)];
+    if (r.threads != nullptr && seen.threads != r.threads) {
+      seen.threads = r.threads;
       for (const format::ThreadState& t : r.threads->threads) wantNames(t.frames);
     }
-    auto& seen = seen_stacks_[rankKey(r)];
-    if (seen == r.history->stacks) continue;
-    seen = r.history->stacks;
-    for (const auto& [id, stack] : *seen) wantNames(stack.frames);
+    if (seen.stacks == r.history->stacks) continue;
+    seen.stacks = r.history->stacks;
+    for (const auto& [id, stack] : *seen.stacks) wantNames(stack.frames);
   }
   if (unresolved_.empty()) return;
   auto next = std::find_if(dumps_.begin(), dumps_.end(), [](const DumpFile& d) { return !d.read; });

@@ -208,27 +208,23 @@ std::string whereText(const Snapshot& s, const format::ThreadState& t) {
 }
 
 // The latest thread snapshot: per thread its tid, name, kernel state and where it is.
-void drawThreads(Frame& f, const Snapshot& s, const RankEntry& r, const std::vector<size_t>& listed,
-                 const RankLayout& l) {
+void drawThreads(Frame& f, const Snapshot& s, const RankEntry& r, const RankLayout& l) {
   if (l.threads_rows <= 0 || r.threads == nullptr) return;
   const ThreadsView& snap = *r.threads;
-  size_t answered = 0;
-  for (const format::ThreadState& t : snap.threads)
-    answered += t.status == format::kThreadAnswered || t.status == format::kThreadDumper;
   const std::string taken =
       snap.reason == format::DumpReason::kSnapshot
           ? "taken on request"
           : "at its " + std::string(format::dumpReasonName(snap.reason)) + " dump";
   f.put(l.threads_top, 1,
         "Threads " + formatAge(ageSeconds(s.now_ns, snap.taken_ns)) + " ago (" + taken + "), " +
-            std::to_string(snap.threads.size()) + " threads, " + std::to_string(answered) +
-            " answered",
+            std::to_string(snap.total) + " threads, " + std::to_string(snap.answered) + " answered",
         Style::kHeader);
   constexpr int kTidW = 7, kNameW = 15;
-  const int n = static_cast<int>(listed.size());
-  const int shown = n > l.threads_rows ? l.threads_rows - 1 : n;
+  const int n = static_cast<int>(snap.listed);
+  const int shown =
+      std::min(n > l.threads_rows ? l.threads_rows - 1 : n, static_cast<int>(snap.threads.size()));
   for (int k = 0; k < shown; ++k) {
-    const format::ThreadState& t = snap.threads[listed[size_t(k)]];
+    const format::ThreadState& t = snap.threads[size_t(k)];
     const int row = l.threads_top + 1 + k;
     int col = f.put(row, 1, fitRight(std::to_string(t.tid), kTidW) + " ");
     col = f.put(row, col, fit(t.name.empty() ? "?" : t.name, kNameW) + " ");
@@ -253,12 +249,10 @@ void drawRank(Frame& f, const Snapshot& s, const ViewState& v) {
   const RankEntry& r = s.ranks[size_t(ri)];
   const RankStatus& st = s.status[size_t(ri)];
   drawIdentity(f, s, r, top);
-  const std::vector<size_t> threads = listedThreads(r);
-  const RankLayout l =
-      rankLayout(s, focusStackRows(r, st), static_cast<int>(threads.size()), f.height());
+  const RankLayout l = rankLayout(s, focusStackRows(r, st), listedThreads(r), f.height());
   drawCalls(f, s, v, r, l);
   drawStack(f, s, r, st, l);
-  drawThreads(f, s, r, threads, l);
+  drawThreads(f, s, r, l);
 }
 
 }  // namespace ncclrec::tui

@@ -21,6 +21,7 @@ inline constexpr int kStackRowsMax = 6;
 inline constexpr int kStackRowsWithThreads = 3;
 // Threads the rank detail lists before "... N more", and the calls it keeps for them.
 inline constexpr int kThreadRowsMax = 8;
+static_assert(kThreadsKept == size_t{kThreadRowsMax}, "a rank keeps the threads it lists");
 inline constexpr int kCallRowsWithThreads = 2;
 
 inline int contentTop(const Snapshot& s) { return s.summary.hang ? 3 : 2; }

@@ -27,13 +27,8 @@ RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
   e.hang_event_index = d.hang_event_index;
   e.last_dump_ns = shifted(d.dump_ns, shift);
   e.last_dump_reason = d.dump_reason;
-  if (d.threads_ns != 0) {
-    auto threads = std::make_shared<ThreadsView>();
-    threads->taken_ns = shifted(d.threads_ns, shift);
-    threads->reason = d.threads_reason;
-    threads->threads = d.threads;
-    e.threads = std::move(threads);
-  }
+  if (d.threads_ns != 0)
+    e.threads = makeThreadsView(d.pid, shifted(d.threads_ns, shift), d.threads_reason, d.threads);
   e.liveness = d.exited              ? Liveness::kExited
                : d.fatal_signal != 0 ? Liveness::kCrashed
                                      : Liveness::kAlive;

@@ -87,12 +87,26 @@ inline Liveness goneLiveness(int64_t last_dump_ns) {
 }
 std::string_view livenessName(Liveness liveness);
 
-// The rank's latest thread snapshot (recorder/thread_snapshot.h): where each of its threads was.
+// Threads of a snapshot kept per rank (the rank detail lists at most 8), and their frames kept
+// (innermost first: the user frame is among the first): 1024 ranks of 100 threads cost little.
+inline constexpr size_t kThreadsKept = 8;
+inline constexpr size_t kThreadFramesKept = 32;
+
+// The rank's latest thread snapshot (recorder/thread_snapshot.h): where its threads were.
 struct ThreadsView {
   int64_t taken_ns = 0;
   format::DumpReason reason = format::DumpReason::kNone;  // kSnapshot: on request, no dump
+  size_t total = 0;                                       // threads in the snapshot
+  size_t answered = 0;  // of those, the ones that captured their own stack
+  size_t listed = 0;    // the ones the rank detail lists: all but the recorder's ("ncclrec-...")
+  // The first kThreadsKept of those, the main thread first, then in the snapshot's order; frames
+  // cut at kThreadFramesKept.
   std::vector<format::ThreadState> threads;
 };
+// The view of a whole snapshot of process `pid`.
+std::shared_ptr<const ThreadsView> makeThreadsView(int pid, int64_t taken_ns,
+                                                   format::DumpReason reason,
+                                                   std::vector<format::ThreadState> threads);
 
 // One process that recorded.
 struct RankEntry {

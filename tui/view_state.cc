@@ -180,7 +180,7 @@ int pageRows(const Snapshot& s, const ViewState& v, int height) {
       if (r < 0 || size_t(r) >= s.status.size()) return rankLayout(s, 0, 0, height).calls_rows;
       const RankEntry& rank = s.ranks[size_t(r)];
       const int frames = focusStackRows(rank, s.status[size_t(r)]);
-      return rankLayout(s, frames, int(listedThreads(rank).size()), height).calls_rows;
+      return rankLayout(s, frames, listedThreads(rank), height).calls_rows;
     }
   }
   return 1;
