@@ -190,7 +190,10 @@ std::string missedText(const format::ThreadState& t) {
 // Where a thread is: its innermost user frame (analyzer/site_rule.h userFrameIndex, the frames
 // named with the borrowed names first), else why it has no stack.
 std::string whereText(const Snapshot& s, const format::ThreadState& t) {
-  if (t.frames.empty()) return missedText(t);
+  if (t.frames.empty()) {
+    const bool answered = t.status == format::kThreadAnswered || t.status == format::kThreadDumper;
+    return answered ? "no frames" : missedText(t);
+  }
   std::vector<format::Frame> named = t.frames;
   for (format::Frame& frame : named) {
     if (frame.python || !frame.function.empty() || frame.module.empty()) continue;

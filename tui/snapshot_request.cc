@@ -35,7 +35,7 @@ std::string requestThreadSnapshots(const Snapshot& s) {
   std::string error;
   if (!request.write(path, &error)) return "no thread snapshot asked: " + error;
   return "asked " + std::to_string(alive) + " running rank" + (alive == 1 ? "" : "s") +
-         " for a thread snapshot (" + path + "); it shows in the rank detail";
+         " for a thread snapshot; the rank detail shows it (" + path + ")";
 }
 
 }  // namespace ncclrec::tui
