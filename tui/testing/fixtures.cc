@@ -203,6 +203,12 @@ Snapshot stoppedSnapshot() {
                  {nativeFrame("/opt/job/train", 0x3100), nativeFrame(libc, 0x94ac3)}),
           thread(1012, "io_worker", 'D', format::kThreadNoAnswer, {}),
           thread(1013, "poller", 'S', format::kThreadNotAsked, {}),
+          // An embedded interpreter's thread: the user's Python frame past the standard library.
+          thread(1014, "py_loader", 'S', format::kThreadAnswered,
+                 {format::testing::pythonFrame("/usr/lib/python3.11/threading.py", "Condition.wait",
+                                               320),
+                  format::testing::pythonFrame("/job/data.py", "load_shard", 81),
+                  nativeFrame("/usr/bin/python3.11", 0x1d2b3)}),
       };
       d.threads[3].flags = format::kThreadSignalBlocked;
       d.threads[3].wchan = "io_schedule";

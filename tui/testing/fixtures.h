@@ -38,7 +38,8 @@ Snapshot pythonSnapshot();
 // 0, trigger dumps for the others, at kT0 + 81 s). Rank 3's latest thread snapshot (taken at its
 // dump): its main thread sleeping in nextBatch() (train+0x3000) under libc's futex wait, a loader
 // thread running in decodeShard() (train+0x3100), the recorder's watchdog, a thread that did not
-// answer (signal blocked, in the kernel's io_schedule) and one not asked in a sleeping call.
+// answer (signal blocked, in the kernel's io_schedule), one not asked in a sleeping call, and a
+// Python thread in load_shard() data.py:81 under threading's Condition.wait.
 // Analyzed.
 Snapshot stoppedSnapshot();
 
