@@ -27,7 +27,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
     } else if (rd.fatal_signal != 0) {
       r.row.note = "crashed (" + base::signalName(rd.fatal_signal) + ")";
     } else if (dead(s.rank)) {
-      r.row.note = "dead";
+      r.row.note = rd.dump_ns > 0 ? "stopped after its dump" : "killed";
     }
     const auto same = std::find_if(rows.begin(), rows.end(), [&](const Row& x) {
       return x.sig == r.sig && x.row.note == r.row.note;
@@ -92,11 +92,17 @@ void Engine::addStatus(Verdict& v) const {
       st.state = RankState::kCrashed;
       st.detail = base::signalName(rd.fatal_signal);
     } else if (dead(r)) {
+      // No mark: a signal from outside ended it. After its dump, that is how cxxrun stops a
+      // hung job's ranks; without one, SIGKILL, SIGTERM or the OOM killer.
       st.state = RankState::kDead;
-      st.detail = "no exit mark; last sign of life " + seconds(now_ - lastSignOfLife(r)) +
-                  " before the newest recording";
-      if (inferred_dead_.contains(r))
-        st.detail = "no exit mark; its peers lost the connection to it";
+      st.detail = rd.dump_ns > 0
+                      ? "stopped after its " + std::string(format::dumpReasonName(rd.dump_reason)) +
+                            " dump (no exit or crash mark)"
+                      : "killed from outside (no exit or crash mark, no dump)";
+      st.detail += inferred_dead_.contains(r)
+                       ? "; its peers lost the connection to it"
+                       : "; last sign of life " + seconds(now_ - lastSignOfLife(r)) +
+                             " before the newest recording";
     } else if (pending != nullptr) {
       st.state = RankState::kWaiting;
       st.detail = describe(*pending);

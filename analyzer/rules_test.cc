@@ -57,6 +57,30 @@ TEST(RulesTest, RunRulesAddsEachRanksStatus) {
   EXPECT_EQ(rankStateName(v.status[1].state), "in host code");
 }
 
+// A black box with neither exit nor crash mark whose heartbeat stopped: the status says whether
+// it dumped first (cxxrun stops a hung job's ranks once they dumped) or was killed from outside.
+TEST(RulesTest, ARankGoneWithoutAMarkIsStoppedAfterItsDumpOrKilled) {
+  Job job(3);
+  job.ops(0, {{kTrain}, {kTrain}}, true).ops(1, {{kTrain}}).ops(2, {{kTrain}});
+  format::LoadedSet set = job.set();
+  for (size_t r : {1, 2}) set.ranks[r].heartbeat_ns -= 60 * kSec;
+  set.ranks[2].dump_ns = set.ranks[2].heartbeat_ns - kSec;
+  set.ranks[2].dump_reason = format::DumpReason::kTrigger;
+  const DiagnoseOptions options;
+  const CallSites sites(set.ranks, {});
+  Engine en(set, options, sites);
+  const Verdict v = runRules(en);
+  ASSERT_EQ(v.status.size(), 3u);
+  EXPECT_EQ(v.status[1].state, RankState::kDead);
+  EXPECT_EQ(v.status[1].detail.rfind("killed from outside (no exit or crash mark, no dump); ", 0),
+            0u)
+      << v.status[1].detail;
+  EXPECT_EQ(v.status[2].state, RankState::kDead);
+  EXPECT_EQ(v.status[2].detail.rfind("stopped after its trigger dump (no exit or crash mark); ", 0),
+            0u)
+      << v.status[2].detail;
+}
+
 TEST(RulesTest, RankStateNamesAreTheStatusWords) {
   EXPECT_EQ(rankStateName(RankState::kNoData), "no data");
   EXPECT_EQ(rankStateName(RankState::kExited), "exited");

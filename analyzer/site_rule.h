@@ -88,4 +88,11 @@ class SiteRule {
   std::unordered_map<uint64_t, uint64_t> named_;  // frame key -> function key, from names_
 };
 
+// Where a thread of a thread snapshot is: index into `frames` of its innermost user frame, -1 when
+// `frames` is empty. Python frames outside library layers (the rule's) and the standard library
+// win; else the innermost Python frame; else the innermost native frame outside system and NCCL
+// libraries and standard-library templates (name the frames first: a native frame is judged by
+// its module and function); else frame 0. Shared by ncclrec-analyze's whereabouts and ncclrec-top.
+int userFrameIndex(const std::vector<format::Frame>& frames, const SiteRule& rule);
+
 }  // namespace ncclrec::analyzer

@@ -16,49 +16,6 @@ std::string baseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The interpreter's own library: the standard library under .../lib/python3.X/, not what pip
-// installed there.
-bool isStdlibFrame(const format::Frame& f) {
-  return f.file.find("/lib/python3") != std::string::npos &&
-         f.file.find("-packages/") == std::string::npos;
-}
-
-// Shared objects that are never where a program is "at": the C and C++ runtimes, the loader,
-// the unwinder, Python's own, NCCL and ours.
-bool isSystemModule(const std::string& module) {
-  static constexpr std::string_view kPrefixes[] = {
-      "libc.so",     "libc-",   "libpthread", "ld-linux",   "ld-",       "libstdc++",
-      "libgcc_s",    "libm.so", "libunwind",  "libncclrec", "libpython", "libnccl",
-      "libhostnccl", "libgloo", "libdl",      "librt",      "libasan",   "libtsan",
-      "libubsan",    "python3", "libtorch",   "libc10"};
-  const std::string name = baseName(module);
-  for (std::string_view p : kPrefixes)
-    if (name.compare(0, p.size(), p) == 0) return true;
-  return false;
-}
-
-int userFrameIndex(const std::vector<format::Frame>& frames, const SiteRule& rule) {
-  int first_python = -1;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const format::Frame& f = frames[i];
-    if (!f.python) continue;
-    if (first_python < 0) first_python = static_cast<int>(i);
-    if (!rule.isLibraryFrame(f) && !isStdlibFrame(f)) return static_cast<int>(i);
-  }
-  if (first_python >= 0) return first_python;
-  // Native: outside system libraries, and not a standard-library template instantiated in the
-  // program (std::condition_variable::wait<...> is where it waits, not where it is).
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const format::Frame& f = frames[i];
-    if (f.module.empty() || isSystemModule(f.module)) continue;
-    if (f.function.rfind("std::", 0) == 0 || f.function.rfind("__gnu_cxx::", 0) == 0 ||
-        f.function.rfind("void std::", 0) == 0)
-      continue;
-    return static_cast<int>(i);
-  }
-  return frames.empty() ? -1 : 0;
-}
-
 std::string frameName(const format::Frame& f) {
   if (f.function.empty()) {
     char text[64];

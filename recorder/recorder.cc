@@ -391,6 +391,19 @@ bool Recorder::dumpNow(format::DumpReason reason, const std::string& detail) {
   return ok;
 }
 
+uint32_t Recorder::snapshotNow() {
+  std::lock_guard<std::mutex> lock(dump_mutex_);
+  format::BboxHeader* h = box_->header();
+  writeModuleMap(h);  // the threads may stand in objects dlopen'ed since the start
+  const SnapshotResult snap =
+      takeThreadSnapshot(h, static_cast<uint32_t>(format::DumpReason::kSnapshot));
+  if (snap.threads > 0) {
+    NCCLREC_INFO(kLogDump, "thread snapshot on request: %u of %u threads answered in %.1f ms",
+                 snap.answered, snap.threads, snap.elapsed_ns / 1e6);
+  }
+  return snap.threads;
+}
+
 void Recorder::shutdown() {
   if (shut_down_.exchange(true)) return;
   format::BboxHeader* h = box_->header();

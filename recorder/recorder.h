@@ -108,6 +108,9 @@ class Recorder {
   // handlers). now: synchronous, in the calling thread.
   void requestDump(format::DumpReason reason);
   bool dumpNow(format::DumpReason reason, const std::string& detail);
+  // A thread snapshot into the black box only (reason kSnapshot), no dump file; in the calling
+  // thread. The number of threads recorded (0 when snapshots are off or unsupported).
+  uint32_t snapshotNow();
 
   format::BboxHeader* header() const { return box_->header(); }
   const Params& params() const { return params_; }

@@ -20,6 +20,7 @@
 #include "recorder/clock.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/reader.h"
+#include "recorder/format/recording_files.h"
 #include "recorder/recorder.h"
 #include "recorder/stacks.h"
 #include "recorder/testing/recorder_fixture.h"
@@ -359,6 +360,56 @@ TEST_F(SnapshotDumpTest, DumpsCarryEveryThreadSymbolized) {
     const format::RankData box = loadOnly(".bbox");
     EXPECT_EQ(box.threads_ns, dump.threads_ns);
     EXPECT_EQ(box.threads.size(), dump.threads.size());
+  });
+}
+
+// ncclrec-top's request (NCCLREC_DIR/ncclrec.snapshot): a fresh snapshot in the black box, no
+// dump file; a request for another run is not ours.
+TEST_F(SnapshotDumpTest, SnapshotRequestFillsTheBlackBoxWithoutADump) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer builds take no thread snapshots (thread_snapshot.cc)";
+#endif
+  runInChild({{"NCCLREC_SNAPSHOT_SIGNAL", "SIGRTMIN+5"}, {"NCCLREC_RUN_ID", "job9"}}, [this] {
+    ASSERT_NE(Recorder::get(), nullptr);
+    Gate gate;
+    std::atomic<int> tid{0};
+    std::thread loader([&] {
+      tid = static_cast<int>(syscall(SYS_gettid));
+      waitInDataLoader(&gate);
+    });
+    while (tid.load() == 0) usleep(1000);
+    const auto request = [this](const std::string& run_id) {
+      format::TriggerFile t;
+      t.run_id = run_id;
+      t.reason = std::string(format::kSnapshotReason);
+      std::string error;
+      ASSERT_TRUE(t.write(dir_.file(std::string(format::kSnapshotRequestFileName)), &error))
+          << error;
+    };
+    // Polls the black box for a snapshot for up to `seconds`.
+    const auto snapshotWithin = [this](double seconds) {
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+      do {
+        const format::RankData box = loadOnly(".bbox");
+        if (box.threads_ns != 0) return box;
+        usleep(20000);
+      } while (std::chrono::steady_clock::now() < deadline);
+      return format::RankData{};
+    };
+    request("other-job");
+    EXPECT_EQ(snapshotWithin(0.6).threads_ns, 0) << "a request for another run was taken";
+    request("job9");
+    const format::RankData box = snapshotWithin(2.0);
+    gate.release();
+    loader.join();
+    ASSERT_NE(box.threads_ns, 0) << "no snapshot within 2 s of the request";
+    EXPECT_EQ(box.threads_reason, format::DumpReason::kSnapshot);
+    EXPECT_TRUE(filesEndingWith(".ncclrec.pb").empty()) << "a snapshot request wrote a dump";
+    const format::ThreadState* t = threadById(box, tid);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->status, format::kThreadAnswered);
+    EXPECT_FALSE(t->frames.empty());
   });
 }
 

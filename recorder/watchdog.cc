@@ -100,6 +100,8 @@ bool Watchdog::start(std::string* error) {
   if (!watcher_.init(watch, &why) && !why.empty())
     NCCLREC_WARN(kLogWatchdog, "live detection off: %s; hangs are declared after NCCLREC_TIMEOUT",
                  why.c_str());
+  snapshot_path_ = recorder_->params().dir + "/" + std::string(format::kSnapshotRequestFileName);
+  seen_snapshot_request_ = format::FileStamp::of(snapshot_path_);
   // Returns once the thread runs our code: a fork() right after the first NCCL call then never
   // copies a thread that is still inside its runtime's start-up (ASan's allocates under a lock
   // its forked child would inherit taken, and hang on).
@@ -159,6 +161,7 @@ void Watchdog::pollOnce() {
   checkHang(now);
   checkTrigger();
   watcher_.poll(now, oldest_incomplete_ns_);
+  checkSnapshotRequest();
 }
 
 void Watchdog::performRequestedDumps() {
@@ -248,6 +251,23 @@ void Watchdog::checkTrigger() {
   for (const char* p = text; *p != '\0'; ++p) detail += *p == '\n' ? ' ' : *p;
   NCCLREC_INFO(kLogWatchdog, "%s", detail.c_str());
   recorder_->dumpNow(DumpReason::kTrigger, detail);
+}
+
+// ncclrec-top's request: every rank of the run (or of any run) takes a thread snapshot into its
+// black box, where the request's writer reads it; no dump file.
+void Watchdog::checkSnapshotRequest() {
+  const std::optional<format::FileStamp> stamp = format::FileStamp::of(snapshot_path_);
+  if (!stamp || stamp == seen_snapshot_request_) return;
+  seen_snapshot_request_ = stamp;
+  char text[512] = {};
+  const int fd = open(snapshot_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)!read(fd, text, sizeof(text) - 1);
+  close(fd);
+  const format::TriggerFile request = format::TriggerFile::parse(text);
+  if (request.reason != format::kSnapshotReason || !request.concerns(recorder_->header()->run_id))
+    return;
+  recorder_->snapshotNow();
 }
 
 }  // namespace ncclrec::recorder

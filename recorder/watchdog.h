@@ -1,8 +1,9 @@
 // The watchdog thread of one process: every NCCLREC_POLL_MS it stamps the heartbeat, polls CUDA
 // completion markers, looks for the oldest incomplete op, declares a hang when that op is older
 // than NCCLREC_TIMEOUT (dump + job-wide trigger file), dumps when another process wrote the
-// trigger file, performs the dumps other threads and signal handlers asked for, and starts the live
-// hang detector ncclrec-watch when its own oldest op stalls (watch_spawn.h).
+// trigger file, takes a thread snapshot (no dump) when ncclrec-top asks for one, performs the
+// dumps other threads and signal handlers asked for, and starts the live hang detector
+// ncclrec-watch when its own oldest op stalls (watch_spawn.h).
 #pragma once
 
 #include <atomic>
@@ -44,6 +45,7 @@ class Watchdog {
   void run();
   void checkHang(int64_t now);
   void checkTrigger();
+  void checkSnapshotRequest();
   void writeTrigger(const std::string& detail);
 
   Recorder* recorder_;
@@ -62,6 +64,10 @@ class Watchdog {
   int64_t hang_reported_index_ = -1;
   // The last trigger file seen (so an old file does not trigger again).
   std::optional<format::FileStamp> seen_trigger_;
+  // NCCLREC_DIR/ncclrec.snapshot (ncclrec-top's request for a thread snapshot), and the last one
+  // seen.
+  std::string snapshot_path_;
+  std::optional<format::FileStamp> seen_snapshot_request_;
 };
 
 }  // namespace ncclrec::recorder

@@ -17,7 +17,9 @@ std::string_view livenessName(Liveness liveness) {
     case Liveness::kCrashed:
       return "crashed";
     case Liveness::kGone:
-      return "gone";
+      return "killed";
+    case Liveness::kStopped:
+      return "stopped";
     case Liveness::kStale:
       return "stale";
   }
@@ -164,8 +166,13 @@ void analyze(Snapshot* s) {
         ++sum.exited;
         break;
       case Liveness::kCrashed:
-      case Liveness::kGone:
         ++sum.crashed;
+        break;
+      case Liveness::kGone:
+        ++sum.killed;
+        break;
+      case Liveness::kStopped:
+        ++sum.stopped;
         break;
       case Liveness::kStale:
         ++sum.stale;
@@ -222,6 +229,30 @@ int focusStackRows(const RankEntry& rank, const RankStatus& status) {
   if (focus < 0) return 0;
   const format::Stack* stack = stackOf(rank, rank.history->ops[size_t(focus)]);
   return stack == nullptr || stack->frames.empty() ? 1 : static_cast<int>(stack->frames.size());
+}
+
+std::shared_ptr<const ThreadsView> makeThreadsView(int pid, int64_t taken_ns,
+                                                   format::DumpReason reason,
+                                                   std::vector<format::ThreadState> threads) {
+  auto view = std::make_shared<ThreadsView>();
+  view->taken_ns = taken_ns;
+  view->reason = reason;
+  view->total = threads.size();
+  for (format::ThreadState& t : threads) {
+    view->answered += t.status == format::kThreadAnswered || t.status == format::kThreadDumper;
+    if (t.name.rfind("ncclrec-", 0) == 0) continue;
+    ++view->listed;
+    const bool main_thread = t.tid == pid;
+    if (view->threads.size() >= kThreadsKept && !main_thread) continue;
+    if (t.frames.size() > kThreadFramesKept) t.frames.resize(kThreadFramesKept);
+    if (main_thread) {
+      view->threads.insert(view->threads.begin(), std::move(t));
+      if (view->threads.size() > kThreadsKept) view->threads.pop_back();
+    } else {
+      view->threads.push_back(std::move(t));
+    }
+  }
+  return view;
 }
 
 }  // namespace ncclrec::tui

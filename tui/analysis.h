@@ -31,5 +31,9 @@ int focusOp(const RankEntry& rank, const RankStatus& status);
 const format::Stack* stackOf(const RankEntry& rank, const OpView& op);
 // Rows the rank detail needs for the focus op's stack: its frames, or 1 for "no stack".
 int focusStackRows(const RankEntry& rank, const RankStatus& status);
+// Threads the rank detail lists for the rank: ThreadsView::listed, 0 without a snapshot.
+inline int listedThreads(const RankEntry& rank) {
+  return rank.threads == nullptr ? 0 : static_cast<int>(rank.threads->listed);
+}
 
 }  // namespace ncclrec::tui

@@ -22,6 +22,48 @@ TEST(Analysis, CountsRanksByLiveness) {
   EXPECT_EQ(s.summary.stale, 0);
 }
 
+// After the demo's hang: ranks stopped once they dumped are not counted as crashed; one gone
+// without a dump was killed from outside.
+TEST(Analysis, TellsStoppedAfterDumpingFromKilledAndCrashed) {
+  Snapshot s = testing::stoppedSnapshot();
+  EXPECT_EQ(s.summary.stopped, 4);
+  EXPECT_EQ(s.summary.crashed, 0);
+  EXPECT_EQ(s.summary.killed, 0);
+  EXPECT_EQ(livenessName(s.ranks[0].liveness), "stopped");
+  s.ranks[1].last_dump_ns = 0;
+  s.ranks[1].liveness = goneLiveness(s.ranks[1].last_dump_ns);
+  EXPECT_EQ(livenessName(s.ranks[1].liveness), "killed");
+  analyze(&s);
+  EXPECT_EQ(s.summary.stopped, 3);
+  EXPECT_EQ(s.summary.killed, 1);
+}
+
+// A rank keeps only what its detail lists: the main thread first, not the recorder's threads, at
+// most kThreadsKept threads of at most kThreadFramesKept frames; the counts cover them all.
+TEST(Analysis, AThreadsViewKeepsWhatTheDetailLists) {
+  std::vector<format::ThreadState> threads;
+  for (int tid = 100; tid < 120; ++tid) {
+    format::ThreadState t;
+    t.tid = tid;
+    t.name = tid == 101 ? "ncclrec-watch" : "worker";
+    t.status = tid % 2 == 0 ? format::kThreadAnswered : format::kThreadNoAnswer;
+    t.frames.resize(tid == 119 ? 100 : 3);
+    threads.push_back(std::move(t));
+  }
+  const auto view = makeThreadsView(119, 42, format::DumpReason::kSnapshot, threads);
+  EXPECT_EQ(view->taken_ns, 42);
+  EXPECT_EQ(view->reason, format::DumpReason::kSnapshot);
+  EXPECT_EQ(view->total, 20u);
+  EXPECT_EQ(view->answered, 10u);
+  EXPECT_EQ(view->listed, 19u);
+  ASSERT_EQ(view->threads.size(), kThreadsKept);
+  EXPECT_EQ(view->threads[0].tid, 119);  // the main thread (tid = pid), though last
+  EXPECT_EQ(view->threads[0].frames.size(), kThreadFramesKept);
+  EXPECT_EQ(view->threads[1].tid, 100);
+  EXPECT_EQ(view->threads[2].tid, 102);  // 101 is the recorder's
+  EXPECT_EQ(view->threads.back().tid, 107);
+}
+
 TEST(Analysis, GroupsCommsAcrossRanksLaggingFirst) {
   const Snapshot s = testing::hangSnapshot();
   ASSERT_EQ(s.comms.size(), 2u);

@@ -21,6 +21,7 @@
 #include "tui/analysis.h"
 #include "tui/collector.h"
 #include "tui/draw.h"
+#include "tui/snapshot_request.h"
 #include "tui/terminal.h"
 
 namespace ncclrec::tui {
@@ -221,6 +222,10 @@ int runInteractive(const TopOptions& o, std::ostream& err) {
       dirty = true;
       if (key == kKeyResize || key == 0) continue;
       view = handleKey(view, key, *shown, (*terminal)->width(), (*terminal)->height());
+      if (view.ask_snapshot) {
+        view.ask_snapshot = false;
+        view.message = requestThreadSnapshots(*shown);
+      }
       if (view.quit) break;
     }
   }

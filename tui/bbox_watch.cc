@@ -119,6 +119,8 @@ void BboxWatch::refresh(int64_t now_ns, const std::string& local_host) {
   entry_.fatal_signal = loadLive(h->fatal_signal);
   entry_.fatal_ns = loadLive(h->fatal_ns);
   entry_.hang_event_index = loadLive(h->hang_event_index);
+  entry_.last_dump_ns = loadLive(h->last_dump_ns);
+  entry_.last_dump_reason = static_cast<format::DumpReason>(loadLive(h->last_dump_reason));
   updateLiveness(now_ns, local_host);
 
   const uint64_t write_index = loadLive(h->write_index);
@@ -129,6 +131,7 @@ void BboxWatch::refresh(int64_t now_ns, const std::string& local_host) {
   std::vector<uint32_t> new_stack_ids;
   changed |= readNewEvents(write_index, &new_stack_ids);
   changed |= internStacks(new_stack_ids);
+  readThreads();
   first_ = false;
   if (!changed) return;
   auto history = std::make_shared<RankHistory>();
@@ -164,7 +167,19 @@ void BboxWatch::updateLiveness(int64_t now_ns, const std::string& local_host) {
     gone_ = entry_.pid > 0 && ::kill(entry_.pid, 0) != 0 && errno == ESRCH;
     gone_heartbeat_ = beat;
   }
-  entry_.liveness = gone_ ? Liveness::kGone : Liveness::kAlive;
+  entry_.liveness = gone_ ? goneLiveness(entry_.last_dump_ns) : Liveness::kAlive;
+}
+
+void BboxWatch::readThreads() {
+  const BboxHeader* h = header();
+  if (h->thread_capacity == 0) return;
+  const uint32_t seq = loadLive(h->threads_seq);
+  // Unchanged, or being rewritten (read at the next refresh).
+  if (seq == threads_seq_ || seq % 2 != 0) return;
+  format::ThreadSnapshot snap;
+  if (!format::readThreadSnapshot(*h, modules_, &snap)) return;
+  threads_seq_ = seq;
+  entry_.threads = makeThreadsView(entry_.pid, snap.taken_ns, snap.reason, std::move(snap.threads));
 }
 
 bool BboxWatch::readNewEvents(uint64_t write_index, std::vector<uint32_t>* stack_ids) {

@@ -2,7 +2,8 @@
 // process. The file is opened O_RDONLY and mapped PROT_READ once; each refresh looks at the
 // header's live words and reads only what they say changed: events past the last index read,
 // the live fields of the ops still incomplete, comm records claimed since, their live counters,
-// stacks first referenced, modules added. The recorded process never notices a reader.
+// stacks first referenced, modules added, the thread snapshot when a new one was taken. The
+// recorded process never notices a reader.
 //
 // Used by one thread (the collector's). Never throws for any file content: every offset is
 // checked against the mapping before use, as format::parseBlackBox does.
@@ -50,6 +51,8 @@ class BboxWatch {
   bool readComms();
   bool readModules();
   bool internStacks(const std::vector<uint32_t>& ids);
+  // The thread region, when its sequence word moved since the last copy: one load otherwise.
+  void readThreads();
   void updateLiveness(int64_t now_ns, const std::string& local_host);
 
   const format::BboxHeader* header() const {
@@ -70,7 +73,8 @@ class BboxWatch {
   std::vector<format::Module> modules_;
   uint32_t modules_read_ = 0;
   std::shared_ptr<const StackMap> stacks_ = std::make_shared<const StackMap>();
-  bool gone_ = false;  // kill(pid, 0) said ESRCH at heartbeat gone_heartbeat_
+  uint32_t threads_seq_ = 0;  // sequence word of the snapshot in entry_.threads (0: none yet)
+  bool gone_ = false;         // kill(pid, 0) said ESRCH at heartbeat gone_heartbeat_
   int64_t gone_heartbeat_ = 0;
   bool first_ = true;
   RankEntry entry_;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -203,6 +204,73 @@ TEST(BboxWatch, StacksResolveTheirModules) {
   EXPECT_EQ(s.frames[1].address, 0x7f0000000000u);
 }
 
+// Writes a thread snapshot the way the recorder does: under the sequence word.
+void writeThreads(format::BboxHeader* h, const std::vector<format::ThreadRecord>& records,
+                  int64_t taken_ns, format::DumpReason reason) {
+  h->threads_seq += 1;
+  std::copy(records.begin(), records.end(), format::threadRecords(h));
+  h->thread_count = static_cast<uint32_t>(records.size());
+  h->threads_ns = taken_ns;
+  h->threads_reason = static_cast<uint32_t>(reason);
+  h->threads_seq += 1;
+}
+
+format::ThreadRecord threadRecord(int tid, const char* comm, std::vector<uint64_t> frames) {
+  format::ThreadRecord r{};
+  r.tid = tid;
+  r.status = format::kThreadAnswered;
+  r.kernel_state = 'S';
+  std::strncpy(r.comm, comm, sizeof(r.comm) - 1);
+  r.native_depth = static_cast<uint32_t>(frames.size());
+  std::copy(frames.begin(), frames.end(), r.frames);
+  return r;
+}
+
+TEST(BboxWatch, ReadsTheLatestThreadSnapshotWhenANewOneWasTaken) {
+  TempDir dir;
+  format::testing::BboxCapacities caps;
+  caps.threads = 4;
+  BboxBuilder b = identity(0, 1, caps);
+  b.addModule("/opt/train", 0x400000, 0x10000, {0xab});
+  auto live = LiveBbox::create(dir.file("a.bbox"), b);
+  ASSERT_NE(live, nullptr);
+  auto w = openOk(dir.file("a.bbox"));
+  w->refresh(kNow, kHost);
+  EXPECT_EQ(w->entry().threads, nullptr);  // none taken yet
+
+  writeThreads(live->header(),
+               {threadRecord(1, "train", {0x401234}), threadRecord(7, "loader", {})}, kNow - 5,
+               format::DumpReason::kSnapshot);
+  w->refresh(kNow, kHost);
+  const std::shared_ptr<const ThreadsView> first = w->entry().threads;
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->taken_ns, kNow - 5);
+  EXPECT_EQ(first->reason, format::DumpReason::kSnapshot);
+  ASSERT_EQ(first->threads.size(), 2u);
+  EXPECT_EQ(first->threads[0].tid, 1);
+  EXPECT_EQ(first->threads[0].name, "train");
+  EXPECT_EQ(first->threads[0].kernel_state, 'S');
+  ASSERT_EQ(first->threads[0].frames.size(), 1u);
+  EXPECT_EQ(first->threads[0].frames[0].module, "/opt/train");
+  EXPECT_EQ(first->threads[0].frames[0].module_offset, 0x1234u);
+  EXPECT_EQ(first->threads[1].name, "loader");
+
+  w->refresh(kNow, kHost);  // unchanged: the same view, not read again
+  EXPECT_EQ(w->entry().threads, first);
+
+  live->header()->threads_seq += 1;  // being rewritten: the old snapshot stays
+  w->refresh(kNow, kHost);
+  EXPECT_EQ(w->entry().threads, first);
+  live->header()->threads_seq -= 1;
+
+  writeThreads(live->header(), {threadRecord(9, "worker", {})}, kNow, format::DumpReason::kHang);
+  w->refresh(kNow, kHost);
+  ASSERT_NE(w->entry().threads, first);
+  ASSERT_EQ(w->entry().threads->threads.size(), 1u);
+  EXPECT_EQ(w->entry().threads->threads[0].tid, 9);
+  EXPECT_EQ(w->entry().threads->reason, format::DumpReason::kHang);
+}
+
 TEST(BboxWatch, MarksAndLiveness) {
   TempDir dir;
   auto live = LiveBbox::create(dir.file("a.bbox"), identity(0, 1));
@@ -233,6 +301,15 @@ TEST(BboxWatch, ARankOfThisHostWhoseProcessIsGoneAndOneOfAnotherHostThatWentQuie
   auto me = openOk(dir.file("me.bbox"));
   me->refresh(kNow + 5'000'000'000, kHost);
   EXPECT_EQ(me->entry().liveness, Liveness::kAlive);  // the pid runs (this test)
+
+  // The same process gone after a dump: stopped after it (cxxrun stops a hung job's ranks so).
+  gone->header()->dump_count = 1;
+  gone->header()->last_dump_reason = static_cast<uint32_t>(format::DumpReason::kHang);
+  gone->header()->last_dump_ns = kNow;
+  w->refresh(kNow + 5'000'000'000, kHost);
+  EXPECT_EQ(w->entry().liveness, Liveness::kStopped);
+  EXPECT_EQ(w->entry().last_dump_ns, kNow);
+  EXPECT_EQ(w->entry().last_dump_reason, format::DumpReason::kHang);
 
   me->refresh(kNow + 30'000'000'000, "otherhost");
   EXPECT_EQ(me->entry().liveness, Liveness::kStale);

@@ -110,6 +110,7 @@ void Collector::readDir(int64_t now_ns, Snapshot* s) {
     resolved_ = std::move(r);
   }
   s->source_label = resolved_.label;
+  s->dir = resolved_.dir;
   if (!resolved_.problem.empty()) {
     s->notes.push_back(resolved_.problem);
     return;
@@ -181,17 +182,22 @@ void Collector::readRemotes(int64_t now_ns, Snapshot* s) {
 }
 
 void Collector::borrowSymbols(const Snapshot& s) {
-  for (const RankEntry& r : s.ranks) {
-    auto& seen = seen_stacks_[rankKey(r)];
-    if (seen == r.history->stacks) continue;
-    seen = r.history->stacks;
-    for (const auto& [id, stack] : *seen) {
-      for (const format::Frame& f : stack.frames) {
-        if (f.module.empty() || !f.function.empty()) continue;
-        std::string key = symbolKey(f.module, f.module_offset);
-        if (!symbols_->contains(key)) unresolved_.insert(std::move(key));
-      }
+  const auto wantNames = [this](const std::vector<format::Frame>& frames) {
+    for (const format::Frame& f : frames) {
+      if (f.module.empty() || !f.function.empty()) continue;
+      std::string key = symbolKey(f.module, f.module_offset);
+      if (!symbols_->contains(key)) unresolved_.insert(std::move(key));
     }
+  };
+  for (const RankEntry& r : s.ranks) {
+    Seen& seen = seen_stacks_[rankKey(r)];
+    if (r.threads != nullptr && seen.threads != r.threads) {
+      seen.threads = r.threads;
+      for (const format::ThreadState& t : r.threads->threads) wantNames(t.frames);
+    }
+    if (seen.stacks == r.history->stacks) continue;
+    seen.stacks = r.history->stacks;
+    for (const auto& [id, stack] : *seen.stacks) wantNames(stack.frames);
   }
   if (unresolved_.empty()) return;
   auto next = std::find_if(dumps_.begin(), dumps_.end(), [](const DumpFile& d) { return !d.read; });
@@ -201,9 +207,8 @@ void Collector::borrowSymbols(const Snapshot& s) {
   auto dump = format::loadDump(next->path);
   if (!dump.ok()) return;  // a partial or foreign dump names nothing; the next one may
   std::shared_ptr<SymbolTable> table;
-  for (const auto& [id, stack] : dump->stacks) {
-    if (!stack.symbolized) continue;
-    for (const format::Frame& f : stack.frames) {
+  const auto takeNames = [&](const std::vector<format::Frame>& frames) {
+    for (const format::Frame& f : frames) {
       if (f.function.empty() || f.module.empty()) continue;
       std::string key = symbolKey(f.module, f.module_offset);
       if (symbols_->contains(key) || (table != nullptr && table->contains(key))) continue;
@@ -211,7 +216,12 @@ void Collector::borrowSymbols(const Snapshot& s) {
       unresolved_.erase(key);
       table->emplace(std::move(key), f);
     }
-  }
+  };
+  for (const auto& [id, stack] : dump->stacks)
+    if (stack.symbolized) takeNames(stack.frames);
+  // The dump's thread snapshot names where the threads were (the black box keeps addresses).
+  for (const format::ThreadState& t : dump->threads)
+    if (t.symbolized) takeNames(t.frames);
   if (table != nullptr) symbols_ = std::move(table);
 }
 

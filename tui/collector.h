@@ -86,8 +86,13 @@ class Collector {
   std::vector<DumpFile> dumps_;
   std::shared_ptr<const SymbolTable> symbols_ = std::make_shared<const SymbolTable>();
   std::unordered_set<std::string> unresolved_;  // frame keys no dump named yet
-  std::unordered_map<std::string, std::shared_ptr<const StackMap>> seen_stacks_;  // by rank key
-  std::map<std::string, std::unique_ptr<RemoteSource>> remotes_;                  // by endpoint
+  // What borrowSymbols looked at last, by rank key: its stacks and its thread snapshot.
+  struct Seen {
+    std::shared_ptr<const StackMap> stacks;
+    std::shared_ptr<const ThreadsView> threads;
+  };
+  std::unordered_map<std::string, Seen> seen_stacks_;
+  std::map<std::string, std::unique_ptr<RemoteSource>> remotes_;  // by endpoint
   Stats stats_;
 };
 

@@ -211,6 +211,10 @@ void drawStatus(Frame& f, const Snapshot& s, const ViewState& v) {
     f.put(row, 0, "/" + v.filter + "_   (Enter keeps it, Esc clears it)", Style::kNormal);
     return;
   }
+  if (!v.message.empty()) {
+    f.put(row, 0, v.message, Style::kNormal);
+    return;
+  }
   if (!s.notes.empty()) {
     std::string text = "! " + s.notes.front();
     if (s.notes.size() > 1) text += " (+" + std::to_string(s.notes.size() - 1) + " more)";
@@ -218,7 +222,8 @@ void drawStatus(Frame& f, const Snapshot& s, const ViewState& v) {
     return;
   }
   const char* hints =
-      v.screen == Screen::kRank ? "Up/Down scroll  Left/Right rank  Esc back  ? help  q quit"
+      v.screen == Screen::kRank
+          ? "Up/Down scroll  Left/Right rank  Esc back  t threads  ? help  q quit"
       : v.screen == Screen::kComms
           ? "Up/Down select  Left/Right comm  Enter rank  / filter  s rows  ? help"
           : "Up/Down select  Enter rank  / filter  s sort  Tab screens  ? help  q quit";
@@ -237,6 +242,8 @@ void drawHelp(Frame& f, const Snapshot& s) {
       "  Tab, 1 2 3   Summary, Comms, Rank",
       "  /            filter rows by rank, host, pid, state or op; Enter keeps it",
       "  s            sort the summary (rank, lag, age, host); grid: lagging/by rank",
+      "  t            ask every rank for a fresh thread snapshot (no dump); the rank",
+      "               detail lists its threads: where each one is",
       "  ?            this help; any key closes it",
       "  q            quit",
       "Grid cells: # completed  > started  + enqueued  . not issued  ! failed",

@@ -37,7 +37,11 @@ std::string livenessText(const Snapshot& s, const RankEntry& r) {
       return "crashed: " + base::signalName(r.fatal_signal) + ", " +
              formatAge(ageSeconds(s.now_ns, r.fatal_ns)) + " ago";
     case Liveness::kGone:
-      return "gone: no exit mark, pid not running (SIGKILL?)";
+      return "killed from outside: no exit or crash mark, no dump, pid not running (SIGKILL, "
+             "SIGTERM, OOM?)";
+    case Liveness::kStopped:
+      return "stopped after its " + std::string(format::dumpReasonName(r.last_dump_reason)) +
+             " dump, " + formatAge(ageSeconds(s.now_ns, r.last_dump_ns)) + " ago";
     case Liveness::kStale:
       return "stale: no heartbeat for " + formatAge(ageSeconds(s.now_ns, r.heartbeat_ns));
   }
@@ -68,10 +72,11 @@ void drawIdentity(Frame& f, const Snapshot& s, const RankEntry& r, int row) {
   if (r.world_size >= 0) line += "  world " + std::to_string(r.world_size);
   line += "  host " + r.host + "  pid " + std::to_string(r.pid) + "  ";
   const int col = f.put(row, 1, line, Style::kHeader);
-  const Style style = r.liveness == Liveness::kAlive    ? Style::kNormal
-                      : r.liveness == Liveness::kExited ? Style::kDim
-                      : r.liveness == Liveness::kStale  ? Style::kWarning
-                                                        : Style::kFailed;
+  const Style style = r.liveness == Liveness::kAlive ? Style::kNormal
+                      : r.liveness == Liveness::kExited || r.liveness == Liveness::kStopped
+                          ? Style::kDim
+                      : r.liveness == Liveness::kStale ? Style::kWarning
+                                                       : Style::kFailed;
   f.put(row, col, livenessText(s, r), style);
 
   const RankHistory& h = *r.history;
@@ -127,7 +132,9 @@ void drawCalls(Frame& f, const Snapshot& s, const ViewState& v, const RankEntry&
 void drawStack(Frame& f, const Snapshot& s, const RankEntry& r, const RankStatus& st,
                const RankLayout& l) {
   const int focus = focusOp(r, st);
-  if (focus < 0 || l.stack_top >= statusRow(f.height())) return;
+  // The stack's rows end where the thread snapshot's section begins.
+  const int end = l.threads_rows > 0 ? l.threads_top - 1 : statusRow(f.height());
+  if (focus < 0 || l.stack_top >= end) return;
   const OpView& op = r.history->ops[size_t(focus)];
   std::string title = (op.incomplete() ? "Oldest incomplete: " : "Last call: ") +
                       shortOpName(op.op) + (op.op_seq > 0 ? " #" + std::to_string(op.op_seq) : "");
@@ -146,7 +153,7 @@ void drawStack(Frame& f, const Snapshot& s, const RankEntry& r, const RankStatus
   }
   bool all_named = true;
   const int n = static_cast<int>(stack->frames.size());
-  const int shown = std::min({n, kStackRowsMax, l.stack_rows});
+  const int shown = std::min({n, l.stack_max, l.stack_rows});
   // '>' marks the call-site frame when it is not the innermost one.
   const int site = s.site_rule->siteFrame(stack->frames);
   for (int k = 0; k < n; ++k) {
@@ -160,12 +167,77 @@ void drawStack(Frame& f, const Snapshot& s, const RankEntry& r, const RankStatus
     if (k == site && site > 0) f.put(row, 1, ">", Style::kHeader);
     f.put(row++, 3, "#" + std::to_string(k) + " " + text);
   }
-  if (shown < n && row < statusRow(f.height()))
+  if (shown < n && row < end)
     f.put(row++, 3, "... " + std::to_string(n - shown) + " more", Style::kDim);
-  if (!all_named && row < statusRow(f.height())) {
+  if (!all_named && row < end) {
     f.put(row, 3, "module+offset only: black boxes hold addresses; no dump here names them yet",
           Style::kDim);
   }
+}
+
+// What a thread was doing, for one that did not answer: how it was missed, then its kernel state.
+std::string missedText(const format::ThreadState& t) {
+  std::string text = t.status == format::kThreadGone                  ? "gone before it was asked"
+                     : (t.flags & format::kThreadInSleepingCall) != 0 ? "not asked (sleeping call)"
+                     : t.status == format::kThreadNotAsked            ? "not asked"
+                                                                      : "no answer";
+  if ((t.flags & format::kThreadSignalBlocked) != 0) text += " (signal blocked)";
+  if ((t.flags & format::kThreadSignalIgnored) != 0) text += " (signal ignored)";
+  if (!t.wchan.empty()) text += "; kernel " + t.wchan;
+  return text;
+}
+
+// Where a thread is: its innermost user frame (analyzer/site_rule.h userFrameIndex, the frames
+// named with the borrowed names first), else why it has no stack.
+std::string whereText(const Snapshot& s, const format::ThreadState& t) {
+  if (t.frames.empty()) {
+    const bool answered = t.status == format::kThreadAnswered || t.status == format::kThreadDumper;
+    return answered ? "no frames" : missedText(t);
+  }
+  std::vector<format::Frame> named = t.frames;
+  for (format::Frame& frame : named) {
+    if (frame.python || !frame.function.empty() || frame.module.empty()) continue;
+    const auto it = s.symbols->find(symbolKey(frame.module, frame.module_offset));
+    if (it == s.symbols->end()) continue;
+    frame.function = it->second.function;
+    frame.file = it->second.file;
+    frame.line = it->second.line;
+  }
+  const int at = analyzer::userFrameIndex(named, *s.site_rule);
+  if (at < 0) return "-";
+  const format::Frame& frame = named[size_t(at)];
+  bool known = false;
+  return frame.python ? pythonFrameText(frame) : frameText(frame, *s.symbols, &known);
+}
+
+// The latest thread snapshot: per thread its tid, name, kernel state and where it is.
+void drawThreads(Frame& f, const Snapshot& s, const RankEntry& r, const RankLayout& l) {
+  if (l.threads_rows <= 0 || r.threads == nullptr) return;
+  const ThreadsView& snap = *r.threads;
+  const std::string taken =
+      snap.reason == format::DumpReason::kSnapshot
+          ? "taken on request"
+          : "at its " + std::string(format::dumpReasonName(snap.reason)) + " dump";
+  f.put(l.threads_top, 1,
+        "Threads " + formatAge(ageSeconds(s.now_ns, snap.taken_ns)) + " ago (" + taken + "), " +
+            std::to_string(snap.total) + " threads, " + std::to_string(snap.answered) + " answered",
+        Style::kHeader);
+  constexpr int kTidW = 7, kNameW = 15;
+  const int n = static_cast<int>(snap.listed);
+  const int shown =
+      std::min(n > l.threads_rows ? l.threads_rows - 1 : n, static_cast<int>(snap.threads.size()));
+  for (int k = 0; k < shown; ++k) {
+    const format::ThreadState& t = snap.threads[size_t(k)];
+    const int row = l.threads_top + 1 + k;
+    int col = f.put(row, 1, fitRight(std::to_string(t.tid), kTidW) + " ");
+    col = f.put(row, col, fit(t.name.empty() ? "?" : t.name, kNameW) + " ");
+    col = f.put(row, col, std::string(1, t.kernel_state != 0 ? t.kernel_state : '?') + "  ",
+                t.kernel_state == 'R' ? Style::kStarted : Style::kNormal);
+    f.put(row, col, fit(whereText(s, t), std::max(1, f.width() - col - 1)),
+          t.frames.empty() ? Style::kDim : Style::kNormal);
+  }
+  if (shown < n)
+    f.put(l.threads_top + 1 + shown, 3, "... " + std::to_string(n - shown) + " more", Style::kDim);
 }
 
 }  // namespace
@@ -180,9 +252,10 @@ void drawRank(Frame& f, const Snapshot& s, const ViewState& v) {
   const RankEntry& r = s.ranks[size_t(ri)];
   const RankStatus& st = s.status[size_t(ri)];
   drawIdentity(f, s, r, top);
-  const RankLayout l = rankLayout(s, focusStackRows(r, st), f.height());
+  const RankLayout l = rankLayout(s, focusStackRows(r, st), listedThreads(r), f.height());
   drawCalls(f, s, v, r, l);
   drawStack(f, s, r, st, l);
+  drawThreads(f, s, r, l);
 }
 
 }  // namespace ncclrec::tui

@@ -31,6 +31,7 @@ Style livenessStyle(Liveness l) {
     case Liveness::kAlive:
       return Style::kNormal;
     case Liveness::kExited:
+    case Liveness::kStopped:
       return Style::kDim;
     case Liveness::kCrashed:
     case Liveness::kGone:
@@ -49,14 +50,17 @@ void drawJob(Frame& f, const Snapshot& s, int row) {
   if (world > 0) line += " of " + std::to_string(world);
   line += ": " + std::to_string(j.alive) + " alive, " + std::to_string(j.exited) + " exited, " +
           std::to_string(j.crashed) + " crashed";
+  if (j.stopped > 0) line += ", " + std::to_string(j.stopped) + " stopped after dumping";
+  if (j.killed > 0) line += ", " + std::to_string(j.killed) + " killed";
   if (j.stale > 0) line += ", " + std::to_string(j.stale) + " stale";
   if (world > static_cast<int>(s.ranks.size()))
     line += " (" + std::to_string(world - static_cast<int>(s.ranks.size())) + " not seen)";
   f.put(row, 1, line);
-  if (j.crashed > 0) {
-    const std::string crashed = std::to_string(j.crashed) + " crashed";
-    const size_t at = line.find(crashed);
-    f.styleCells(row, 1 + static_cast<int>(at), static_cast<int>(crashed.size()), Style::kFailed);
+  for (const std::string failed :
+       {std::to_string(j.crashed) + " crashed", std::to_string(j.killed) + " killed"}) {
+    if (failed[0] == '0') continue;
+    const size_t at = line.find(failed);
+    f.styleCells(row, 1 + static_cast<int>(at), static_cast<int>(failed.size()), Style::kFailed);
   }
 
   line = "Comms    " + std::to_string(s.comms.size());

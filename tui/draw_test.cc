@@ -54,6 +54,25 @@ TEST(DrawGolden, SummarySortedByLagWithTheThirdRowSelected) {
   expectGolden(draw(hangSnapshot(), v, 80, 24), "summary_hang_by_lag");
 }
 
+// After cxxrun stopped the demo's hang: "stopped after dumping", not "crashed".
+TEST(DrawGolden, SummaryOfAJobStoppedAfterItsDumps) {
+  expectGolden(draw(testing::stoppedSnapshot(), ViewState{}, 80, 24), "summary_stopped");
+}
+
+// The thread snapshot: per thread its tid, name, state and innermost user frame (named from the
+// borrowed symbols), the recorder's own thread left out, the threads that did not answer with
+// their kernel state; the stack above cut to make room.
+TEST(DrawGolden, RankDetailListsTheThreadsOfItsLatestSnapshot) {
+  const Snapshot s = testing::stoppedSnapshot();
+  expectGolden(draw(s, rankView(s, 3), 80, 30), "rank3_threads");
+}
+
+// On a 24-row screen the threads give way to two rows of calls.
+TEST(DrawGolden, RankDetailWithThreadsOnASmallScreen) {
+  const Snapshot s = testing::stoppedSnapshot();
+  expectGolden(draw(s, rankView(s, 3), 80, 24), "rank3_threads_small");
+}
+
 TEST(DrawGolden, SummaryOfAHealthyJobHasNoBanner) {
   expectGolden(draw(healthySnapshot(), ViewState{}, 80, 24), "summary_healthy");
 }

@@ -16,8 +16,13 @@ namespace ncclrec::tui {
 
 inline constexpr int kMinWidth = 40;
 inline constexpr int kMinHeight = 10;
-// Frames of a stack the rank detail shows before "... N more".
+// Frames of a stack the rank detail shows before "... N more"; fewer when it lists threads.
 inline constexpr int kStackRowsMax = 6;
+inline constexpr int kStackRowsWithThreads = 3;
+// Threads the rank detail lists before "... N more", and the calls it keeps for them.
+inline constexpr int kThreadRowsMax = 8;
+static_assert(kThreadsKept == size_t{kThreadRowsMax}, "a rank keeps the threads it lists");
+inline constexpr int kCallRowsWithThreads = 2;
 
 inline int contentTop(const Snapshot& s) { return s.summary.hang ? 3 : 2; }
 inline int statusRow(int height) { return height - 1; }
@@ -28,23 +33,40 @@ inline int summaryListTop(const Snapshot& s) { return contentTop(s) + 6; }
 inline int gridListTop(const Snapshot& s) { return contentTop(s) + 3; }
 
 struct RankLayout {
-  int calls_top = 0;   // first row of the calls list (under its headers)
-  int calls_rows = 0;  // rows of calls shown
-  int stack_top = 0;   // the stack section's title row
-  int stack_rows = 0;  // frame rows shown under it
+  int calls_top = 0;              // first row of the calls list (under its headers)
+  int calls_rows = 0;             // rows of calls shown
+  int stack_top = 0;              // the stack section's title row
+  int stack_rows = 0;             // frame rows shown under it
+  int stack_max = kStackRowsMax;  // frames shown before "... N more"
+  int threads_top = 0;            // the thread snapshot's title row
+  int threads_rows = 0;           // thread rows under it ("... N more" included); 0: no section
 };
 // Identity, exe, comms, a blank, "Last calls" and its column header; then the calls; a blank,
-// the stack title, `frames` rows (at most kStackRowsMax, plus one for "... N more") and a note.
-inline RankLayout rankLayout(const Snapshot& s, int frames, int height) {
+// the stack title, `frames` rows (at most kStackRowsMax, plus one for "... N more") and a note;
+// with `threads` to list, a blank, the snapshot's title and a row per thread (at most
+// kThreadRowsMax, plus "... N more"): the stack is then cut at kStackRowsWithThreads frames, and
+// the threads give way to kCallRowsWithThreads calls on a short screen.
+inline RankLayout rankLayout(const Snapshot& s, int frames, int threads, int height) {
   RankLayout l;
   l.calls_top = contentTop(s) + 6;
   const int end = statusRow(height);
-  l.stack_rows = frames > kStackRowsMax ? kStackRowsMax + 1 : std::max(frames, 0);
+  l.stack_max = threads > 0 ? kStackRowsWithThreads : kStackRowsMax;
+  l.stack_rows = frames > l.stack_max ? l.stack_max + 1 : std::max(frames, 0);
   const int stack_block = 1 + 1 + l.stack_rows + 1;  // blank, title, frames, note
-  l.calls_rows = std::max(1, end - l.calls_top - stack_block);
+  int thread_block = 0;                              // blank, title, threads
+  if (threads > 0) {
+    const int room = end - l.calls_top - stack_block - kCallRowsWithThreads;
+    thread_block = std::min(2 + (threads > kThreadRowsMax ? kThreadRowsMax + 1 : threads), room);
+    if (thread_block < 3) thread_block = 0;  // not even one thread: no section
+  }
+  l.calls_rows = std::max(1, end - l.calls_top - stack_block - thread_block);
   l.stack_top = l.calls_top + l.calls_rows + 1;
   // Too short for both: the stack gives way.
-  l.stack_rows = std::max(0, std::min(l.stack_rows, end - l.stack_top - 2));
+  l.stack_rows = std::max(0, std::min(l.stack_rows, end - thread_block - l.stack_top - 2));
+  if (thread_block > 0) {
+    l.threads_top = end - thread_block + 1;
+    l.threads_rows = thread_block - 2;
+  }
   return l;
 }
 

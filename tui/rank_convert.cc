@@ -25,6 +25,10 @@ RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
   e.fatal_ns = shifted(d.fatal_ns, shift);
   e.fatal_signal = d.fatal_signal;
   e.hang_event_index = d.hang_event_index;
+  e.last_dump_ns = shifted(d.dump_ns, shift);
+  e.last_dump_reason = d.dump_reason;
+  if (d.threads_ns != 0)
+    e.threads = makeThreadsView(d.pid, shifted(d.threads_ns, shift), d.threads_reason, d.threads);
   e.liveness = d.exited              ? Liveness::kExited
                : d.fatal_signal != 0 ? Liveness::kCrashed
                                      : Liveness::kAlive;

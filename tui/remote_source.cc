@@ -63,7 +63,8 @@ RemoteSource::Result RemoteSource::poll(int64_t now_ns, double timeout_s) {
     data.source_path = "agent " + endpoint_ + ": " + r.source();
     data.source = format::SourceKind::kBlackBox;
     RankEntry entry = entryFromRankData(data, shift);
-    if (r.process_gone() && entry.liveness == Liveness::kAlive) entry.liveness = Liveness::kGone;
+    if (r.process_gone() && entry.liveness == Liveness::kAlive)
+      entry.liveness = goneLiveness(entry.last_dump_ns);
     out.ranks.push_back(std::move(entry));
   }
   for (const std::string& p : reply.peers()) out.peers.push_back(p);

@@ -73,11 +73,40 @@ struct RankHistory {
 enum class Liveness {
   kAlive,
   kExited,   // ran its exit handlers (exit mark)
-  kCrashed,  // a fatal signal marked the black box
-  kGone,     // no mark, and no process with its pid on this host any more (SIGKILL, OOM)
+  kCrashed,  // a fatal signal (SIGSEGV, SIGABRT...) marked the black box
+  kGone,     // killed from outside: no mark, no dump, and no process with its pid any more
+             // (SIGKILL, SIGTERM, the OOM killer)
+  kStopped,  // stopped after its dump: as kGone, but it dumped first (cxxrun stops a hung
+             // job's ranks once they dumped)
   kStale,    // on another host, and its heartbeat stopped: dead or frozen
 };
+// A rank with neither exit nor crash mark whose process is gone: stopped after its dump when it
+// wrote one, else killed from outside.
+inline Liveness goneLiveness(int64_t last_dump_ns) {
+  return last_dump_ns > 0 ? Liveness::kStopped : Liveness::kGone;
+}
 std::string_view livenessName(Liveness liveness);
+
+// Threads of a snapshot kept per rank (the rank detail lists at most 8), and their frames kept
+// (innermost first: the user frame is among the first): 1024 ranks of 100 threads cost little.
+inline constexpr size_t kThreadsKept = 8;
+inline constexpr size_t kThreadFramesKept = 32;
+
+// The rank's latest thread snapshot (recorder/thread_snapshot.h): where its threads were.
+struct ThreadsView {
+  int64_t taken_ns = 0;
+  format::DumpReason reason = format::DumpReason::kNone;  // kSnapshot: on request, no dump
+  size_t total = 0;                                       // threads in the snapshot
+  size_t answered = 0;  // of those, the ones that captured their own stack
+  size_t listed = 0;    // the ones the rank detail lists: all but the recorder's ("ncclrec-...")
+  // The first kThreadsKept of those, the main thread first, then in the snapshot's order; frames
+  // cut at kThreadFramesKept.
+  std::vector<format::ThreadState> threads;
+};
+// The view of a whole snapshot of process `pid`.
+std::shared_ptr<const ThreadsView> makeThreadsView(int pid, int64_t taken_ns,
+                                                   format::DumpReason reason,
+                                                   std::vector<format::ThreadState> threads);
 
 // One process that recorded.
 struct RankEntry {
@@ -96,6 +125,9 @@ struct RankEntry {
   int fatal_signal = 0;
   Liveness liveness = Liveness::kAlive;
   int64_t hang_event_index = -1;  // the op its watchdog declared hung, -1 when none
+  int64_t last_dump_ns = 0;       // its newest dump, 0 when it wrote none
+  format::DumpReason last_dump_reason = format::DumpReason::kNone;
+  std::shared_ptr<const ThreadsView> threads;  // null when it took no thread snapshot
   std::shared_ptr<const RankHistory> history = std::make_shared<const RankHistory>();
 };
 
@@ -136,7 +168,9 @@ struct RankStatus {
 struct JobSummary {
   int alive = 0;
   int exited = 0;
-  int crashed = 0;  // crashed or gone
+  int crashed = 0;  // a fatal signal marked it
+  int stopped = 0;  // stopped after its dump
+  int killed = 0;   // gone without a mark or a dump
   int stale = 0;
   int slowest = -1;              // index into Snapshot::ranks, -1 when there is none
   int64_t last_progress_ns = 0;  // newest completion over every rank
@@ -148,6 +182,7 @@ struct Snapshot {
   int64_t now_ns = 0;  // CLOCK_REALTIME when collected; every age is measured from it
   double hang_after_s = 60;
   std::string source_label;        // what is shown: "DIR: run R (newest of 3), attempt_1"
+  std::string dir;                 // the directory whose black boxes were read; "" when none
   std::vector<std::string> notes;  // what could not be read, one line each, naming the file
   std::vector<RankEntry> ranks;    // by global rank, then host, then pid
   std::shared_ptr<const SymbolTable> symbols = std::make_shared<const SymbolTable>();

@@ -80,6 +80,15 @@ expect '^ rank 3 .*world 4  host '
 expect 'Last call: AllReduce #2'
 expect 'Last calls, newest first'
 echo "ok: Enter opens rank 3's detail"
+# 't': every rank takes a thread snapshot into its black box (no dump); the detail lists rank 3's
+# threads, its main thread (tid = pid) first.
+keys t
+expect 'asked 4 running ranks for a thread snapshot'
+expect '^ Threads [0-9.ms]+ ago \(taken on request\), [0-9]+ threads, [0-9]+ answered'
+expect "^ +${pids[3]} ncclrec_scenari +[RS] "
+[[ -f $dumps/ncclrec.snapshot ]] || fail "no request file"
+compgen -G "$dumps/*.ncclrec.pb" > /dev/null && fail "a snapshot request made a dump"
+echo "ok: t lists rank 3's threads from a fresh snapshot, no dump"
 keys Escape
 expect '^ Ranks    4 of 4'
 keys '?'

@@ -177,10 +177,10 @@ int pageRows(const Snapshot& s, const ViewState& v, int height) {
       return std::max(1, statusRow(height) - gridListTop(s));
     case Screen::kRank: {
       const int r = detailRank(s, v);
-      const int frames = r >= 0 && size_t(r) < s.status.size()
-                             ? focusStackRows(s.ranks[size_t(r)], s.status[size_t(r)])
-                             : 0;
-      return rankLayout(s, frames, height).calls_rows;
+      if (r < 0 || size_t(r) >= s.status.size()) return rankLayout(s, 0, 0, height).calls_rows;
+      const RankEntry& rank = s.ranks[size_t(r)];
+      const int frames = focusStackRows(rank, s.status[size_t(r)]);
+      return rankLayout(s, frames, listedThreads(rank), height).calls_rows;
     }
   }
   return 1;
@@ -199,6 +199,7 @@ ViewState handleKey(const ViewState& view, int key, const Snapshot& s, int width
   (void)width;
   ViewState v = view;
   if (v.editing_filter) return editFilter(v, key);
+  v.message.clear();
   if (v.help) {  // any key closes help; q still quits
     v.help = false;
     v.quit = key == 'q';
@@ -218,6 +219,9 @@ ViewState handleKey(const ViewState& view, int key, const Snapshot& s, int width
       return v;
     case '/':
       v.editing_filter = true;
+      return v;
+    case 't':
+      v.ask_snapshot = true;
       return v;
     case kKeyEscape:
       if (detail) return closeDetail(v, s);

@@ -29,6 +29,10 @@ struct ViewState {
   SortKey sort = SortKey::kRank;
   std::string filter;  // case-insensitive substring of a row's text; "" shows every row
   bool editing_filter = false;
+  // 't' sets it: the caller (app.cc) asks every rank for a fresh thread snapshot
+  // (requestThreadSnapshots, snapshot_request.h), clears it and puts its answer in `message`.
+  bool ask_snapshot = false;
+  std::string message;  // one line for the status line; the next key clears it
 };
 
 // Keys, independent of the terminal library (terminal.cc maps ncurses' codes to these).

@@ -45,6 +45,27 @@ TEST(Keys, PageDownMovesAPageAndScrolls) {
   EXPECT_EQ(v.selected, 63 - page);
 }
 
+// 't' asks the caller for a thread snapshot (app.cc writes the request and answers in
+// `message`); the next key clears the answer.
+TEST(Keys, TAsksForAThreadSnapshotAndTheNextKeyClearsTheAnswer) {
+  const Snapshot s = testing::hangSnapshot();
+  ViewState v = press({}, s, {kKeyDown, kKeyEnter});
+  ASSERT_EQ(v.screen, Screen::kRank);
+  v = press(v, s, {'t'});
+  EXPECT_TRUE(v.ask_snapshot);
+  EXPECT_EQ(v.screen, Screen::kRank);  // the view stays where it was
+  EXPECT_EQ(v.rank_key, "node0/1001");
+  v.ask_snapshot = false;
+  v.message = "asked 6 running ranks for a thread snapshot";
+  v = press(v, s, {kKeyDown});
+  EXPECT_EQ(v.message, "");
+  EXPECT_FALSE(v.ask_snapshot);
+  // In the filter prompt 't' is a letter of the filter.
+  v = press({}, s, {'/', 't'});
+  EXPECT_FALSE(v.ask_snapshot);
+  EXPECT_EQ(v.filter, "t");
+}
+
 TEST(Keys, EnterOpensTheSelectedRankAndEscReturns) {
   const Snapshot s = testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyDown, kKeyDown, kKeyDown, kKeyEnter});

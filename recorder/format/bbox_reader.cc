@@ -251,41 +251,13 @@ Frame nativeFrame(uint64_t address, const std::vector<Module>& modules) {
   return frame;
 }
 
-// The thread region under its sequence word: a copy taken while the recorder rewrote it is
-// retried, and given up (no threads) after a few tries.
-__attribute__((no_sanitize("thread"))) void readThreads(const BboxHeader* h, RankData* out) {
-  if (h->thread_capacity == 0 || h->thread_bytes != sizeof(ThreadRecord)) return;
-  std::vector<ThreadRecord> records;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    const uint32_t before = loadLive(h->threads_seq);
-    if (before % 2 != 0) continue;
-    const uint32_t count = std::min(loadLive(h->thread_count), h->thread_capacity);
-    records.assign(threadRecords(h), threadRecords(h) + count);
-    out->threads_ns = loadLive(h->threads_ns);
-    out->threads_reason = static_cast<DumpReason>(loadLive(h->threads_reason));
-    out->threads_dumper_tid = loadLive(h->threads_dumper_tid);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (loadLive(h->threads_seq) != before) continue;
-    for (const ThreadRecord& r : records) {
-      ThreadState t;
-      t.tid = r.tid;
-      t.name = boundedString(r.comm, sizeof(r.comm));
-      t.status = r.status;
-      t.flags = r.flags;
-      t.kernel_state = r.kernel_state;
-      t.wchan = boundedString(r.wchan, sizeof(r.wchan));
-      if (t.wchan == "0") t.wchan.clear();
-      t.cpu_ticks = r.cpu_ticks;
-      const uint32_t depth = std::min(r.python_depth + r.native_depth, kThreadMaxFrames);
-      for (uint32_t f = 0; f < depth; ++f) {
-        t.frames.push_back(isPythonFrameWord(r.frames[f]) ? pythonFrameOf(*h, r.frames[f])
-                                                          : nativeFrame(r.frames[f], out->modules));
-      }
-      out->threads.push_back(std::move(t));
-    }
-    return;
-  }
-  out->threads_ns = 0;
+void readThreads(const BboxHeader* h, RankData* out) {
+  ThreadSnapshot snap;
+  if (!readThreadSnapshot(*h, out->modules, &snap)) return;
+  out->threads = std::move(snap.threads);
+  out->threads_ns = snap.taken_ns;
+  out->threads_reason = snap.reason;
+  out->threads_dumper_tid = snap.dumper_tid;
 }
 
 // A blob slice of a code record, or "" when it does not lie inside the blob.
@@ -349,6 +321,52 @@ StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string sourc
 }
 
 }  // namespace
+
+// The thread region under its sequence word: a copy taken while the recorder rewrote it is
+// retried, and given up after a few tries.
+__attribute__((no_sanitize("thread"))) bool readThreadSnapshot(const BboxHeader& header,
+                                                               const std::vector<Module>& modules,
+                                                               ThreadSnapshot* out) {
+  const BboxHeader* h = &header;
+  if (h->thread_capacity == 0 || h->thread_bytes != sizeof(ThreadRecord)) return false;
+  std::vector<ThreadRecord> records;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const uint32_t before = loadLive(h->threads_seq);
+    if (before % 2 != 0) continue;
+    const uint32_t count = std::min(loadLive(h->thread_count), h->thread_capacity);
+    records.assign(threadRecords(h), threadRecords(h) + count);
+    const int64_t taken_ns = loadLive(h->threads_ns);
+    const uint32_t reason = loadLive(h->threads_reason);
+    const int32_t dumper_tid = loadLive(h->threads_dumper_tid);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (loadLive(h->threads_seq) != before) continue;
+    if (taken_ns == 0) return false;
+    ThreadSnapshot snap;
+    snap.taken_ns = taken_ns;
+    snap.reason = static_cast<DumpReason>(reason);
+    snap.dumper_tid = dumper_tid;
+    for (const ThreadRecord& r : records) {
+      ThreadState t;
+      t.tid = r.tid;
+      t.name = boundedString(r.comm, sizeof(r.comm));
+      t.status = r.status;
+      t.flags = r.flags;
+      t.kernel_state = r.kernel_state;
+      t.wchan = boundedString(r.wchan, sizeof(r.wchan));
+      if (t.wchan == "0") t.wchan.clear();
+      t.cpu_ticks = r.cpu_ticks;
+      const uint32_t depth = std::min(r.python_depth + r.native_depth, kThreadMaxFrames);
+      for (uint32_t f = 0; f < depth; ++f) {
+        t.frames.push_back(isPythonFrameWord(r.frames[f]) ? pythonFrameOf(*h, r.frames[f])
+                                                          : nativeFrame(r.frames[f], modules));
+      }
+      snap.threads.push_back(std::move(t));
+    }
+    *out = std::move(snap);
+    return true;
+  }
+  return false;
+}
 
 Frame pythonFrameOf(const BboxHeader& h, uint64_t word) {
   Frame frame;

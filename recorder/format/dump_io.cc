@@ -21,6 +21,8 @@ static_assert(static_cast<int>(pb::OP_SEND) == static_cast<int>(OpType::kSend));
 static_assert(pb::OpType_ARRAYSIZE == static_cast<int>(OpType::kCount));
 static_assert(static_cast<int>(pb::STATE_FAILED) == static_cast<int>(EventState::kFailed));
 static_assert(static_cast<int>(pb::DUMP_REASON_MANUAL) == static_cast<int>(DumpReason::kManual));
+static_assert(static_cast<int>(pb::DUMP_REASON_SNAPSHOT) ==
+              static_cast<int>(DumpReason::kSnapshot));
 
 void toProto(const EventRecord& e, pb::Event* p) {
   p->set_index(e.index);

@@ -123,6 +123,8 @@ std::string_view dumpReasonName(DumpReason reason) {
       return "trigger";
     case DumpReason::kExit:
       return "exit";
+    case DumpReason::kSnapshot:
+      return "snapshot";
     case DumpReason::kManual:
       return "manual";
   }

@@ -75,6 +75,9 @@ enum class DumpReason : uint32_t {
   kTrigger = 5,
   kExit = 6,
   kManual = 7,
+  // A thread snapshot taken without a dump (ncclrec-top's request, recording_files.h): only ever
+  // the reason of a black box's thread snapshot (BboxHeader::threads_reason), never of a dump.
+  kSnapshot = 8,
 };
 std::string_view dumpReasonName(DumpReason reason);
 

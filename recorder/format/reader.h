@@ -33,6 +33,20 @@ Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& 
 // line 0. Reads only inside the header's Python regions.
 Frame pythonFrameOf(const BboxHeader& h, uint64_t word);
 
+// The latest thread snapshot of a black box (its thread region, bbox_layout.h).
+struct ThreadSnapshot {
+  std::vector<ThreadState> threads;
+  int64_t taken_ns = 0;  // BboxHeader::threads_ns
+  DumpReason reason = DumpReason::kNone;
+  int dumper_tid = 0;
+};
+// Copies the thread region of a black box whose header passed checkBlackBoxHeader, under its
+// sequence word (a copy taken while the recorder rewrote it is retried, a few times). Native
+// frames get the module of `modules` that holds them, Python frames their names (pythonFrameOf).
+// False, leaving *out alone, when the file has no thread region, no snapshot was taken yet, or
+// the region was being rewritten at every try.
+bool readThreadSnapshot(const BboxHeader& h, const std::vector<Module>& modules,
+                        ThreadSnapshot* out);
 // Maps `path` read-only and parses it.
 StatusOr<RankData> loadBlackBox(const std::string& path);
 

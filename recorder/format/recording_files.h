@@ -5,6 +5,8 @@
 //   HOST.PID[-K].bbox                    a rank's black box (K: 1..99 when the name was taken)
 //   HOST.PID[-K].N.REASON.ncclrec.pb     its Nth dump (REASON: dumpReasonName), N from 1
 //   ncclrec.trigger                      "every rank of run R: dump now" (TriggerFile)
+//   ncclrec.snapshot                     "every rank of run R: take a thread snapshot into your
+//                                        black box, no dump" (TriggerFile, reason "snapshot")
 //
 // HOST may hold dots, so names are parsed from their end. Called from the recorder's init, dump
 // and watchdog paths (never per NCCL call: these allocate) and from the tools.
@@ -20,6 +22,11 @@ namespace ncclrec::format {
 inline constexpr std::string_view kBboxSuffix = ".bbox";
 inline constexpr std::string_view kDumpSuffix = ".ncclrec.pb";
 inline constexpr std::string_view kTriggerFileName = "ncclrec.trigger";
+// ncclrec-top's request for fresh thread snapshots. A file of its own, not the trigger file:
+// cxxrun takes any new trigger file for a hang (and stops the job), and a request written over a
+// rank's hang trigger before every rank read it would cost them their hang dump.
+inline constexpr std::string_view kSnapshotRequestFileName = "ncclrec.snapshot";
+inline constexpr std::string_view kSnapshotReason = "snapshot";
 
 // The name of one recording: a black box, or one of its dumps (dump_seq > 0).
 struct RecordingName {

@@ -7,11 +7,13 @@
 # writer stopped (a hung job: nothing changes).
 #
 # Usage: run_top_bench.sh [--top PATH] [--writer PATH] [--ranks N] [--seconds S]
-#                         [--interval S] [--rate R]
+#                         [--interval S] [--rate R] [--snapshot-every S]
 #   --top       ncclrec-top (default: build/bin/ncclrec-top of this tree)
 #   --writer    ncclrec_top_bench_writer (default: beside --top)
 #   --ranks     black boxes (default 1024); --seconds per run (default 10)
 #   --interval  ncclrec-top's --interval (default 0.5); --rate all-reduces/s per rank (default 10)
+#   --snapshot-every  seconds between fresh 16-thread snapshots of every rank (default 0: one
+#               at the start, as after a dump)
 # Exit status: 0 both runs printed their figures; 1 one did not; 2 bad usage. The targets
 # (>= 2 refreshes/s, <= 5 % of one core at 1024 ranks) are reported, never judged.
 set -u
@@ -23,8 +25,9 @@ ranks=1024
 seconds=10
 interval=0.5
 rate=10
+snapshot_every=0
 
-usage() { sed -n '10,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '9,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 die_usage() { echo "run_top_bench.sh: $1" >&2; usage; exit 2; }
 number='^[0-9]*\.?[0-9]+$'
 
@@ -36,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) [[ $# -ge 2 ]] || die_usage "--seconds needs seconds"; seconds="$2"; shift 2 ;;
     --interval) [[ $# -ge 2 ]] || die_usage "--interval needs seconds"; interval="$2"; shift 2 ;;
     --rate) [[ $# -ge 2 ]] || die_usage "--rate needs calls/s"; rate="$2"; shift 2 ;;
+    --snapshot-every) [[ $# -ge 2 ]] || die_usage "--snapshot-every needs seconds"; snapshot_every="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die_usage "unknown argument '$1'" ;;
   esac
@@ -44,7 +48,7 @@ done
 [[ -x "${top}" ]] || die_usage "no ncclrec-top at '${top}' (build target ncclrec-top)"
 [[ -x "${writer}" ]] || die_usage "no writer at '${writer}' (build target ncclrec_top_bench_writer)"
 [[ "${ranks}" =~ ^[1-9][0-9]*$ ]] || die_usage "--ranks must be >= 1, not '${ranks}'"
-for v in "${seconds}" "${interval}" "${rate}"; do
+for v in "${seconds}" "${interval}" "${rate}" "${snapshot_every}"; do
   [[ "${v}" =~ ${number} ]] || die_usage "'${v}' is not a number"
 done
 
@@ -58,6 +62,7 @@ trap cleanup EXIT
 
 # The writer runs for both measurements plus setup; it is stopped before the second one.
 "${writer}" --dir "${dir}/boxes" --ranks "${ranks}" --rate "${rate}" \
+  --snapshot-every "${snapshot_every}" \
   --seconds "$(awk -v s="${seconds}" 'BEGIN { print 2 * s + 60 }')" > "${dir}/writer.out" 2>&1 &
 writer_pid=$!
 for ((i = 0; i < 600; i++)); do

@@ -1,12 +1,17 @@
 // ncclrec_top_bench_writer: N synthetic ranks writing live black boxes, as N recorded processes
 // would, for ncclrec-top's benchmark (tests/bench/run_top_bench.sh). Each rank calls an
 // all-reduce RATE times a second (entered, then completed at the next 10 ms tick), and its
-// watchdog heartbeat is stamped every 200 ms. Prints "ready" once every file exists.
-//   ncclrec_top_bench_writer --dir DIR --ranks 1024 --rate 10 --seconds 20
+// watchdog heartbeat is stamped every 200 ms. Each black box holds a thread snapshot of THREADS
+// threads (8 frames each), written at the start and again every SNAPSHOT_EVERY seconds (as
+// ncclrec-top's 't' would have every rank take one; 0: only at the start). Prints "ready" once
+// every file exists.
+//   ncclrec_top_bench_writer --dir DIR --ranks 1024 --rate 10 --seconds 20 [--threads 16]
+//                            [--snapshot-every 0]
 // Exit status: 0 done, 1 a file could not be written, 2 bad usage.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +36,28 @@ using ncclrec::tui::testing::LiveBbox;
 
 constexpr uint64_t kComm = 0xbe9c000000000001ull;
 
+// A snapshot of `threads` threads, written under the sequence word as the recorder writes it.
+void writeSnapshot(ncclrec::format::BboxHeader* h, int threads, int first_tid, int64_t now) {
+  using ncclrec::format::atomicField;
+  const uint32_t seq = atomicField(h->threads_seq).load(std::memory_order_relaxed);
+  atomicField(h->threads_seq).store(seq + 1, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_release);
+  ncclrec::format::ThreadRecord* records = ncclrec::format::threadRecords(h);
+  for (int t = 0; t < threads; ++t) {
+    ncclrec::format::ThreadRecord r{};
+    r.tid = first_tid + t;
+    r.status = ncclrec::format::kThreadAnswered;
+    r.kernel_state = t == 0 ? 'R' : 'S';
+    std::snprintf(r.comm, sizeof(r.comm), "worker%d", t);
+    r.native_depth = 8;
+    for (uint32_t f = 0; f < r.native_depth; ++f) r.frames[f] = 0x401000 + 0x100 * f + t;
+    records[t] = r;
+  }
+  atomicField(h->thread_count).store(static_cast<uint32_t>(threads), std::memory_order_relaxed);
+  atomicField(h->threads_ns).store(now, std::memory_order_relaxed);
+  atomicField(h->threads_seq).store(seq + 2, std::memory_order_release);
+}
+
 struct Rank {
   std::unique_ptr<LiveBbox> box;
   uint32_t comm = 0;
@@ -48,6 +75,8 @@ int main(int argc, char** argv) {
   double rate = 10;
   double seconds = 20;
   uint32_t ring = 512;
+  int threads = 16;
+  double snapshot_every = 0;
   CLI::App app("ncclrec_top_bench_writer: live synthetic black boxes for ncclrec-top's benchmark");
   app.add_option("--dir", dir, "Directory to write HOST.PID.bbox files in")->required();
   app.add_option("--ranks", ranks, "Ranks (files)")->check(CLI::Range(1, 65536));
@@ -55,6 +84,11 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "How long to write")->check(CLI::Range(0.1, 3600.0));
   app.add_option("--ring", ring, "Ring capacity (a power of two)")
       ->check(CLI::Range(16u, 1u << 20));
+  app.add_option("--threads", threads, "Threads in each rank's thread snapshot (0: none)")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--snapshot-every", snapshot_every,
+                 "Seconds between fresh thread snapshots of every rank (0: only at the start)")
+      ->check(CLI::Range(0.0, 3600.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -70,8 +104,12 @@ int main(int argc, char** argv) {
   std::vector<Rank> all(static_cast<size_t>(ranks));
   const int64_t start = ncclrec::base::realtimeNs();
   for (int r = 0; r < ranks; ++r) {
-    ncclrec::format::testing::BboxBuilder b(
-        {.ring = ring, .comms = 4, .stacks = 8, .stack_depth = 8, .modules = 4});
+    ncclrec::format::testing::BboxBuilder b({.ring = ring,
+                                             .comms = 4,
+                                             .stacks = 8,
+                                             .stack_depth = 8,
+                                             .modules = 4,
+                                             .threads = static_cast<uint32_t>(threads)});
     // Pids no process has: the files stand for other processes; a fresh heartbeat keeps them
     // alive in ncclrec-top's eyes.
     const int pid = 4'000'000 + r;
@@ -100,6 +138,7 @@ int main(int argc, char** argv) {
     c.global_rank = r;
     c.created_ns = start;
     rank.comm = rank.box->addComm(c);
+    if (threads > 0) writeSnapshot(rank.box->header(), threads, pid, start);
   }
   std::printf("ready\n");
   std::fflush(stdout);
@@ -109,6 +148,8 @@ int main(int argc, char** argv) {
   const auto end = t0 + std::chrono::duration<double>(seconds);
   const double period_s = rate > 0 ? 1.0 / rate : 1e9;
   auto next_beat = t0;
+  auto next_snapshot = t0 + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(snapshot_every));
   for (auto tick = t0; tick < end; tick += std::chrono::milliseconds(10)) {
     std::this_thread::sleep_until(tick);
     const int64_t now = ncclrec::base::realtimeNs();
@@ -136,6 +177,12 @@ int main(int argc, char** argv) {
       rank.has_pending = true;
       ncclrec::format::atomicField(rank.box->comm(rank.comm)->coll_seq)
           .store(rank.seq, std::memory_order_relaxed);
+    }
+    if (threads > 0 && snapshot_every > 0 && Clock::now() >= next_snapshot) {
+      next_snapshot += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(snapshot_every));
+      for (int r = 0; r < ranks; ++r)
+        writeSnapshot(all[size_t(r)].box->header(), threads, 4'000'000 + r, now);
     }
     if (Clock::now() >= next_beat) {
       next_beat += std::chrono::milliseconds(200);

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <vector>
 
+#include "recorder/format/bbox_layout.h"
 #include "recorder/format/testing/frames.h"
 #include "tui/analysis.h"
 #include "tui/rank_convert.h"
@@ -156,6 +157,77 @@ Snapshot pythonSnapshot() {
     }
     addRank(&s, d);
   }
+  analyze(&s);
+  return s;
+}
+
+namespace {
+
+format::ThreadState thread(int tid, const char* name, char state, uint32_t status,
+                           std::vector<format::Frame> frames) {
+  format::ThreadState t;
+  t.tid = tid;
+  t.name = name;
+  t.kernel_state = state;
+  t.status = status;
+  t.frames = std::move(frames);
+  return t;
+}
+
+format::Frame nativeFrame(const char* module, uint64_t offset) {
+  return {0x400000 + offset, module, offset, "", "", 0};
+}
+
+}  // namespace
+
+Snapshot stoppedSnapshot() {
+  Snapshot s;
+  s.now_ns = kT0 + 100 * kSecond;
+  s.source_label = "/dumps/demo/attempt_0";
+  for (int r = 0; r < 4; ++r) {
+    format::RankData d = makeRank(r, 4, "node0", kCommWorld, 12, r == 3 ? 0 : 1);
+    d.heartbeat_ns = kT0 + 82 * kSecond;
+    d.dump_ns = kT0 + 81 * kSecond;
+    d.dump_reason = r == 0 ? format::DumpReason::kHang : format::DumpReason::kTrigger;
+    if (r == 3) {
+      d.threads_ns = d.dump_ns;
+      d.threads_reason = format::DumpReason::kTrigger;
+      const char* libc = "/lib/x86_64-linux-gnu/libc.so.6";
+      d.threads = {
+          thread(1003, "train", 'S', format::kThreadAnswered,
+                 {nativeFrame(libc, 0x91a2b), nativeFrame("/opt/job/train", 0x3000),
+                  nativeFrame("/opt/job/train", 0x2000)}),
+          thread(1010, "ncclrec-watch", 'R', format::kThreadDumper,
+                 {nativeFrame("/opt/job/libncclrec.so", 0x5000)}),
+          thread(1011, "loader", 'R', format::kThreadAnswered,
+                 {nativeFrame("/opt/job/train", 0x3100), nativeFrame(libc, 0x94ac3)}),
+          thread(1012, "io_worker", 'D', format::kThreadNoAnswer, {}),
+          thread(1013, "poller", 'S', format::kThreadNotAsked, {}),
+          // An embedded interpreter's thread: the user's Python frame past the standard library.
+          thread(1014, "py_loader", 'S', format::kThreadAnswered,
+                 {format::testing::pythonFrame("/usr/lib/python3.11/threading.py", "Condition.wait",
+                                               320),
+                  format::testing::pythonFrame("/job/data.py", "load_shard", 81),
+                  nativeFrame("/usr/bin/python3.11", 0x1d2b3)}),
+      };
+      d.threads[3].flags = format::kThreadSignalBlocked;
+      d.threads[3].wchan = "io_schedule";
+      d.threads[4].flags = format::kThreadInSleepingCall;
+      d.threads[4].wchan = "hrtimer_nanosleep";
+    }
+    addRank(&s, d);
+    s.ranks.back().liveness = goneLiveness(s.ranks.back().last_dump_ns);
+  }
+  auto symbols = std::make_shared<SymbolTable>();
+  (*symbols)[symbolKey("/opt/job/train", 0x1234)] = {
+      0, "/opt/job/train", 0x1234, "trainStep(ncclComm*)", "/src/train.cc", 27};
+  (*symbols)[symbolKey("/opt/job/train", 0x2000)] = {0,      "/opt/job/train", 0x2000,
+                                                     "main", "/src/train.cc",  90};
+  (*symbols)[symbolKey("/opt/job/train", 0x3000)] = {
+      0, "/opt/job/train", 0x3000, "nextBatch()", "/src/loader.cc", 44};
+  (*symbols)[symbolKey("/opt/job/train", 0x3100)] = {
+      0, "/opt/job/train", 0x3100, "decodeShard(int)", "/src/loader.cc", 71};
+  s.symbols = symbols;
   analyze(&s);
   return s;
 }

@@ -33,6 +33,16 @@ Snapshot healthySnapshot();
 // Trainer.save_checkpoint (stack 2), rank 1 in its 5th from train_step (stack 1). Analyzed.
 Snapshot pythonSnapshot();
 
+// The demo's hang after cxxrun stopped it, at kT0 + 100 s: four ranks of node0, ranks 0-2 waiting
+// in all-reduce #13 and rank 3 stopped after #12, each stopped after its dump (hang dump for rank
+// 0, trigger dumps for the others, at kT0 + 81 s). Rank 3's latest thread snapshot (taken at its
+// dump): its main thread sleeping in nextBatch() (train+0x3000) under libc's futex wait, a loader
+// thread running in decodeShard() (train+0x3100), the recorder's watchdog, a thread that did not
+// answer (signal blocked, in the kernel's io_schedule), one not asked in a sleeping call, and a
+// Python thread in load_shard() data.py:81 under threading's Condition.wait.
+// Analyzed.
+Snapshot stoppedSnapshot();
+
 // `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
 Snapshot manyRanksSnapshot(int n);
 

@@ -21,6 +21,7 @@ struct BboxCapacities {
   uint32_t modules = 4;
   uint32_t pycodes = 0;  // Python code records (0: no Python regions)
   uint64_t pyblob = 0;   // Python blob bytes
+  uint32_t threads = 0;  // thread snapshot records (0: no thread region)
 };
 
 class BboxBuilder {
