@@ -240,6 +240,26 @@ std::string waitWord(const std::vector<int>& ranks) {
   return analyzer::ranksWord(ranks) + (ranks.size() == 1 ? " waits" : " wait");
 }
 
+// Bytes a link moves per second at the least, for the time an op of a known size may take.
+constexpr double kSlowLinkBytesPerS = 1e9;
+
+// The longest any blocked rank's pending op may take by its size alone: count x element size x
+// ranks of its communicator (an all-gather's or all-to-all's whole result) over a slow link.
+double transferSeconds(const Snapshot& s, const std::set<size_t>& blocked) {
+  double longest = 0;
+  for (size_t r : blocked) {
+    const OpView& op = s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)];
+    int nranks = 1;
+    for (const tui::CommView& c : s.ranks[r].history->comms) {
+      if (c.comm_id == op.comm_id) nranks = std::max(1, c.nranks);
+    }
+    const double bytes =
+        static_cast<double>(op.count) * std::max(1, format::dataTypeSize(op.dtype)) * nranks;
+    longest = std::max(longest, bytes / kSlowLinkBytesPerS);
+  }
+  return longest;
+}
+
 double clampTo(double v, double lo, double hi) { return std::min(std::max(v, lo), hi); }
 
 std::vector<int> globalRanks(const Snapshot& s, const std::set<size_t>& idx) {
@@ -343,7 +363,10 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
     a.kind = StallKind::kSlow;
   }
   if (a.kind == StallKind::kSlow) {
-    const double gap = longestCompletionGap(s, pending_comms);
+    // The job's cadence, and never less than the pending ops' own size allows: a first 10 GB
+    // all-gather is not a hang at 2 s.
+    const double gap =
+        std::max(longestCompletionGap(s, pending_comms), transferSeconds(s, waiting));
     a.hang_after_s = p.timeout_set ? p.timeout_s : clampTo(p.factor * gap, p.floor_s, p.timeout_s);
     a.why = waitWord(a.waiting) + " in " + opText(first_op) +
             ", issued by every rank, and nothing completes";

@@ -11,7 +11,8 @@
 //                 op). Decided once nothing moved for `confirm_s`.
 //   kSlow         the pending ops are all there and agree, yet nothing completes (a device or
 //                 network fault): factor x the longest recent gap between completions on those
-//                 communicators, at least floor_s, at most timeout_s.
+//                 communicators (or the time the pending ops' size takes at 1 GB/s, when
+//                 longer), at least floor_s, at most timeout_s.
 //   kWaitHost     blocked ranks wait for a rank in host code (a checkpoint, a data loader, a
 //                 stuck loop): an early warning at warn time, the verdict only at the host
 //                 threshold (learned from the job's own longest host gaps, at least

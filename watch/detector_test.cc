@@ -239,6 +239,11 @@ TEST(DetectorTest, OpsEveryRankIssuedThatDoNotCompleteWaitForTheCadence) {
   EXPECT_EQ(a.kind, StallKind::kSlow);
   EXPECT_DOUBLE_EQ(a.hang_after_s, 4);  // 4 x the 1 s between completions
 
+  Job big = world(2);  // a first 8 GB all-reduce (2 G floats, 2 ranks): its size sets the pace
+  big.add(0, kWorld, OpType::kAllReduce, 5, kStall, 0, 2'000'000'000);
+  big.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0, 2'000'000'000);
+  EXPECT_DOUBLE_EQ(assess(big.at(kStall + kS), DetectorParams{}).hang_after_s, 60);  // 4 x 16 s
+
   Job fast(2);  // 10 ms steps: the floor
   for (int r = 0; r < 2; ++r) fast.member(r, kWorld, r, 2).steps(r, kWorld, 4, kS / 100);
   fast.add(0, kWorld, OpType::kAllReduce, 5, kT0 + kS, 0)
