@@ -96,6 +96,7 @@ Outcome Agent::monitor() {
       // Every worker exited 0; take what is left in the pipes without waiting on grandchildren
       // that may still hold them.
       pump(0);
+      (void)pollLive(/*now=*/true);  // a warned stall that ended with the job says so
       return Outcome::kSucceeded;
     }
     const auto id = format::FileStamp::of(trigger);

@@ -91,9 +91,10 @@ class Agent {
   void superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns,
                      const watch::DetectorEvent* detected = nullptr);
   // agent_live.cc: a detector on this attempt's directory (none with NCCLREC_WATCHER=off), and
-  // its poll every half second from monitor(): warnings said, a hang returned.
+  // its poll every half second from monitor() (`now`: at once, as the job ends, so that a warned
+  // stall says it resumed): warnings said, a hang returned.
   void startLive();
-  std::optional<watch::DetectorEvent> pollLive();
+  std::optional<watch::DetectorEvent> pollLive(bool now = false);
   // The end of an attempt that failed with no restart left: the ranks still running dump first
   // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
   // recordings, the analyzer's verdict and report.json follow.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "launcher/agent_internal.h"
+#include "tui/snapshot_request.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -27,12 +28,16 @@ void Agent::startLive() {
   next_live_s_ = monoS() + kLiveEveryS;
 }
 
-std::optional<watch::DetectorEvent> Agent::pollLive() {
-  if (!live_ || monoS() < next_live_s_) return std::nullopt;
+std::optional<watch::DetectorEvent> Agent::pollLive(bool now) {
+  if (!live_ || (!now && monoS() < next_live_s_)) return std::nullopt;
   next_live_s_ = monoS() + kLiveEveryS;
   const auto snapshot = live_->collect(base::realtimeNs());
   for (watch::DetectorEvent& e : detector_->step(*snapshot)) {
     if (e.type == watch::DetectorEvent::Type::kHang) return std::move(e);
+    if (e.type == watch::DetectorEvent::Type::kSnapshot) {
+      (void)tui::requestThreadSnapshots(*snapshot);  // for the warning's "it is now in ..."
+      continue;
+    }
     say("cxxrun: " + e.line);
   }
   return std::nullopt;

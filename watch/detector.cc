@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "analyzer/site_rule.h"
 #include "analyzer/verdict.h"
 #include "recorder/format/base/text.h"
 #include "tui/analysis.h"
@@ -34,25 +35,43 @@ std::string rankName(const Snapshot& s, size_t i) {
   return "rank " + std::to_string(s.ranks[i].global_rank);
 }
 
-// " from trainStep() main.cc:18": the frame the call-site rule picks (the user's Python frame over
-// library layers), named by the black box (Python) or a dump's symbols; "" when unnamed.
-std::string siteOf(const Snapshot& s, const RankEntry& r, const OpView& op) {
-  const auto it = r.history->stacks->find(op.stack_id);
-  if (it == r.history->stacks->end() || it->second.frames.empty()) return "";
-  const std::vector<format::Frame>& frames = it->second.frames;
-  format::Frame f = frames[size_t(s.site_rule->siteFrame(frames))];
+// "trainStep() main.cc:18": frame `f`, named by the black box (Python) or a dump's symbols; ""
+// when unnamed.
+std::string frameText(const Snapshot& s, format::Frame f) {
   if (f.function.empty()) {
     const auto named = s.symbols->find(tui::symbolKey(f.module, f.module_offset));
     if (named == s.symbols->end()) return "";
     f = named->second;
   }
-  std::string text = " from " + f.function;
+  std::string text = f.function;
   if (f.function.find('(') == std::string::npos) text += "()";
   if (!f.file.empty()) {
     text += " " + f.file.substr(f.file.rfind('/') + 1);
     if (f.line > 0) text += ":" + std::to_string(f.line);
   }
   return text;
+}
+
+// " from trainStep() main.cc:18": the frame the call-site rule picks (the user's Python frame over
+// library layers); "" when unnamed.
+std::string siteOf(const Snapshot& s, const RankEntry& r, const OpView& op) {
+  const auto it = r.history->stacks->find(op.stack_id);
+  if (it == r.history->stacks->end() || it->second.frames.empty()) return "";
+  const std::vector<format::Frame>& frames = it->second.frames;
+  const std::string text = frameText(s, frames[size_t(s.site_rule->siteFrame(frames))]);
+  return text.empty() ? "" : " from " + text;
+}
+
+// "; it is now in load_shard() data.py:81": the user frame of the rank's main thread in a thread
+// snapshot taken since `since_ns` (the tools ask for one before the warning); "" without one.
+std::string whereNow(const Snapshot& s, const RankEntry& r, int64_t since_ns) {
+  if (r.threads == nullptr || r.threads->taken_ns < since_ns || r.threads->threads.empty())
+    return "";
+  const std::vector<format::Frame>& frames = r.threads->threads.front().frames;
+  const int i = analyzer::userFrameIndex(frames, *s.site_rule);
+  if (i < 0) return "";
+  const std::string text = frameText(s, frames[size_t(i)]);
+  return text.empty() ? "" : "; it is now in " + text;
 }
 
 std::string opText(const OpView& op) {
@@ -390,7 +409,8 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
             (ops.empty() ? std::string(" (no NCCL call yet)")
                          : " since its " + std::string(format::opName(ops.back().op)) + " #" +
                                std::to_string(ops.back().op_seq) +
-                               siteOf(s, s.ranks[h], ops.back()) + " returned");
+                               siteOf(s, s.ranks[h], ops.back()) + " returned") +
+            whereNow(s, s.ranks[h], a.since_ns);
   } else {
     const size_t u = *unknown_waiters.begin();
     const OpView& op = s.ranks[u].history->ops[size_t(s.status[u].oldest_incomplete)];

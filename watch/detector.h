@@ -65,7 +65,9 @@ struct Assessment {
 Assessment assess(const tui::Snapshot& snapshot, const DetectorParams& params);
 
 struct DetectorEvent {
-  enum class Type { kWarning, kResumed, kHang };
+  // kSnapshot: no line; the tool asks every rank for a thread snapshot (tui/snapshot_request.h),
+  // a second before a host stall's warning, so that the warning can say where the awaited rank is.
+  enum class Type { kWarning, kResumed, kHang, kSnapshot };
   Type type = Type::kWarning;
   std::string line;  // one line, printed after the tool's name ("cxxrun: "), no newline
   Assessment assessment;
@@ -84,6 +86,7 @@ class Detector {
   int64_t stall_since_ns_ = 0;  // the stall being watched, 0 when none
   bool warned_ = false;
   bool hung_ = false;
+  bool asked_snapshot_ = false;
 };
 
 }  // namespace ncclrec::watch

@@ -9,6 +9,8 @@
 namespace ncclrec::watch {
 namespace {
 
+constexpr double kSnapshotLeadS = 1;  // how long before a host stall's warning to ask for threads
+
 std::string secondsText(double s) {
   char buf[32];
   snprintf(buf, sizeof(buf), s < 10 ? "%.1f s" : "%.0f s", s);
@@ -60,7 +62,7 @@ std::vector<DetectorEvent> Detector::step(const tui::Snapshot& snapshot) {
       out.push_back(std::move(e));
     }
     stall_since_ns_ = 0;
-    warned_ = hung_ = false;
+    warned_ = hung_ = asked_snapshot_ = false;
   }
   if (a.kind == StallKind::kNone) return out;
   stall_since_ns_ = a.since_ns;
@@ -73,6 +75,14 @@ std::vector<DetectorEvent> Detector::step(const tui::Snapshot& snapshot) {
     e.assessment = std::move(a);
     out.push_back(std::move(e));
     return out;
+  }
+  // A second ahead: the snapshot reaches the black boxes within a watchdog poll.
+  if (!asked_snapshot_ && !warned_ && a.kind == StallKind::kWaitHost &&
+      a.stalled_s >= a.warn_after_s - kSnapshotLeadS) {
+    asked_snapshot_ = true;
+    DetectorEvent e;
+    e.type = DetectorEvent::Type::kSnapshot;
+    out.push_back(std::move(e));
   }
   if (!warned_ && !hung_ && a.warn_after_s > 0 && a.stalled_s >= a.warn_after_s) {
     warned_ = true;

@@ -23,7 +23,11 @@ constexpr uint64_t kPair = 0xb0b0000000000002ull;
 class Job {
  public:
   explicit Job(int nranks)
-      : ops_(nranks), comms_(nranks), stacks_(nranks), live_(nranks, Liveness::kAlive) {}
+      : ops_(nranks),
+        comms_(nranks),
+        stacks_(nranks),
+        threads_(nranks),
+        live_(nranks, Liveness::kAlive) {}
   // Rank `r` is member `comm_rank` of `comm` (of `nranks`).
   Job& member(int r, uint64_t comm, int comm_rank, int nranks) {
     comms_[r][comm] = {comm, comm_rank, nranks};
@@ -68,6 +72,22 @@ class Job {
     ops_[r].back().stack_id = stack.id;
     return *this;
   }
+  // Rank `r`'s latest thread snapshot, taken at `taken_ns`: its main thread in Python
+  // `function` at `file`:`line`.
+  Job& threadsAt(int r, int64_t taken_ns, const char* function, const char* file, int line) {
+    format::ThreadState t;
+    t.tid = 100 + r;
+    t.name = "python3";
+    format::Frame f;
+    f.python = true;
+    f.function = function;
+    f.file = file;
+    f.line = line;
+    t.frames.push_back(f);
+    threads_[r] =
+        tui::makeThreadsView(100 + r, taken_ns, format::DumpReason::kSnapshot, {std::move(t)});
+    return *this;
+  }
   Job& liveness(int r, Liveness l) {
     live_[r] = l;
     return *this;
@@ -95,6 +115,7 @@ class Job {
       e.pid = 100 + static_cast<int>(r);
       e.liveness = live_[r];
       e.history = h;
+      e.threads = threads_[r];
       s.ranks.push_back(e);
     }
     tui::analyze(&s);
@@ -109,6 +130,7 @@ class Job {
   std::vector<std::vector<tui::OpView>> ops_;
   std::vector<std::map<uint64_t, Member>> comms_;
   std::vector<tui::StackMap> stacks_;
+  std::vector<std::shared_ptr<const tui::ThreadsView>> threads_;
   std::vector<Liveness> live_;
 };
 
@@ -178,8 +200,12 @@ TEST(DetectorTest, ARankInHostCodeGetsAWarningThenAHangAtTheHostThreshold) {
       << a.why;
 
   Detector d(p);
-  EXPECT_TRUE(d.step(j.at(kStall + 4 * kS)).empty());
-  auto events = d.step(j.at(kStall + 6 * kS));
+  EXPECT_TRUE(d.step(j.at(kStall + 3 * kS)).empty());
+  auto events = d.step(j.at(kStall + 4 * kS));  // a second before the warning: ask for threads
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, DetectorEvent::Type::kSnapshot);
+  EXPECT_TRUE(d.step(j.at(kStall + 4.5 * kS)).empty());  // asked once
+  events = d.step(j.at(kStall + 6 * kS));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kWarning);
   EXPECT_NE(events[0].line.find("stalled 6.0 s: ranks 1-3 wait"), std::string::npos)
@@ -203,11 +229,25 @@ TEST(DetectorTest, TheHostStallNamesTheCallSitesThatTheBlackBoxesName) {
       << a.why;
 }
 
+TEST(DetectorTest, TheHostStallSaysWhereTheAwaitedRankIsNowWhenASnapshotSince) {
+  Job j = world(2);
+  j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  j.threadsAt(0, kStall + 4 * kS, "load_shard", "/job/data.py", 81);
+  EXPECT_NE(assess(j.at(kStall + 6 * kS), DetectorParams{})
+                .why.find("returned; it is now in load_shard() data.py:81"),
+            std::string::npos);
+  Job old = world(2);  // a snapshot from before the stall says nothing about now
+  old.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  old.threadsAt(0, kStall - kS, "load_shard", "/job/data.py", 81);
+  EXPECT_EQ(assess(old.at(kStall + 6 * kS), DetectorParams{}).why.find("now in"),
+            std::string::npos);
+}
+
 TEST(DetectorTest, AStallThatResolvesSaysResumed) {
   Job j = world(2);
   j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
   Detector d(DetectorParams{});
-  ASSERT_EQ(d.step(j.at(kStall + 7 * kS)).size(), 1u);  // the warning
+  ASSERT_EQ(d.step(j.at(kStall + 7 * kS)).size(), 2u);  // the request for threads, the warning
   Job later = world(2);
   later.add(0, kWorld, OpType::kAllReduce, 5, kStall + 23 * kS, kStall + 23 * kS + 1000);
   later.add(1, kWorld, OpType::kAllReduce, 5, kStall, kStall + 23 * kS + 1000);

@@ -12,6 +12,7 @@
 #include "recorder/format/base/clock.h"
 #include "recorder/format/base/text.h"
 #include "recorder/format/recording_files.h"
+#include "tui/snapshot_request.h"
 
 namespace ncclrec::watch {
 namespace {
@@ -83,6 +84,8 @@ Watcher::State Watcher::step(int64_t now_ns) {
     if (e.type == DetectorEvent::Type::kHang) {
       hang_ = std::move(e);
       state = State::kHang;
+    } else if (e.type == DetectorEvent::Type::kSnapshot) {
+      (void)tui::requestThreadSnapshots(s);  // for the warning's "it is now in ..."
     } else {
       err_ << "ncclrec: " << e.line << "\n" << std::flush;
     }
