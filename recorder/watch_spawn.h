@@ -17,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/recording_files.h"
+
 namespace ncclrec::recorder {
 
-inline constexpr std::string_view kWatchLockName = "ncclrec.watch.lock";
+inline constexpr std::string_view kWatchLockName = format::kWatchLockFileName;
 
 struct WatchSpawnConfig {
   std::string watcher = "auto";  // NCCLREC_WATCHER: auto, off, or a program's path

@@ -32,7 +32,9 @@ bool anyStall(const tui::Snapshot& s) {
   return false;
 }
 
-std::string lockPath(const std::string& dir) { return dir + "/ncclrec.watch.lock"; }
+std::string lockPath(const std::string& dir) {
+  return dir + "/" + std::string(format::kWatchLockFileName);
+}
 
 // Every run in the directory, or only `run_id`'s; of a rank recorded twice (a reused directory,
 // a restarted rank), the newest process.

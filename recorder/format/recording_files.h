@@ -27,6 +27,8 @@ inline constexpr std::string_view kTriggerFileName = "ncclrec.trigger";
 // rank's hang trigger before every rank read it would cost them their hang dump.
 inline constexpr std::string_view kSnapshotRequestFileName = "ncclrec.snapshot";
 inline constexpr std::string_view kSnapshotReason = "snapshot";
+// Held (flock) by the one ncclrec-watch of a directory; a stalled rank starts none while it is.
+inline constexpr std::string_view kWatchLockFileName = "ncclrec.watch.lock";
 
 // The name of one recording: a black box, or one of its dumps (dump_seq > 0).
 struct RecordingName {
