@@ -9,7 +9,7 @@
 
 namespace ncclrec::analyzer {
 
-format::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run) {
+base::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run) {
   std::set<std::string> runs;
   for (const format::RankData& r : set.ranks) runs.insert(r.run_id);
   const auto list = [&] {
@@ -19,29 +19,29 @@ format::Status selectRun(format::LoadedSet& set, const std::optional<std::string
   };
   if (run) {
     if (!runs.contains(*run)) {
-      return format::Status::error("--run " + *run + ": no recording of that run (runs: " + list() +
-                                   ")");
+      return base::Status::error("--run " + *run + ": no recording of that run (runs: " + list() +
+                                 ")");
     }
     std::erase_if(set.ranks, [&](const format::RankData& r) { return r.run_id != *run; });
-    return format::okStatus();
+    return base::okStatus();
   }
   if (runs.size() > 1) {
-    return format::Status::error("the recordings hold several runs (" + list() +
-                                 "): pick one with --run ID");
+    return base::Status::error("the recordings hold several runs (" + list() +
+                               "): pick one with --run ID");
   }
-  return format::okStatus();
+  return base::okStatus();
 }
 
 int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
                std::ostream& out, std::ostream& err) {
   constexpr std::string_view kTool = "ncclrec-analyze: ";
-  format::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
+  base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
   if (!set.ok()) {
     err << kTool << set.status().message() << '\n';
     return kExitBadInput;
   }
   for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
-  if (const format::Status st = selectRun(*set, options.run); !st.ok()) {
+  if (const base::Status st = selectRun(*set, options.run); !st.ok()) {
     err << kTool << st.message() << '\n';
     return kExitBadInput;
   }
@@ -75,13 +75,13 @@ int runStacks(const std::vector<std::string>& paths, const std::optional<std::st
               const std::vector<std::string>& library_frames, std::ostream& out,
               std::ostream& err) {
   constexpr std::string_view kTool = "ncclrec-analyze: ";
-  format::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
+  base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
   if (!set.ok()) {
     err << kTool << set.status().message() << '\n';
     return kExitBadInput;
   }
   for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
-  if (const format::Status st = selectRun(*set, run); !st.ok()) {
+  if (const base::Status st = selectRun(*set, run); !st.ok()) {
     err << kTool << st.message() << '\n';
     return kExitBadInput;
   }

@@ -8,8 +8,8 @@
 
 #include "analyzer/diagnose.h"
 #include "analyzer/report.h"
+#include "recorder/format/base/status.h"
 #include "recorder/format/reader.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::analyzer {
 
@@ -23,7 +23,7 @@ struct AnalyzeOptions {
 
 // Keeps the ranks of one run: `run` when given, else the only run present. Fails, naming the run
 // ids found, when the set mixes runs and none was chosen, or when `run` is not among them.
-format::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run);
+base::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run);
 
 // Returns the exit code (exit_codes.h): the verdict's, or kExitBadInput with one line on `err`.
 int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,

@@ -17,6 +17,7 @@
 #include "analyzer/events.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/params_print.h"
+#include "recorder/format/base/cli_parse.h"
 #include "recorder/format/version.h"
 
 namespace ncclrec::analyzer {
@@ -106,20 +107,18 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
   app.add_option("PATH", paths, "Black boxes, dumps or directories holding them");
   app.set_version_flag("--version", std::string("ncclrec-analyze ") + format::versionString());
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
-  } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return kExitOk;
-  } catch (const CLI::CallForVersion& e) {
-    out << e.what() << '\n';
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    err << "ncclrec-analyze: " << e.what() << '\n';
+  const base::CliOutcome parsed = base::parseCli(app, argc, argv);
+  if (parsed.failed()) {
+    err << "ncclrec-analyze: " << parsed.text << '\n';
     return kExitBadInput;
+  }
+  if (parsed.kind == base::CliOutcome::Kind::kHelp) {
+    out << parsed.text;
+    return kExitOk;
+  }
+  if (parsed.kind == base::CliOutcome::Kind::kVersion) {
+    out << parsed.text << '\n';
+    return kExitOk;
   }
 
   if (print_params) {

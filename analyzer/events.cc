@@ -18,11 +18,11 @@ namespace ncclrec::analyzer {
 namespace {
 
 using analyzer::SiteRule;
+using base::Status;
 using format::EventRecord;
 using format::EventState;
 using format::OpType;
 using format::RankData;
-using format::Status;
 
 // Keys in the order they are set: the document reads like the text listing.
 using Json = nlohmann::ordered_json;
@@ -332,7 +332,7 @@ Status validateEventsOptions(const EventsOptions& o) {
     }
   }
   if (o.rank && *o.rank < 0) return Status::error("--rank: must be 0 or more");
-  return format::okStatus();
+  return base::okStatus();
 }
 
 Status printEvents(const format::LoadedSet& set, const EventsOptions& o, std::ostream& out) {
@@ -358,7 +358,7 @@ Status printEvents(const format::LoadedSet& set, const EventsOptions& o, std::os
   } else {
     printText(ranks, o, sites.rule(), out);
   }
-  return format::okStatus();
+  return base::okStatus();
 }
 
 int runEvents(const std::vector<std::string>& paths, const EventsOptions& options,
@@ -367,7 +367,7 @@ int runEvents(const std::vector<std::string>& paths, const EventsOptions& option
     err << kTool << st.message() << '\n';
     return kExitBadInput;
   }
-  format::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
+  base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
   if (!set.ok()) {
     err << kTool << set.status().message() << '\n';
     return kExitBadInput;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "analyzer/site_rule.h"
+#include "recorder/format/base/status.h"
 #include "recorder/format/reader.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::analyzer {
 
@@ -22,13 +22,13 @@ struct EventsOptions {
 };
 
 // Checks the options that are not checked by their type (--comm must be hex).
-format::Status validateEventsOptions(const EventsOptions& options);
+base::Status validateEventsOptions(const EventsOptions& options);
 
 // Prints the listing of `set` to `out`: ranks in the set's order, a header line each, then one
 // line per event (or a JSON document). Fails, printing nothing, when --rank names a rank the set
 // does not hold.
-format::Status printEvents(const format::LoadedSet& set, const EventsOptions& options,
-                           std::ostream& out);
+base::Status printEvents(const format::LoadedSet& set, const EventsOptions& options,
+                         std::ostream& out);
 
 // Loads `paths` and prints their events; loader warnings go to `err` as one line each. Returns
 // an exit code (exit_codes.h); a failure is one line on `err`.

@@ -101,7 +101,7 @@ void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
                    [](const WorkerInfo& a, const WorkerInfo& b) { return a.rank < b.rank; });
 }
 
-void Agent::shareReport(const format::StatusOr<std::string>& path,
+void Agent::shareReport(const base::StatusOr<std::string>& path,
                         const std::vector<NodeInfo>& nodes) {
   (void)rdzv_->set(jobKey("report"), path.ok() ? *path : path.status().message());
   std::vector<std::string> seen;

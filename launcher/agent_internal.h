@@ -108,7 +108,7 @@ class Agent {
   // Prints `in`'s report on stderr and writes it beside the dumps of this attempt (run, attempt,
   // reason, dump directory and this node's file name are filled in here). Returns report.json's
   // path, or the error, already said.
-  format::StatusOr<std::string> report(ReportReason reason, HangReportInput in);
+  base::StatusOr<std::string> report(ReportReason reason, HangReportInput in);
   // Writes the trigger file that makes every rank of this run dump; returns its text.
   std::string writeTrigger(ReportReason reason, const std::string& detail);
   std::string triggerPath() const {
@@ -138,7 +138,7 @@ class Agent {
   void receiveFromOtherNodes(HangReportInput* in, double deadline_s);
   // Node 0, after the job-wide report: tells the other nodes where it is and waits a moment for
   // those that sent recordings to read it (then the store may go away).
-  void shareReport(const format::StatusOr<std::string>& path, const std::vector<NodeInfo>& nodes);
+  void shareReport(const base::StatusOr<std::string>& path, const std::vector<NodeInfo>& nodes);
   // More than one node: before an elastic rendezvous closes, MAX; after it, the nodes that joined.
   bool multi() const { return o_.nnodes > 1; }
   // What another node's hang report is about: Ctrl-C there publishes "interrupt on HOST (SIG)".

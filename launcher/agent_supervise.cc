@@ -31,7 +31,7 @@ double Agent::waitForDumps(int64_t since_ns, double wait_s, bool stop_on_signal)
   return monoS() - start;
 }
 
-format::StatusOr<std::string> Agent::report(ReportReason reason, HangReportInput in) {
+base::StatusOr<std::string> Agent::report(ReportReason reason, HangReportInput in) {
   in.run_id = facts_.run_id;
   in.attempt = attempt_;
   in.reason = reason;

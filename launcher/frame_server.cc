@@ -16,29 +16,29 @@
 
 namespace ncclrec::launcher {
 
-format::StatusOr<std::unique_ptr<FrameServer>> FrameServer::listen(const std::string& what,
-                                                                   const std::string& bind_addr,
-                                                                   int port, uint32_t max_frame,
-                                                                   bool* addr_in_use) {
+base::StatusOr<std::unique_ptr<FrameServer>> FrameServer::listen(const std::string& what,
+                                                                 const std::string& bind_addr,
+                                                                 int port, uint32_t max_frame,
+                                                                 bool* addr_in_use) {
   if (addr_in_use != nullptr) *addr_in_use = false;
   const std::string where = bind_addr.empty() ? "0.0.0.0" : bind_addr;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, where.c_str(), &addr.sin_addr) != 1) {
-    return format::Status::error(what + ": cannot listen on '" + bind_addr +
-                                 "': not an IPv4 address");
+    return base::Status::error(what + ": cannot listen on '" + bind_addr +
+                               "': not an IPv4 address");
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return format::Status::error(what + ": socket: " + strerror(errno));
+  if (fd < 0) return base::Status::error(what + ": socket: " + strerror(errno));
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 512) != 0) {
     const int e = errno;
     close(fd);
     if (addr_in_use != nullptr) *addr_in_use = e == EADDRINUSE;
-    return format::Status::error(what + ": cannot listen on " + where + ":" + std::to_string(port) +
-                                 ": " + strerror(e));
+    return base::Status::error(what + ": cannot listen on " + where + ":" + std::to_string(port) +
+                               ": " + strerror(e));
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -46,7 +46,7 @@ format::StatusOr<std::unique_ptr<FrameServer>> FrameServer::listen(const std::st
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     const int e = errno;
     close(fd);
-    return format::Status::error(what + ": pipe: " + strerror(e));
+    return base::Status::error(what + ": pipe: " + strerror(e));
   }
   return std::unique_ptr<FrameServer>(
       new FrameServer(fd, ntohs(addr.sin_port), wake[0], wake[1], max_frame));

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <thread>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -50,10 +50,10 @@ class FrameServer {
   // Binds `bind_addr` ("" or "0.0.0.0": every interface; else an IPv4 address) and `port` (0: a
   // free one) and listens; does not serve yet. Errors begin with `what` ("store: cannot listen on
   // 127.0.0.1:29500: Address already in use"); *addr_in_use tells a busy port apart.
-  static format::StatusOr<std::unique_ptr<FrameServer>> listen(const std::string& what,
-                                                               const std::string& bind_addr,
-                                                               int port, uint32_t max_frame,
-                                                               bool* addr_in_use = nullptr);
+  static base::StatusOr<std::unique_ptr<FrameServer>> listen(const std::string& what,
+                                                             const std::string& bind_addr, int port,
+                                                             uint32_t max_frame,
+                                                             bool* addr_in_use = nullptr);
   // Starts the server thread. `protocol` must outlive this object (declare it before).
   void serve(Protocol* protocol);
   ~FrameServer();  // stops the thread and closes every connection

@@ -63,10 +63,10 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-format::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
-                                          int node_rank, const std::string& host,
-                                          const std::vector<WorkerInfo>& workers,
-                                          const std::vector<std::string>& paths) {
+base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
+                                        int node_rank, const std::string& host,
+                                        const std::vector<WorkerInfo>& workers,
+                                        const std::vector<std::string>& paths) {
   const std::string who = "node " + std::to_string(node_rank) + " (host " + host + ")";
   Json manifest;
   manifest["node"] = node_rank;
@@ -112,15 +112,15 @@ format::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string&
   return sent;
 }
 
-format::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
-                                                                  const std::string& prefix,
-                                                                  const std::string& dir) {
+base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
+                                                                const std::string& prefix,
+                                                                const std::string& dir) {
   auto text = store.tryGet(prefix + "manifest");
   if (!text.ok()) return text.status();
   if (!text->has_value()) return std::optional<NodeRecordings>();
   const Json m = Json::parse(**text, nullptr, false);
   auto bad = [&](const std::string& why) {
-    return format::Status::error("cxxrun: the manifest at " + prefix + "manifest " + why);
+    return base::Status::error("cxxrun: the manifest at " + prefix + "manifest " + why);
   };
   if (!m.is_object() || intField(m, "node", -1) < 0 || !m.contains("workers") ||
       !m.at("workers").is_array() || !m.contains("files") || !m.at("files").is_array())
@@ -147,7 +147,7 @@ format::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& s
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return format::Status::error("cxxrun: cannot create " + dir + ": " + ec.message());
+  if (ec) return base::Status::error("cxxrun: cannot create " + dir + ": " + ec.message());
   const Json& files = m.at("files");
   for (size_t i = 0; i < files.size(); ++i) {
     const Json& f = files[i];

@@ -20,7 +20,7 @@
 
 #include "launcher/hang_report.h"
 #include "launcher/store_client.h"
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -43,17 +43,17 @@ struct NodeRecordings {
 // Sends the files at `paths` (names kept, directories dropped) and the node's workers under
 // `prefix`. Fails only when the store fails; a file that cannot be read, or that would pass
 // kMaxSendBytes, is left out and named in the manifest's warnings. Returns the bytes sent.
-format::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
-                                          int node_rank, const std::string& host,
-                                          const std::vector<WorkerInfo>& workers,
-                                          const std::vector<std::string>& paths);
+base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
+                                        int node_rank, const std::string& host,
+                                        const std::vector<WorkerInfo>& workers,
+                                        const std::vector<std::string>& paths);
 
 // nullopt while the manifest under `prefix` is not in the store; else writes the node's files
 // into `dir` (created when needed) and returns what arrived. A file whose chunks are missing, or
 // whose size or checksum does not match, is not written but named in the warnings. Fails on a
 // manifest that does not parse or a store that fails.
-format::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
-                                                                  const std::string& prefix,
-                                                                  const std::string& dir);
+base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
+                                                                const std::string& prefix,
+                                                                const std::string& dir);
 
 }  // namespace ncclrec::launcher

@@ -314,17 +314,17 @@ void printReport(const HangReportInput& in, const Report& rep, std::ostream& out
     out << in.tool << ": warning: " << w.get<std::string>() << "\n";
 }
 
-format::Status writeJsonFile(const std::string& tool, const std::string& path, const Json& doc) {
+base::Status writeJsonFile(const std::string& tool, const std::string& path, const Json& doc) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
     // Trigger text and dump details come from files: never let bad UTF-8 throw.
     f << doc.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
-    if (!f) return format::Status::error(tool + ": cannot write " + tmp);
+    if (!f) return base::Status::error(tool + ": cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return format::Status::error(tool + ": cannot write " + path);
-  return format::okStatus();
+    return base::Status::error(tool + ": cannot write " + path);
+  return base::okStatus();
 }
 
 // report.json's "timeline": CLOCK_REALTIME ns, and seconds after the stall began.
@@ -372,7 +372,7 @@ std::string timelineText(const std::string& tool, const Json& t) {
 
 }  // namespace
 
-format::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
+base::StatusOr<std::string> writeHangReport(const HangReportInput& in, std::ostream& out) {
   Report rep = buildReport(in);
   const bool timed = in.stall_began_ns > 0 || in.detected_ns > 0;
   if (timed) rep.doc["timeline"] = timelineJson(in, base::realtimeNs());

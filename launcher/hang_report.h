@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -83,6 +83,6 @@ std::string recordingToSend(const std::string& dir, int pid, int64_t since_ns);
 // report's "timeline" says when the stall began, when it was detected and when the verdict was
 // printed (seconds after the stall began), and the text says the same in one line. Called by the
 // agent's supervision (agent_supervise.cc) and by ncclrec-watch.
-format::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
+base::StatusOr<std::string> writeHangReport(const HangReportInput& input, std::ostream& out);
 
 }  // namespace ncclrec::launcher

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <exception>
 
+#include "recorder/format/base/cli_parse.h"
 #include "recorder/format/version.h"
 
 namespace ncclrec::launcher {
@@ -189,29 +189,20 @@ ParsedCommandLine parseCommandLine(int argc, const char* const* argv, int gpus) 
   app.add_option("--grace-period", o.grace_period_s,
                  "Seconds between SIGTERM and SIGKILL when stopping workers (default 5)");
   app.set_version_flag("--version", std::string("cxxrun ") + ncclrec::format::versionString());
-  try {
-    std::string unknown;
+  std::string unknown;
+  const base::CliOutcome parsed = base::parseCli(app, [&] {
     std::vector<std::string> args = normalize(argc, argv, &unknown);
-    if (!unknown.empty()) {
-      result.exit_code = kExitUsage;
-      result.message = "cxxrun: unknown flag " + unknown + " (cxxrun --help lists them)";
-      return result;
-    }
     std::reverse(args.begin(), args.end());  // CLI11's parse(vector) takes them reversed
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    result.message = app.help();
-    return result;
-  } catch (const CLI::CallForVersion& e) {
-    result.message = e.what();
-    return result;
-  } catch (const CLI::ParseError& e) {
+    if (unknown.empty()) app.parse(args);
+  });
+  if (!unknown.empty()) {
     result.exit_code = kExitUsage;
-    result.message = std::string("cxxrun: ") + e.what();
+    result.message = "cxxrun: unknown flag " + unknown + " (cxxrun --help lists them)";
     return result;
-  } catch (const std::exception& e) {
-    result.exit_code = kExitUsage;
-    result.message = std::string("cxxrun: ") + e.what();
+  }
+  if (parsed.done()) {
+    if (parsed.failed()) result.exit_code = kExitUsage;
+    result.message = parsed.failed() ? "cxxrun: " + parsed.text : parsed.text;
     return result;
   }
   auto fail = [&](const std::string& why) {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "launcher/store_protocol.h"
+#include "recorder/format/base/status.h"
 #include "recorder/format/frame_client.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::launcher {
 
@@ -29,10 +29,10 @@ class StoreClient {
  public:
   // Connects to "host:port" ("[v6]:port" too) and presents `token`, retrying a refused
   // connection until `timeout_s` (the store may still be starting).
-  static format::StatusOr<StoreClient> connect(const std::string& endpoint,
-                                               const std::string& token, double timeout_s = 60) {
+  static base::StatusOr<StoreClient> connect(const std::string& endpoint, const std::string& token,
+                                             double timeout_s = 60) {
     if (auto e = format::parseEndpoint(endpoint); !e.ok())
-      return format::Status::error("store: " + e.status().message());
+      return base::Status::error("store: " + e.status().message());
     const auto deadline = Clock::now() + toDuration(timeout_s);
     for (;;) {
       // One try may take a moment past a deadline already near (a timeout of 0: one try).
@@ -44,11 +44,11 @@ class StoreClient {
         auto reply = client.call(store::Encoder(uint8_t(store::Cmd::kHello)).str(token), try_until);
         if (!reply.ok()) return reply.status();
         if (reply->code != store::Reply::kOk)
-          return format::Status::error("store " + endpoint + ": " + reply->text);
+          return base::Status::error("store " + endpoint + ": " + reply->text);
         return client;
       }
       if (!retry || Clock::now() >= deadline)
-        return format::Status::error("store " + endpoint + ": " + socket.status().message());
+        return base::Status::error("store " + endpoint + ": " + socket.status().message());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -56,11 +56,11 @@ class StoreClient {
   // Connects to the store of the job that launched this process (CXXRUN_STORE, CXXRUN_TOKEN).
   // Keys are then kept apart per restart attempt (TORCHELASTIC_RESTART_COUNT), so a restarted
   // group never reads what its previous attempt wrote.
-  static format::StatusOr<StoreClient> fromEnv(double timeout_s = 60) {
+  static base::StatusOr<StoreClient> fromEnv(double timeout_s = 60) {
     const char* endpoint = std::getenv("CXXRUN_STORE");
     const char* token = std::getenv("CXXRUN_TOKEN");
     if (endpoint == nullptr || *endpoint == '\0')
-      return format::Status::error("store: CXXRUN_STORE is not set (not started by cxxrun?)");
+      return base::Status::error("store: CXXRUN_STORE is not set (not started by cxxrun?)");
     auto client = connect(endpoint, token != nullptr ? token : "", timeout_s);
     if (!client.ok()) return client;
     const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
@@ -71,26 +71,26 @@ class StoreClient {
   StoreClient(StoreClient&&) noexcept = default;
   StoreClient& operator=(StoreClient&&) noexcept = default;
 
-  format::Status set(const std::string& key, const std::string& value) {
+  base::Status set(const std::string& key, const std::string& value) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kSet)).str(prefix_ + key).str(value),
                   Clock::now() + kIoTimeout);
     return r.ok() ? expect(*r, store::Reply::kOk, key) : r.status();
   }
 
   // The value of `key`, waiting up to `timeout_s` for another process to set it.
-  format::StatusOr<std::string> get(const std::string& key, double timeout_s) {
+  base::StatusOr<std::string> get(const std::string& key, double timeout_s) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kGet)).str(prefix_ + key).i64(toMs(timeout_s)),
                   Clock::now() + toDuration(timeout_s) + kIoTimeout);
     if (!r.ok()) return r.status();
     if (r->code == store::Reply::kTimeout)
-      return format::Status::error("store " + endpoint_ + ": key '" + key + "' not set after " +
-                                   std::to_string(timeout_s) + " s");
+      return base::Status::error("store " + endpoint_ + ": key '" + key + "' not set after " +
+                                 std::to_string(timeout_s) + " s");
     NCCLREC_RETURN_IF_ERROR(expect(*r, store::Reply::kValue, key));
     return std::move(r->text);
   }
 
   // The value of `key` now, nullopt when it is not set; never waits.
-  format::StatusOr<std::optional<std::string>> tryGet(const std::string& key) {
+  base::StatusOr<std::optional<std::string>> tryGet(const std::string& key) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kGet)).str(prefix_ + key).i64(0),
                   Clock::now() + kIoTimeout);
     if (!r.ok()) return r.status();
@@ -100,7 +100,7 @@ class StoreClient {
   }
 
   // Waits until every key is set; fails after `timeout_s`.
-  format::Status wait(const std::vector<std::string>& keys, double timeout_s) {
+  base::Status wait(const std::vector<std::string>& keys, double timeout_s) {
     store::Encoder e(uint8_t(store::Cmd::kWait));
     e.i64(static_cast<int64_t>(keys.size()));
     for (const auto& k : keys) e.str(prefix_ + k);
@@ -108,13 +108,13 @@ class StoreClient {
     auto r = call(e, Clock::now() + toDuration(timeout_s) + kIoTimeout);
     if (!r.ok()) return r.status();
     if (r->code == store::Reply::kTimeout)
-      return format::Status::error("store " + endpoint_ + ": keys not all set after " +
-                                   std::to_string(timeout_s) + " s");
+      return base::Status::error("store " + endpoint_ + ": keys not all set after " +
+                                 std::to_string(timeout_s) + " s");
     return expect(*r, store::Reply::kOk, keys.empty() ? "" : keys[0]);
   }
 
   // Adds `delta` to the integer at `key` (absent: 0) and returns the new value.
-  format::StatusOr<int64_t> add(const std::string& key, int64_t delta) {
+  base::StatusOr<int64_t> add(const std::string& key, int64_t delta) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kAdd)).str(prefix_ + key).i64(delta),
                   Clock::now() + kIoTimeout);
     if (!r.ok()) return r.status();
@@ -124,8 +124,8 @@ class StoreClient {
 
   // Sets `key` to `desired` if it holds `expected` (an absent key holds ""); returns the value
   // the key holds after the call.
-  format::StatusOr<std::string> compareSet(const std::string& key, const std::string& expected,
-                                           const std::string& desired) {
+  base::StatusOr<std::string> compareSet(const std::string& key, const std::string& expected,
+                                         const std::string& desired) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kCompareSet))
                       .str(prefix_ + key)
                       .str(expected)
@@ -137,7 +137,7 @@ class StoreClient {
   }
 
   // True when the key existed.
-  format::StatusOr<bool> remove(const std::string& key) {
+  base::StatusOr<bool> remove(const std::string& key) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kDelete)).str(prefix_ + key),
                   Clock::now() + kIoTimeout);
     if (!r.ok()) return r.status();
@@ -166,15 +166,15 @@ class StoreClient {
     return s <= 0 ? 0 : s > 86400 ? 86400000 : static_cast<int64_t>(s * 1000);
   }
 
-  format::Status expect(const Answer& a, store::Reply want, const std::string& key) const {
-    if (a.code == want) return format::okStatus();
-    return format::Status::error("store " + endpoint_ + ": key '" + key + "': " +
-                                 (a.code == store::Reply::kError ? a.text : "unexpected reply"));
+  base::Status expect(const Answer& a, store::Reply want, const std::string& key) const {
+    if (a.code == want) return base::okStatus();
+    return base::Status::error("store " + endpoint_ + ": key '" + key + "': " +
+                               (a.code == store::Reply::kError ? a.text : "unexpected reply"));
   }
 
   // Replies come one per request: one frame out, exactly one frame back.
-  format::StatusOr<Answer> call(store::Encoder request, Clock::time_point deadline) {
-    if (!socket_.connected()) return format::Status::error("store: not connected");
+  base::StatusOr<Answer> call(store::Encoder request, Clock::time_point deadline) {
+    if (!socket_.connected()) return base::Status::error("store: not connected");
     if (auto sent = socket_.sendAll(request.frame(), deadline); !sent.ok())
       return lost(sent.message());
     auto body = socket_.readFrame(store::kMaxFrame, deadline);
@@ -189,9 +189,9 @@ class StoreClient {
     return a;
   }
 
-  format::Status lost(const std::string& why) {
+  base::Status lost(const std::string& why) {
     socket_.close();
-    return format::Status::error("store " + endpoint_ + ": " + why);
+    return base::Status::error("store " + endpoint_ + ": " + why);
   }
 
   format::FrameSocket socket_;
@@ -201,18 +201,18 @@ class StoreClient {
 
 // Rank `is_root` publishes `size` bytes at `data` under `key`; every other process of the job
 // waits up to `timeout_s` for them and copies them into `data`. Uses the job's store (fromEnv).
-inline format::Status storeBroadcast(const std::string& key, bool is_root, void* data, size_t size,
-                                     double timeout_s = 300) {
+inline base::Status storeBroadcast(const std::string& key, bool is_root, void* data, size_t size,
+                                   double timeout_s = 300) {
   auto client = StoreClient::fromEnv(timeout_s);
   if (!client.ok()) return client.status();
   if (is_root) return client->set(key, std::string(static_cast<const char*>(data), size));
   auto value = client->get(key, timeout_s);
   if (!value.ok()) return value.status();
   if (value->size() != size)
-    return format::Status::error("store: key '" + key + "' holds " + std::to_string(value->size()) +
-                                 " bytes, expected " + std::to_string(size));
+    return base::Status::error("store: key '" + key + "' holds " + std::to_string(value->size()) +
+                               " bytes, expected " + std::to_string(size));
   std::memcpy(data, value->data(), size);
-  return format::okStatus();
+  return base::okStatus();
 }
 
 }  // namespace ncclrec::launcher

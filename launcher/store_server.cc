@@ -191,9 +191,9 @@ class Service : public FrameServer::Protocol {
 
 }  // namespace
 
-format::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bind_addr,
-                                                                  int port, std::string token,
-                                                                  bool* addr_in_use) {
+base::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bind_addr,
+                                                                int port, std::string token,
+                                                                bool* addr_in_use) {
   auto listening = FrameServer::listen("store", bind_addr, port, store::kMaxFrame, addr_in_use);
   if (!listening.ok()) return listening.status();
   std::unique_ptr<StoreServer> server(new StoreServer());

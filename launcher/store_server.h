@@ -12,7 +12,7 @@
 #include <string>
 
 #include "launcher/frame_server.h"
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -25,9 +25,9 @@ class StoreServer {
 
   // Listens on `bind_addr` ("" or "0.0.0.0": every interface) and `port` (0: a free port) and
   // starts serving. On failure *addr_in_use tells a busy port apart from other errors.
-  static format::StatusOr<std::unique_ptr<StoreServer>> start(const std::string& bind_addr,
-                                                              int port, std::string token,
-                                                              bool* addr_in_use = nullptr);
+  static base::StatusOr<std::unique_ptr<StoreServer>> start(const std::string& bind_addr, int port,
+                                                            std::string token,
+                                                            bool* addr_in_use = nullptr);
   ~StoreServer();  // stops the thread and closes every connection
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;

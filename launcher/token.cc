@@ -31,30 +31,30 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-format::StatusOr<std::string> jobToken(bool multi_node, const std::string& run_id,
-                                       const char* env_secret, const std::string& token_file) {
+base::StatusOr<std::string> jobToken(bool multi_node, const std::string& run_id,
+                                     const char* env_secret, const std::string& token_file) {
   if (!multi_node) {
     std::string token = randomToken();
-    if (token.empty()) return format::Status::error("cxxrun: cannot read /dev/urandom");
+    if (token.empty()) return base::Status::error("cxxrun: cannot read /dev/urandom");
     return token;
   }
   std::string secret;
   if (!token_file.empty()) {
     std::ifstream in(token_file);
     if (!in) {
-      return format::Status::error("cxxrun: --rdzv-token-file " + token_file +
-                                   ": cannot read: " + std::strerror(errno));
+      return base::Status::error("cxxrun: --rdzv-token-file " + token_file +
+                                 ": cannot read: " + std::strerror(errno));
     }
     std::getline(in, secret);
     secret = trim(secret);
     if (secret.empty())
-      return format::Status::error("cxxrun: --rdzv-token-file " + token_file +
-                                   ": the first line is empty (want the job's shared secret)");
+      return base::Status::error("cxxrun: --rdzv-token-file " + token_file +
+                                 ": the first line is empty (want the job's shared secret)");
   } else if (env_secret != nullptr) {
     secret = trim(env_secret);
   }
   if (secret.empty()) {
-    return format::Status::error(
+    return base::Status::error(
         "cxxrun: a job on several nodes needs a shared secret for its store: set CXXRUN_TOKEN "
         "(the same on every node, e.g. CXXRUN_TOKEN=$(openssl rand -hex 16)) or give "
         "--rdzv-token-file FILE");

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -18,7 +18,7 @@ std::string randomToken();
 // whitespace trimmed) joined with the run id, so that two jobs sharing a secret still cannot join
 // each other's store. Fails with one line ("cxxrun: ...") when the secret is missing, empty or the
 // file cannot be read. `env_secret` is CXXRUN_TOKEN, nullptr when unset.
-format::StatusOr<std::string> jobToken(bool multi_node, const std::string& run_id,
-                                       const char* env_secret, const std::string& token_file);
+base::StatusOr<std::string> jobToken(bool multi_node, const std::string& run_id,
+                                     const char* env_secret, const std::string& token_file);
 
 }  // namespace ncclrec::launcher

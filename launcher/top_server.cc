@@ -213,7 +213,7 @@ class TopProtocol : public FrameServer::Protocol {
 
 }  // namespace
 
-format::StatusOr<std::unique_ptr<TopServer>> TopServer::start(Config config) {
+base::StatusOr<std::unique_ptr<TopServer>> TopServer::start(Config config) {
   auto listening =
       FrameServer::listen("ncclrec-top server", config.bind_addr, config.port, kMaxRequest);
   if (!listening.ok()) return listening.status();

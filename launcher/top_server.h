@@ -20,7 +20,7 @@
 #include "launcher/frame_server.h"
 #include "launcher/options.h"
 #include "launcher/worker_env.h"
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 
@@ -42,7 +42,7 @@ class TopServer {
     uint64_t reads = 0;    // times the black boxes were read
   };
 
-  static format::StatusOr<std::unique_ptr<TopServer>> start(Config config);
+  static base::StatusOr<std::unique_ptr<TopServer>> start(Config config);
   ~TopServer();  // stops the thread and closes every connection
   TopServer(const TopServer&) = delete;
   TopServer& operator=(const TopServer&) = delete;

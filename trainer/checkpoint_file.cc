@@ -47,8 +47,8 @@ class Reader {
   size_t pos_ = 0;
 };
 
-format::Status syscallError(const std::string& what, const std::string& path) {
-  return format::Status::error("checkpoint " + path + ": " + what + ": " + std::strerror(errno));
+base::Status syscallError(const std::string& what, const std::string& path) {
+  return base::Status::error("checkpoint " + path + ": " + what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -62,7 +62,7 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t hash) {
   return hash;
 }
 
-format::Status writeCheckpointFile(const std::string& path, const Checkpoint& c) {
+base::Status writeCheckpointFile(const std::string& path, const Checkpoint& c) {
   std::string out(kMagic, sizeof(kMagic));
   put(out, kVersion);
   put(out, static_cast<uint32_t>(c.tensors.size()));
@@ -82,8 +82,8 @@ format::Status writeCheckpointFile(const std::string& path, const Checkpoint& c)
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return format::Status::error("checkpoint " + path + ": cannot create " + dir + ": " +
-                                 ec.message());
+    return base::Status::error("checkpoint " + path + ": cannot create " + dir + ": " +
+                               ec.message());
   }
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -92,7 +92,7 @@ format::Status writeCheckpointFile(const std::string& path, const Checkpoint& c)
     const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const format::Status s = syscallError("cannot write " + tmp, path);
+      const base::Status s = syscallError("cannot write " + tmp, path);
       ::close(fd);
       ::unlink(tmp.c_str());
       return s;
@@ -101,12 +101,12 @@ format::Status writeCheckpointFile(const std::string& path, const Checkpoint& c)
   }
   // Data on disk before the rename makes it visible: a crash leaves the old file or the new one.
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const format::Status s = syscallError("cannot flush " + tmp, path);
+    const base::Status s = syscallError("cannot flush " + tmp, path);
     ::unlink(tmp.c_str());
     return s;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const format::Status s = syscallError("cannot rename " + tmp, path);
+    const base::Status s = syscallError("cannot rename " + tmp, path);
     ::unlink(tmp.c_str());
     return s;
   }
@@ -116,15 +116,15 @@ format::Status writeCheckpointFile(const std::string& path, const Checkpoint& c)
     ::fsync(dfd);
     ::close(dfd);
   }
-  return format::okStatus();
+  return base::okStatus();
 }
 
-format::StatusOr<Checkpoint> readCheckpointFile(const std::string& path) {
+base::StatusOr<Checkpoint> readCheckpointFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return syscallError("cannot open", path);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto bad = [&](const std::string& why) {
-    return format::Status::error("checkpoint " + path + ": " + why);
+    return base::Status::error("checkpoint " + path + ": " + why);
   };
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return bad("not an ncclrec-trainer checkpoint (no NCRTCKPT magic)");

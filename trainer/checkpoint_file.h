@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::trainer {
 
@@ -33,9 +33,9 @@ struct Checkpoint {
 uint64_t fnv1a64(const void* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
 
 // Creates the directory of `path` when missing.
-format::Status writeCheckpointFile(const std::string& path, const Checkpoint& checkpoint);
+base::Status writeCheckpointFile(const std::string& path, const Checkpoint& checkpoint);
 // Fails with one line naming the file and what is wrong with it (missing, not a checkpoint, a
 // newer version, truncated, checksum mismatch).
-format::StatusOr<Checkpoint> readCheckpointFile(const std::string& path);
+base::StatusOr<Checkpoint> readCheckpointFile(const std::string& path);
 
 }  // namespace ncclrec::trainer

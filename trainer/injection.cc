@@ -64,9 +64,9 @@ std::string faultClassList() {
   return out;
 }
 
-format::StatusOr<Injection> parseInjection(std::string_view spec, int world) {
+base::StatusOr<Injection> parseInjection(std::string_view spec, int world) {
   const auto fail = [&](const std::string& why) {
-    return format::Status::error("--inject=" + std::string(spec) + ": " + why);
+    return base::Status::error("--inject=" + std::string(spec) + ": " + why);
   };
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::trainer {
 
@@ -47,7 +47,7 @@ std::string faultClassList();
 // gated_* and to the last rank otherwise; the step to 1 for gated_* and slow_rank, to 10 for the
 // others; size_mismatch takes no step. Fails with one line naming the part at fault (unknown
 // class or key, bad number, rank outside the job).
-format::StatusOr<Injection> parseInjection(std::string_view spec, int world);
+base::StatusOr<Injection> parseInjection(std::string_view spec, int world);
 
 // "gated_save on rank 0 at the first checkpoint at or after step 1", for the start-up banner.
 std::string describeInjection(const Injection& injection);

@@ -16,43 +16,43 @@
 namespace ncclrec::trainer {
 namespace {
 
-format::Status readEnvInt(const char* name, int min, int* out) {
+base::Status readEnvInt(const char* name, int min, int* out) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return format::okStatus();
+  if (v == nullptr || *v == '\0') return base::okStatus();
   const std::string_view text(v);
   int n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec != std::errc() || end != text.data() + text.size() || n < min) {
-    return format::Status::error(std::string(name) + "='" + v +
-                                 "' is not a whole number >= " + std::to_string(min));
+    return base::Status::error(std::string(name) + "='" + v +
+                               "' is not a whole number >= " + std::to_string(min));
   }
   *out = n;
-  return format::okStatus();
+  return base::okStatus();
 }
 
 }  // namespace
 
-format::StatusOr<DistEnv> distEnvFromEnvironment() {
+base::StatusOr<DistEnv> distEnvFromEnvironment() {
   DistEnv env;
   NCCLREC_RETURN_IF_ERROR(readEnvInt("RANK", 0, &env.rank));
   NCCLREC_RETURN_IF_ERROR(readEnvInt("WORLD_SIZE", 1, &env.world));
   NCCLREC_RETURN_IF_ERROR(readEnvInt("LOCAL_RANK", 0, &env.local_rank));
   if (env.rank >= env.world) {
-    return format::Status::error("RANK=" + std::to_string(env.rank) +
-                                 " is not below WORLD_SIZE=" + std::to_string(env.world));
+    return base::Status::error("RANK=" + std::to_string(env.rank) +
+                               " is not below WORLD_SIZE=" + std::to_string(env.world));
   }
   const char* store = std::getenv("CXXRUN_STORE");
   env.under_cxxrun = store != nullptr && *store != '\0';
   return env;
 }
 
-format::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::string& id_file,
-                                             double timeout_s) {
+base::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::string& id_file,
+                                           double timeout_s) {
   ncclUniqueId id{};
   if (env.rank == 0) {
     const ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess) {
-      return format::Status::error(std::string("ncclGetUniqueId failed: ") + ncclGetErrorString(r));
+      return base::Status::error(std::string("ncclGetUniqueId failed: ") + ncclGetErrorString(r));
     }
   }
   if (env.world == 1) return id;
@@ -62,7 +62,7 @@ format::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::stri
     return id;
   }
   if (id_file.empty()) {
-    return format::Status::error(
+    return base::Status::error(
         "WORLD_SIZE > 1 without cxxrun: pass --id-file PATH (a fresh path per run, visible to "
         "every rank) or start the job with cxxrun");
   }
@@ -70,7 +70,7 @@ format::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::stri
     const std::string tmp = id_file + ".tmp." + std::to_string(getpid());
     std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof(id.internal));
     if (std::rename(tmp.c_str(), id_file.c_str()) != 0) {
-      return format::Status::error("--id-file " + id_file + ": cannot publish the unique id");
+      return base::Status::error("--id-file " + id_file + ": cannot publish the unique id");
     }
     return id;
   }
@@ -81,8 +81,8 @@ format::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::stri
     if (in.read(id.internal, sizeof(id.internal))) return id;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return format::Status::error("--id-file " + id_file + ": no unique id after " +
-                               std::to_string(int(timeout_s)) + " s (is rank 0 running?)");
+  return base::Status::error("--id-file " + id_file + ": no unique id after " +
+                             std::to_string(int(timeout_s)) + " s (is rank 0 running?)");
 }
 
 void checkNccl(ncclResult_t r, ncclComm_t comm, const char* what) {

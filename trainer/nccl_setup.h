@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::trainer {
 
@@ -24,13 +24,13 @@ struct DistEnv {
 };
 
 // Fails naming the variable when one is set but is not a number in range.
-format::StatusOr<DistEnv> distEnvFromEnvironment();
+base::StatusOr<DistEnv> distEnvFromEnvironment();
 
 // Rank 0 makes the unique id; the others receive it through cxxrun's store (under cxxrun), else
 // through `id_file` (rank 0 writes it atomically; give each run a fresh path). A one-rank job
 // shares nothing.
-format::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::string& id_file,
-                                             double timeout_s);
+base::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::string& id_file,
+                                           double timeout_s);
 
 // What the trainer throws when an NCCL call fails; main() prints it as one line and exits 1.
 class NcclError : public std::runtime_error {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "recorder/format/base/cli_parse.h"
 #include "recorder/format/version.h"
 
 namespace ncclrec::trainer {
@@ -77,21 +78,10 @@ ParsedOptions parseOptions(int argc, const char* const* argv, int world) {
                  "Plant a bug: CLASS[:rank=R][:step=S], CLASS one of " + faultClassList());
   app.set_version_flag("--version",
                        std::string("ncclrec-trainer ") + ncclrec::format::versionString());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    result.message = app.help();
-    return result;
-  } catch (const CLI::CallForVersion& e) {
-    result.message = e.what();
-    return result;
-  } catch (const CLI::ParseError& e) {
-    result.exit_code = kExitUsage;
-    result.message = std::string("ncclrec-trainer: ") + e.what();
-    return result;
-  } catch (const std::exception& e) {
-    result.exit_code = kExitUsage;
-    result.message = std::string("ncclrec-trainer: ") + e.what();
+  const base::CliOutcome parsed = base::parseCli(app, argc, argv);
+  if (parsed.done()) {
+    if (parsed.failed()) result.exit_code = kExitUsage;
+    result.message = parsed.failed() ? "ncclrec-trainer: " + parsed.text : parsed.text;
     return result;
   }
   const auto fail = [&](const std::string& why) {

@@ -25,7 +25,7 @@ __attribute__((noinline)) bool agreeOnStop(ncclComm_t comm, bool rank0_says_stop
 
 __attribute__((noinline)) void saveCheckpoint(ncclComm_t comm, int rank, const std::string& path,
                                               const Checkpoint* checkpoint, bool gated_bug) {
-  format::Status written = format::okStatus();
+  base::Status written = base::okStatus();
   float saved_bytes = 0;
   if (rank == 0) {
     written = writeCheckpointFile(path, *checkpoint);

@@ -28,8 +28,8 @@ T loadLive(const T& field) {
   return format::atomicField(const_cast<T&>(field)).load(std::memory_order_acquire);
 }
 
-format::Status fail(const std::string& path, const std::string& why) {
-  return format::Status::error(path + ": " + why);
+base::Status fail(const std::string& path, const std::string& why) {
+  return base::Status::error(path + ": " + why);
 }
 
 std::string boundedString(const char* chars, size_t capacity) {
@@ -56,8 +56,8 @@ OpView toOp(const format::Event& e, uint64_t index) {
 
 }  // namespace
 
-format::StatusOr<std::unique_ptr<BboxWatch>> BboxWatch::open(const std::string& path,
-                                                             bool* starting) {
+base::StatusOr<std::unique_ptr<BboxWatch>> BboxWatch::open(const std::string& path,
+                                                           bool* starting) {
   if (starting != nullptr) *starting = false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(path, std::strerror(errno));
@@ -79,7 +79,7 @@ format::StatusOr<std::unique_ptr<BboxWatch>> BboxWatch::open(const std::string& 
   ::close(fd);
   if (map == MAP_FAILED) return fail(path, std::string("mmap: ") + std::strerror(map_err));
   const auto* h = static_cast<const BboxHeader*>(map);
-  format::Status status;
+  base::Status status;
   static constexpr char kZeros[sizeof(format::kBboxMagic)] = {};
   if (std::memcmp(h->magic, format::kBboxMagic, sizeof(h->magic)) != 0) {
     const bool blank = std::memcmp(h->magic, kZeros, sizeof(kZeros)) == 0;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/base/status.h"
 #include "recorder/format/bbox_layout.h"
-#include "recorder/format/status.h"
 #include "tui/snapshot.h"
 
 namespace ncclrec::tui {
@@ -28,8 +28,8 @@ class BboxWatch {
   // Maps `path`. Fails, naming the file, when it cannot be opened or mapped, is not a black box
   // (bad magic), is of a newer version, or its header is corrupt or larger than the file. A file
   // still being created (shorter than a header, or no magic yet) fails with *starting = true.
-  static format::StatusOr<std::unique_ptr<BboxWatch>> open(const std::string& path,
-                                                           bool* starting = nullptr);
+  static base::StatusOr<std::unique_ptr<BboxWatch>> open(const std::string& path,
+                                                         bool* starting = nullptr);
   ~BboxWatch();
   BboxWatch(const BboxWatch&) = delete;
   BboxWatch& operator=(const BboxWatch&) = delete;

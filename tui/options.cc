@@ -2,9 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <exception>
 #include <fstream>
 
+#include "recorder/format/base/cli_parse.h"
 #include "recorder/format/params_table.h"
 #include "recorder/format/version.h"
 
@@ -110,20 +110,12 @@ ParsedTopCommandLine parseTopCommandLine(int argc, const char* const* argv, int 
       ->delimiter(',')
       ->allow_extra_args(false);
   app.set_version_flag("--version", std::string("ncclrec-top ") + format::versionString());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
+  const base::CliOutcome parsed = base::parseCli(app, argc, argv);
+  if (parsed.failed()) return usage(parsed.text);
+  if (parsed.done()) {
     ParsedTopCommandLine p;
-    p.message = app.help();
+    p.message = parsed.text;
     return p;
-  } catch (const CLI::CallForVersion& e) {
-    ParsedTopCommandLine p;
-    p.message = e.what();
-    return p;
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  } catch (const std::exception& e) {
-    return usage(e.what());
   }
 
   o.dir = !dir.empty() ? dir : !o.connect.empty() ? "" : format::paramValue("NCCLREC_DIR");

@@ -42,7 +42,7 @@ RemoteSource::Result RemoteSource::poll(int64_t now_ns, double timeout_s) {
   request.set_token(token_);
   request.set_max_events(static_cast<uint32_t>(kRecentOps));
   const auto deadline = format::FrameSocket::deadlineIn(timeout_s);
-  format::Status sent = socket_->sendAll(format::framed(request.SerializeAsString()), deadline);
+  base::Status sent = socket_->sendAll(format::framed(request.SerializeAsString()), deadline);
   auto bytes = sent.ok() ? socket_->readFrame(kMaxReply, deadline) : sent;
   format::pb::TopReply reply;
   if (!bytes.ok() || !reply.ParseFromString(*bytes)) {

@@ -72,17 +72,17 @@ attr_t attrOf(Style style) {
 
 }  // namespace
 
-format::StatusOr<std::unique_ptr<Terminal>> Terminal::open() {
+base::StatusOr<std::unique_ptr<Terminal>> Terminal::open() {
   if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-    return format::Status::error(
+    return base::Status::error(
         "ncclrec-top: stdin and stdout must be a terminal (use --once for plain text)");
   }
   // newterm instead of initscr: initscr exits the process when it cannot start.
   SCREEN* screen = newterm(nullptr, stdout, stdin);
   if (screen == nullptr) {
     const char* term = getenv("TERM");
-    return format::Status::error(std::string("ncclrec-top: cannot use the terminal (TERM=") +
-                                 (term != nullptr ? term : "unset") + "); use --once");
+    return base::Status::error(std::string("ncclrec-top: cannot use the terminal (TERM=") +
+                               (term != nullptr ? term : "unset") + "); use --once");
   }
   std::unique_ptr<Terminal> t(new Terminal());
   t->active_ = true;

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 #include "tui/frame.h"
 
 namespace ncclrec::tui {
@@ -19,7 +19,7 @@ inline constexpr int kNoKey = -1;
 class Terminal {
  public:
   // Starts ncurses on stdin/stdout (which must be a terminal).
-  static format::StatusOr<std::unique_ptr<Terminal>> open();
+  static base::StatusOr<std::unique_ptr<Terminal>> open();
   ~Terminal();
   Terminal(const Terminal&) = delete;
   Terminal& operator=(const Terminal&) = delete;

@@ -3,8 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <exception>
 
+#include "recorder/format/base/cli_parse.h"
 #include "recorder/format/params_table.h"
 #include "recorder/format/version.h"
 #include "watch/watcher.h"
@@ -44,20 +44,12 @@ ParsedWatchCommandLine parseWatchCommandLine(int argc, const char* const* argv) 
                  "Exit after this many seconds without a stalled rank (default 60)");
   app.add_flag("--daemonize", daemonize, "Detach: fork, the first process exits at once");
   app.set_version_flag("--version", std::string("ncclrec-watch ") + format::versionString());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
+  const base::CliOutcome parsed = base::parseCli(app, argc, argv);
+  if (parsed.failed()) return usage(parsed.text);
+  if (parsed.done()) {
     ParsedWatchCommandLine p;
-    p.message = app.help();
+    p.message = parsed.text;
     return p;
-  } catch (const CLI::CallForVersion& e) {
-    ParsedWatchCommandLine p;
-    p.message = e.what();
-    return p;
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  } catch (const std::exception& e) {
-    return usage(e.what());
   }
   struct stat st {};
   if (::stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

@@ -51,7 +51,7 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
   data.dump_reason = static_cast<format::DumpReason>(request->reason);
   data.dump_ns = ncclrec::base::realtimeNs();
   data.dump_detail = request->detail != nullptr ? request->detail : "";
-  const format::Status written = format::writeDumpFile(data, request->out_path);
+  const base::Status written = format::writeDumpFile(data, request->out_path);
   if (!written.ok()) return fail(request, written.message());
   return 0;
 }

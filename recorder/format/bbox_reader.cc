@@ -51,8 +51,8 @@ std::string formatDeviceUuid(const uint8_t (&uuid)[16]) {
          hex.substr(16, 4) + "-" + hex.substr(20);
 }
 
-Status fail(const std::string& path, const std::string& why) {
-  return Status::error(path + ": " + why);
+base::Status fail(const std::string& path, const std::string& why) {
+  return base::Status::error(path + ": " + why);
 }
 
 // True when [offset, offset + count * bytes) lies inside [0, size); no overflow for any input.
@@ -64,7 +64,7 @@ bool regionFits(uint64_t offset, uint64_t count, uint64_t bytes, uint64_t size) 
 
 }  // namespace
 
-Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path) {
+base::Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path) {
   if (h.version == 0) return fail(path, "corrupt black box (version 0)");
   if (h.version > kBboxVersion) {
     return fail(path, "black box version " + std::to_string(h.version) +
@@ -111,7 +111,7 @@ Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& 
                             std::to_string(size) + " bytes of the file)");
     }
   }
-  return okStatus();
+  return base::okStatus();
 }
 
 namespace {
@@ -270,7 +270,7 @@ struct AlignedFree {
   void operator()(void* p) const { ::operator delete (p, std::align_val_t{alignof(Event)}); }
 };
 
-StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string source_path) {
+base::StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string source_path) {
   if (size < sizeof(kBboxMagic) || std::memcmp(data, kBboxMagic, sizeof(kBboxMagic)) != 0) {
     return fail(source_path, "not an ncclrec black box (bad magic)");
   }
@@ -387,7 +387,7 @@ Frame pythonFrameOf(const BboxHeader& h, uint64_t word) {
   return frame;
 }
 
-StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path) {
+base::StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path) {
   // The dump writer calls this inside the recorded process: allocation failure is a Status too.
   try {
     return parseOrThrow(data, size, source_path);
@@ -396,7 +396,7 @@ StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string sour
   }
 }
 
-StatusOr<RankData> loadBlackBox(const std::string& path) {
+base::StatusOr<RankData> loadBlackBox(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(path, std::strerror(errno));
   struct stat st {};
@@ -418,7 +418,7 @@ StatusOr<RankData> loadBlackBox(const std::string& path) {
   const int map_err = errno;
   ::close(fd);
   if (map == MAP_FAILED) return fail(path, std::string("mmap: ") + std::strerror(map_err));
-  StatusOr<RankData> result = parseBlackBox(map, size, path);
+  base::StatusOr<RankData> result = parseBlackBox(map, size, path);
   ::munmap(map, size);
   return result;
 }

@@ -94,7 +94,7 @@ BboxBuilder makeProcess() {
 
 TEST(BboxReaderTest, ParsesSyntheticBlackBox) {
   BboxBuilder b = makeProcess();
-  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "mem.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "mem.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   const RankData& d = *r;
   EXPECT_EQ(d.source_path, "mem.bbox");
@@ -194,7 +194,7 @@ TEST(BboxReaderTest, FailedInitRecordKeepsTheDevice) {
   std::strcpy(failed.bus_id, "0000:1a:00.0");
   failed.device_source = kDeviceFromCudaContext;
   b.addComm(failed);
-  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "failed.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "failed.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->comms.size(), 2u);
   const Comm& f = r->comms[1];
@@ -214,7 +214,7 @@ TEST(BboxReaderTest, InvalidRecordsAreIgnored) {
   b.header()->comm_count = 2;
   b.header()->stack_count = 2;
   b.header()->module_count = 3;  // counts past the published records
-  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "x.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "x.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->comms.size(), 1u);
   EXPECT_EQ(r->stacks.size(), 1u);
@@ -235,7 +235,7 @@ TEST(BboxReaderTest, RingWrapKeepsTheNewestCapacityEvents) {
   for (uint64_t i = 0; i < 3 * caps.ring; ++i) {
     b.addEvent(makeCollective(OpType::kAllReduce, kComm, 0, 2, i + 1, i, 1000 + i));
   }
-  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "wrap.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "wrap.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->events_total, 24u);
   EXPECT_EQ(r->events_lost, 16u);
@@ -252,7 +252,7 @@ TEST(BboxReaderTest, SlotCaughtMidWriteIsSkippedAndCountedLost) {
   b.addEvent(makeCollective(OpType::kAllReduce, kComm, 0, 2, 1, 1, 1));
   b.addUnpublishedEvent(makeCollective(OpType::kAllReduce, kComm, 0, 2, 2, 1, 2));
   b.addEvent(makeCollective(OpType::kAllReduce, kComm, 0, 2, 3, 1, 3));
-  StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "mid.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(b.data(), b.size(), "mid.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->events_total, 3u);
   EXPECT_EQ(r->events_lost, 1u);
@@ -265,13 +265,13 @@ TEST(BboxReaderTest, MisalignedBufferIsReadThroughACopy) {
   BboxBuilder b = makeProcess();
   std::vector<uint8_t> shifted(b.size() + 8);
   std::memcpy(shifted.data() + 8, b.data(), b.size());
-  StatusOr<RankData> r = parseBlackBox(shifted.data() + 8, b.size(), "shifted.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(shifted.data() + 8, b.size(), "shifted.bbox");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->events.size(), 4u);
 }
 
 void expectError(const std::vector<uint8_t>& bytes, const std::string& needle) {
-  StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "bad.bbox");
+  base::StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "bad.bbox");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind("bad.bbox: ", 0), 0u) << r.status().message();
   EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
@@ -333,7 +333,7 @@ TEST(BboxReaderTest, FuzzNeverCrashes) {
       bytes[at] = static_cast<uint8_t>(rng());
     }
     std::memcpy(bytes.data(), kBboxMagic, sizeof(kBboxMagic));
-    StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "fuzz.bbox");
+    base::StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "fuzz.bbox");
     if (!r.ok()) {
       EXPECT_EQ(r.status().message().rfind("fuzz.bbox: ", 0), 0u);
     }
@@ -342,11 +342,11 @@ TEST(BboxReaderTest, FuzzNeverCrashes) {
     std::vector<uint8_t> bytes(rng() % 20000);
     for (auto& byte : bytes) byte = static_cast<uint8_t>(rng());
     if (bytes.size() >= 8 && iter % 2 == 0) std::memcpy(bytes.data(), kBboxMagic, 8);
-    StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "rand.bbox");
+    base::StatusOr<RankData> r = parseBlackBox(bytes.data(), bytes.size(), "rand.bbox");
     EXPECT_FALSE(r.ok());
   }
   for (size_t len = 0; len < good.size(); len += 97) {
-    StatusOr<RankData> r = parseBlackBox(good.data(), len, "cut.bbox");
+    base::StatusOr<RankData> r = parseBlackBox(good.data(), len, "cut.bbox");
     EXPECT_FALSE(r.ok()) << len;
   }
 }
@@ -404,12 +404,12 @@ TEST(BboxReaderTest, LoadsFromFile) {
   BboxBuilder b = makeProcess();
   const std::string path = dir.file("r3.bbox");
   ASSERT_TRUE(b.writeTo(path));
-  StatusOr<RankData> r = loadBlackBox(path);
+  base::StatusOr<RankData> r = loadBlackBox(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->source_path, path);
   EXPECT_EQ(r->events.size(), 4u);
 
-  StatusOr<RankData> missing = loadBlackBox(dir.file("nope.bbox"));
+  base::StatusOr<RankData> missing = loadBlackBox(dir.file("nope.bbox"));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("nope.bbox: No such file"), std::string::npos)
       << missing.status().message();

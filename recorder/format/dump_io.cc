@@ -193,37 +193,39 @@ ThreadState fromProto(const pb::Thread& p) {
   return t;
 }
 
-Status writeAll(int fd, const char* data, size_t size) {
+base::Status writeAll(int fd, const char* data, size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::error(std::strerror(errno));
+      return base::Status::error(std::strerror(errno));
     }
     data += n;
     size -= static_cast<size_t>(n);
   }
-  return okStatus();
+  return base::okStatus();
 }
 
-Status writeFramed(const std::string& bytes, const std::string& tmp, const std::string& path) {
+base::Status writeFramed(const std::string& bytes, const std::string& tmp,
+                         const std::string& path) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  Status st = writeAll(fd, kDumpFileMagic, sizeof(kDumpFileMagic));
+  if (fd < 0)
+    return base::Status::error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  base::Status st = writeAll(fd, kDumpFileMagic, sizeof(kDumpFileMagic));
   if (st.ok()) st = writeAll(fd, bytes.data(), bytes.size());
-  if (st.ok() && ::fchmod(fd, 0600) != 0) st = Status::error(std::strerror(errno));
-  if (st.ok() && ::fsync(fd) != 0) st = Status::error(std::strerror(errno));
-  if (::close(fd) != 0 && st.ok()) st = Status::error(std::strerror(errno));
+  if (st.ok() && ::fchmod(fd, 0600) != 0) st = base::Status::error(std::strerror(errno));
+  if (st.ok() && ::fsync(fd) != 0) st = base::Status::error(std::strerror(errno));
+  if (::close(fd) != 0 && st.ok()) st = base::Status::error(std::strerror(errno));
   if (!st.ok()) {
     ::unlink(tmp.c_str());
-    return Status::error(path + ": cannot write " + tmp + ": " + st.message());
+    return base::Status::error(path + ": cannot write " + tmp + ": " + st.message());
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return Status::error(path + ": cannot rename " + tmp + ": " + std::strerror(err));
+    return base::Status::error(path + ": cannot rename " + tmp + ": " + std::strerror(err));
   }
-  return okStatus();
+  return base::okStatus();
 }
 
 }  // namespace
@@ -311,29 +313,29 @@ RankData fromProto(const pb::Dump& p) {
   return d;
 }
 
-Status writeDumpFile(const RankData& data, const std::string& path) {
+base::Status writeDumpFile(const RankData& data, const std::string& path) {
   // Callers include the recorder's dump thread inside the user's process: nothing may escape.
   try {
     std::string bytes;
     if (!toProto(data).SerializeToString(&bytes)) {
-      return Status::error(path + ": cannot serialize the dump");
+      return base::Status::error(path + ": cannot serialize the dump");
     }
     return writeFramed(bytes, path + ".tmp." + std::to_string(::getpid()), path);
   } catch (const std::exception& e) {
-    return Status::error(path + ": cannot write the dump: " + e.what());
+    return base::Status::error(path + ": cannot write the dump: " + e.what());
   } catch (...) {
-    return Status::error(path + ": cannot write the dump");
+    return base::Status::error(path + ": cannot write the dump");
   }
 }
 
-StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& source_path) {
+base::StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& source_path) {
   const auto* bytes = static_cast<const char*>(data);
   if (size < sizeof(kDumpFileMagic) ||
       std::memcmp(bytes, kDumpFileMagic, kDumpMagicPrefixBytes) != 0) {
-    return Status::error(source_path + ": not an ncclrec dump (bad magic)");
+    return base::Status::error(source_path + ": not an ncclrec dump (bad magic)");
   }
   if (bytes[kDumpMagicPrefixBytes] != kDumpFileMagic[kDumpMagicPrefixBytes]) {
-    return Status::error(
+    return base::Status::error(
         source_path + ": dump framing version '" + std::string(1, bytes[kDumpMagicPrefixBytes]) +
         "' is not the one this build reads ('" +
         std::string(1, kDumpFileMagic[kDumpMagicPrefixBytes]) + "'); use a newer ncclrec");
@@ -342,19 +344,19 @@ StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& s
   const size_t body = size - sizeof(kDumpFileMagic);
   if (body > static_cast<size_t>(INT32_MAX) ||
       !dump.ParseFromArray(bytes + sizeof(kDumpFileMagic), static_cast<int>(body))) {
-    return Status::error(source_path + ": corrupt or truncated ncclrec dump");
+    return base::Status::error(source_path + ": corrupt or truncated ncclrec dump");
   }
   if (dump.magic() != kDumpMessageMagic) {
-    return Status::error(source_path + ": not an ncclrec dump (bad magic)");
+    return base::Status::error(source_path + ": not an ncclrec dump (bad magic)");
   }
   if (dump.format_major() > kDumpFormatMajor) {
-    return Status::error(source_path + ": dump format version " +
-                         std::to_string(dump.format_major()) + "." +
-                         std::to_string(dump.format_minor()) + " is newer than this build reads (" +
-                         std::to_string(kDumpFormatMajor) + ".x); use a newer ncclrec");
+    return base::Status::error(
+        source_path + ": dump format version " + std::to_string(dump.format_major()) + "." +
+        std::to_string(dump.format_minor()) + " is newer than this build reads (" +
+        std::to_string(kDumpFormatMajor) + ".x); use a newer ncclrec");
   }
   if (dump.format_major() == 0) {
-    return Status::error(source_path + ": corrupt ncclrec dump (format version 0)");
+    return base::Status::error(source_path + ": corrupt ncclrec dump (format version 0)");
   }
   RankData d = fromProto(dump);
   d.source_path = source_path;

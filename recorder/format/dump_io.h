@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "recorder/format/base/status.h"
 #include "recorder/format/model.h"
 #include "recorder/format/ncclrec.pb.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::format {
 
@@ -29,9 +29,9 @@ RankData fromProto(const pb::Dump& dump);
 // Writes `data` as a framed dump: to "<path>.tmp.<pid>" first, fsync'ed, mode 0600, then renamed
 // to `path`, so a reader never sees a partial dump. Does not throw; on failure the temp file is
 // removed and the Status names the path and the failing step.
-Status writeDumpFile(const RankData& data, const std::string& path);
+base::Status writeDumpFile(const RankData& data, const std::string& path);
 
 // Parses a framed dump held in memory; `source_path` names it in errors and in the result.
-StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& source_path);
+base::StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& source_path);
 
 }  // namespace ncclrec::format

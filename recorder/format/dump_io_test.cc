@@ -146,7 +146,7 @@ TEST(DumpIoTest, WriteThenLoadEqualsAndLeavesNoTempFile) {
   testing::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.file("rank5.ncclrec.pb");
-  const Status st = writeDumpFile(fullRankData(), path);
+  const base::Status st = writeDumpFile(fullRankData(), path);
   ASSERT_TRUE(st.ok()) << st.message();
 
   struct stat sb {};
@@ -157,13 +157,13 @@ TEST(DumpIoTest, WriteThenLoadEqualsAndLeavesNoTempFile) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1);
 
-  StatusOr<RankData> loaded = loadDump(path);
+  base::StatusOr<RankData> loaded = loadDump(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   RankData expected = fullRankData();
   expected.source_path = path;
   EXPECT_EQ(*loaded, expected);
   // loadFile tells it apart by content.
-  StatusOr<RankData> by_content = loadFile(path);
+  base::StatusOr<RankData> by_content = loadFile(path);
   ASSERT_TRUE(by_content.ok()) << by_content.status().message();
   EXPECT_EQ(*by_content, expected);
 }
@@ -184,7 +184,7 @@ TEST(DumpIoTest, ManyPagesOfEventsLoadUnchanged) {
   }
   d.events_total = d.events.back().index + 1;
   ASSERT_TRUE(writeDumpFile(d, path).ok());
-  StatusOr<RankData> loaded = loadDump(path);
+  base::StatusOr<RankData> loaded = loadDump(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   d.source_path = path;
   EXPECT_EQ(*loaded, d);
@@ -199,7 +199,7 @@ TEST(DumpIoTest, FifoIsRefusedWithoutBlocking) {
 }
 
 TEST(DumpIoTest, WriteFailureNamesThePath) {
-  const Status st = writeDumpFile(fullRankData(), "/nonexistent-dir/x.ncclrec.pb");
+  const base::Status st = writeDumpFile(fullRankData(), "/nonexistent-dir/x.ncclrec.pb");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind("/nonexistent-dir/x.ncclrec.pb: cannot create", 0), 0u)
       << st.message();
@@ -248,7 +248,7 @@ TEST(DumpIoTest, RejectsNewerVersions) {
   std::string body = p.SerializeAsString();
   body += std::string("\xa8\x1f\x01", 3);  // field 501, varint 1: unknown to this build
   writeAll(path, std::string(kDumpFileMagic, 8) + body);
-  StatusOr<RankData> ok = loadDump(path);
+  base::StatusOr<RankData> ok = loadDump(path);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->pid, 31337);
 
@@ -264,7 +264,7 @@ TEST(DumpIoTest, TruncatedDumpsAreErrorsNotCrashes) {
       std::string(kDumpFileMagic, 8) + toProto(fullRankData()).SerializeAsString();
   int errors = 0;
   for (size_t len = 0; len < framed.size(); ++len) {
-    StatusOr<RankData> r = parseDump(framed.data(), len, "cut.ncclrec.pb");
+    base::StatusOr<RankData> r = parseDump(framed.data(), len, "cut.ncclrec.pb");
     if (!r.ok()) {
       ++errors;
       EXPECT_EQ(r.status().message().rfind("cut.ncclrec.pb: ", 0), 0u);

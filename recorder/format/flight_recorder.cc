@@ -50,12 +50,14 @@ template <class V>
 class Converter {
  public:
   Converter(const std::string& path, int global_rank) : path_(path), global_rank_(global_rank) {}
-  StatusOr<RankData> run(V dump);
+  base::StatusOr<RankData> run(V dump);
 
  private:
-  Status fail(const std::string& why) const { return Status::error(path_ + ": " + why); }
-  Status readGroups(V pg_config);
-  Status readEntry(const Entry<V>& e, size_t position);
+  base::Status fail(const std::string& why) const {
+    return base::Status::error(path_ + ": " + why);
+  }
+  base::Status readGroups(V pg_config);
+  base::Status readEntry(const Entry<V>& e, size_t position);
   uint32_t internStack(V frames);
   uint32_t internStackByText(V frames);
   void markCoalesced();
@@ -74,9 +76,9 @@ class Converter {
 };
 
 template <class V>
-Status Converter<V>::readGroups(V pg_config) {
+base::Status Converter<V>::readGroups(V pg_config) {
   if (!pg_config.isDict()) return fail("pg_config is not a dict");
-  Status status = okStatus();
+  base::Status status = base::okStatus();
   forEachPair(pg_config, [&](std::string_view key_view, V pg) {
     if (!status.ok()) return;
     const std::string key(key_view);
@@ -164,7 +166,7 @@ uint32_t Converter<V>::internStackByText(V frames) {
 }
 
 template <class V>
-Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
+base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   const auto bad = [&](const std::string& why) {
     return fail("entry " + std::to_string(position) + ": " + why);
   };
@@ -184,7 +186,7 @@ Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   if (name.coalesced_marker) {
     // From format 2.7 the ops of a coalesced group precede their marker, sharing its seq.
     coalesced_.insert({comm.comm_id, seq});
-    return okStatus();
+    return base::okStatus();
   }
   EventRecord ev;
   ev.index = out_.events.size();
@@ -219,7 +221,7 @@ Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   out_.dump_ns = std::max({out_.dump_ns, ev.enqueue_ns, ev.start_ns, ev.end_ns});
   out_.events.push_back(ev);
   event_group_.emplace_back(comm.comm_id, seq);
-  return okStatus();
+  return base::okStatus();
 }
 
 template <class V>
@@ -231,7 +233,7 @@ void Converter<V>::markCoalesced() {
 }
 
 template <class V>
-StatusOr<RankData> Converter<V>::run(V dump) {
+base::StatusOr<RankData> Converter<V>::run(V dump) {
   const std::optional<V> version = dump.find("version");
   const std::optional<V> pg_config = dump.find("pg_config");
   if (!dump.isDict() || !version || !pg_config) {
@@ -315,19 +317,20 @@ std::optional<size_t> tooDeep(std::string_view bytes, size_t max_depth) {
 
 }  // namespace
 
-StatusOr<nlohmann::json> parseFlightRecorderJson(std::string_view bytes, const std::string& path) {
+base::StatusOr<nlohmann::json> parseFlightRecorderJson(std::string_view bytes,
+                                                       const std::string& path) {
   constexpr size_t kMaxDepth = 64;
   if (const std::optional<size_t> at = tooDeep(bytes, kMaxDepth)) {
-    return Status::error(path + ": offset " + std::to_string(*at) + ": JSON nested deeper than " +
-                         std::to_string(kMaxDepth));
+    return base::Status::error(path + ": offset " + std::to_string(*at) +
+                               ": JSON nested deeper than " + std::to_string(kMaxDepth));
   }
   try {
     return Json::parse(bytes.begin(), bytes.end());
   } catch (const Json::parse_error& e) {
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    return Status::error(path + ": offset " + std::to_string(at) + ": not valid JSON");
+    return base::Status::error(path + ": offset " + std::to_string(at) + ": not valid JSON");
   } catch (const Json::exception&) {
-    return Status::error(path + ": not valid JSON");
+    return base::Status::error(path + ": not valid JSON");
   }
 }
 
@@ -350,8 +353,8 @@ int rankFromFileName(const std::string& path) {
   return v;
 }
 
-StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std::string& path,
-                                       int global_rank) {
+base::StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std::string& path,
+                                             int global_rank) {
   const std::string_view bytes(static_cast<const char*>(data), size);
   if (!looksLikePickle(bytes)) {
     NCCLREC_ASSIGN_OR_RETURN(const Json dump, parseFlightRecorderJson(bytes, path));
@@ -363,13 +366,14 @@ StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std:
   return c.run(doc.root());
 }
 
-StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,
-                                         int global_rank) {
+base::StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,
+                                               int global_rank) {
   try {
     Converter<fr::JsonRef> c(path, global_rank);
     return c.run(fr::JsonRef(dump));
   } catch (const nlohmann::json::exception& e) {
-    return Status::error(path + ": unexpected value in a Flight Recorder dump (" + e.what() + ")");
+    return base::Status::error(path + ": unexpected value in a Flight Recorder dump (" + e.what() +
+                               ")");
   }
 }
 

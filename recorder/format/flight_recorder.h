@@ -20,8 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "recorder/format/base/status.h"
 #include "recorder/format/model.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::format {
 
@@ -34,14 +34,15 @@ int rankFromFileName(const std::string& path);
 
 // Parses an FR dump (pickle or JSON, told apart by content) of rank `global_rank`. "PATH: why"
 // on failure: a refused pickle opcode, bad JSON, or a value of the wrong type for a known field.
-StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std::string& path,
-                                       int global_rank);
+base::StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, const std::string& path,
+                                             int global_rank);
 
 // The JSON form's document (nesting over 64 deep refused): "PATH: offset N: why" on failure.
-StatusOr<nlohmann::json> parseFlightRecorderJson(std::string_view bytes, const std::string& path);
+base::StatusOr<nlohmann::json> parseFlightRecorderJson(std::string_view bytes,
+                                                       const std::string& path);
 
 // The conversion alone, from the decoded dump (the pickle's value or the JSON document).
-StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,
-                                         int global_rank);
+base::StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,
+                                               int global_rank);
 
 }  // namespace ncclrec::format

@@ -177,7 +177,7 @@ TEST(FlightRecorder, DirectoriesAreReadByContent) {
       "\x80\x02"
       "cposix\nsystem\nX\x04\x00\x00\x00true\x85R.",
       28);
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   ASSERT_EQ(set->ranks.size(), 2u);  // pid 0 for both: not merged into one process
   EXPECT_EQ(set->ranks[0].global_rank, 0);
@@ -198,7 +198,7 @@ TEST(FlightRecorder, AnNcclrecRecordingOfTheSameRankWins) {
   own.pid = 4242;
   own.host = "node-a";
   ASSERT_TRUE(writeDumpFile(own, dir.file("r1.ncclrec.pb")).ok());
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   ASSERT_EQ(set->ranks.size(), 2u);
   EXPECT_EQ(set->ranks[0].pid, 0);  // rank 0: the FR dump alone

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <utility>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::format {
 
@@ -35,9 +35,9 @@ struct Endpoint {
 };
 
 // Parses "HOST:PORT" or "[IPV6]:PORT" (PORT: 1 to 5 digits). Fails with one line naming the text.
-inline StatusOr<Endpoint> parseEndpoint(std::string_view text) {
+inline base::StatusOr<Endpoint> parseEndpoint(std::string_view text) {
   const auto bad = [&] {
-    return Status::error("'" + std::string(text) + "' is not HOST:PORT or [IPV6]:PORT");
+    return base::Status::error("'" + std::string(text) + "' is not HOST:PORT or [IPV6]:PORT");
   };
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return bad();
@@ -88,8 +88,8 @@ class FrameSocket {
   // errors ("connection closed by the agent"). On failure *retry (when given) tells a refused or
   // timed-out connection, worth another try later, from a bad endpoint or a name that does not
   // resolve. Errors: the parse error, getaddrinfo's message or "cannot connect: WHY".
-  static StatusOr<FrameSocket> connect(const std::string& endpoint, std::string peer,
-                                       Clock::time_point deadline, bool* retry = nullptr) {
+  static base::StatusOr<FrameSocket> connect(const std::string& endpoint, std::string peer,
+                                             Clock::time_point deadline, bool* retry = nullptr) {
     if (retry != nullptr) *retry = false;
     auto e = parseEndpoint(endpoint);
     if (!e.ok()) return e.status();
@@ -98,7 +98,7 @@ class FrameSocket {
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     const int rc = ::getaddrinfo(e->host.c_str(), e->port.c_str(), &hints, &res);
-    if (rc != 0) return Status::error(gai_strerror(rc));
+    if (rc != 0) return base::Status::error(gai_strerror(rc));
     std::string why = "no address";
     for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
       const int fd =
@@ -116,7 +116,7 @@ class FrameSocket {
     }
     ::freeaddrinfo(res);
     if (retry != nullptr) *retry = true;
-    return Status::error(why);
+    return base::Status::error(why);
   }
 
   FrameSocket(FrameSocket&& other) noexcept
@@ -137,29 +137,29 @@ class FrameSocket {
   }
 
   // Sends every byte of `bytes` (a whole frame: see framed()) before `deadline`.
-  Status sendAll(std::string_view bytes, Clock::time_point deadline) {
-    if (fd_ < 0) return Status::error("not connected");
+  base::Status sendAll(std::string_view bytes, Clock::time_point deadline) {
+    if (fd_ < 0) return base::Status::error("not connected");
     for (size_t done = 0; done < bytes.size();) {
       const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
       if (n > 0) {
         done += static_cast<size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!waitFor(POLLOUT, deadline)) return Status::error("send timed out");
+        if (!waitFor(POLLOUT, deadline)) return base::Status::error("send timed out");
       } else {
-        return Status::error(std::string("send: ") + std::strerror(errno));
+        return base::Status::error(std::string("send: ") + std::strerror(errno));
       }
     }
-    return okStatus();
+    return base::okStatus();
   }
 
   // Reads one frame and returns its body. A length over `max_len` fails ("reply of N bytes is
   // too large") without reading the body; the connection is then out of step: close it.
-  StatusOr<std::string> readFrame(uint32_t max_len, Clock::time_point deadline) {
+  base::StatusOr<std::string> readFrame(uint32_t max_len, Clock::time_point deadline) {
     char head[4];
     NCCLREC_RETURN_IF_ERROR(recvAll(head, 4, deadline));
     const uint32_t len = frameLength(head);
     if (len > max_len)
-      return Status::error("reply of " + std::to_string(len) + " bytes is too large");
+      return base::Status::error("reply of " + std::to_string(len) + " bytes is too large");
     // Straight into place: a reply may be megabytes, no small buffer to copy through.
     std::string body(len, '\0');
     NCCLREC_RETURN_IF_ERROR(recvAll(body.data(), len, deadline));
@@ -199,21 +199,21 @@ class FrameSocket {
     return err;
   }
 
-  Status recvAll(char* out, size_t n, Clock::time_point deadline) {
-    if (fd_ < 0) return Status::error("not connected");
+  base::Status recvAll(char* out, size_t n, Clock::time_point deadline) {
+    if (fd_ < 0) return base::Status::error("not connected");
     for (size_t done = 0; done < n;) {
       const ssize_t got = ::recv(fd_, out + done, n - done, 0);
       if (got > 0) {
         done += static_cast<size_t>(got);
       } else if (got == 0) {
-        return Status::error("connection closed by " + peer_);
+        return base::Status::error("connection closed by " + peer_);
       } else if (errno == EAGAIN || errno == EINTR) {
-        if (!waitFor(POLLIN, deadline)) return Status::error("no reply in time");
+        if (!waitFor(POLLIN, deadline)) return base::Status::error("no reply in time");
       } else {
-        return Status::error(std::string("recv: ") + std::strerror(errno));
+        return base::Status::error(std::string("recv: ") + std::strerror(errno));
       }
     }
-    return okStatus();
+    return base::okStatus();
   }
 
   int fd_ = -1;

@@ -53,7 +53,7 @@ class Machine {
     items_budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * size;
   }
 
-  StatusOr<PickleDoc> run();
+  base::StatusOr<PickleDoc> run();
 
  private:
   // Every step answers true, or false with the error line in error_ (a Status per opcode would
@@ -324,7 +324,7 @@ bool Machine::structure(uint8_t op) {
   }
 }
 
-StatusOr<PickleDoc> Machine::run() {
+base::StatusOr<PickleDoc> Machine::run() {
   // Upper bounds are the input size (one node per opcode); these cover a Flight Recorder dump.
   doc_.nodes.reserve(size_ / 6);
   doc_.items.reserve(size_ / 8);
@@ -335,13 +335,13 @@ StatusOr<PickleDoc> Machine::run() {
     const uint8_t* b = nullptr;
     if (!take(1, &b)) {
       fail(pos_ == 0 ? "empty file" : "truncated: no STOP opcode");
-      return Status::error(std::move(error_));
+      return base::Status::error(std::move(error_));
     }
-    if (!step(b[0], &stop)) return Status::error(std::move(error_));
+    if (!step(b[0], &stop)) return base::Status::error(std::move(error_));
   }
   if (stack_.empty() || stack_.back() == kMark) {
     fail("STOP with nothing to return");
-    return Status::error(std::move(error_));
+    return base::Status::error(std::move(error_));
   }
   doc_.root_node = stack_.back();
   return std::move(doc_);
@@ -354,16 +354,18 @@ class JsonExpander {
       : path_(path), limits_(limits) {
     budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * input_size;
   }
-  Status expand(PickleValue v, size_t depth, Json* out);
+  base::Status expand(PickleValue v, size_t depth, Json* out);
 
  private:
-  Status fail(const std::string& why) const { return Status::error(path_ + ": " + why); }
+  base::Status fail(const std::string& why) const {
+    return base::Status::error(path_ + ": " + why);
+  }
   const std::string& path_;
   const PickleLimits& limits_;
   size_t budget_ = 0;
 };
 
-Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
+base::Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
   if (budget_ == 0) return fail("value expands past the size limit (shared references?)");
   --budget_;
   if (depth > limits_.max_depth) {
@@ -373,19 +375,19 @@ Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
   switch (v.kind()) {
     case Kind::kNull:
       *out = nullptr;
-      return okStatus();
+      return base::okStatus();
     case Kind::kBool:
       *out = v.integer() != 0;
-      return okStatus();
+      return base::okStatus();
     case Kind::kInt:
       *out = v.integer();
-      return okStatus();
+      return base::okStatus();
     case Kind::kFloat:
       *out = v.real();
-      return okStatus();
+      return base::okStatus();
     case Kind::kStr:
       *out = std::string(v.str());
-      return okStatus();
+      return base::okStatus();
     case Kind::kList:
     case Kind::kTuple:
       *out = Json::array();
@@ -394,7 +396,7 @@ Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
         NCCLREC_RETURN_IF_ERROR(expand(v.at(k), depth + 1, &item));
         out->push_back(std::move(item));
       }
-      return okStatus();
+      return base::okStatus();
     case Kind::kDict:
       *out = Json::object();
       for (size_t k = 0; k < v.size(); ++k) {
@@ -402,21 +404,21 @@ Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
         NCCLREC_RETURN_IF_ERROR(expand(v.valueAt(k), depth + 1, &item));
         (*out)[std::string(v.keyAt(k).str())] = std::move(item);
       }
-      return okStatus();
+      return base::okStatus();
   }
   return fail("internal error: unknown node");
 }
 
 }  // namespace
 
-StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
-                                 const PickleLimits& limits) {
+base::StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
+                                       const PickleLimits& limits) {
   Machine m(static_cast<const uint8_t*>(data), size, path, limits);
   return m.run();
 }
 
-StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
-                                     const PickleLimits& limits) {
+base::StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
+                                           const PickleLimits& limits) {
   NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path, limits));
   JsonExpander expander(path, limits, size);
   Json out;

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 namespace ncclrec::format {
 
@@ -123,14 +123,14 @@ inline std::optional<PickleValue> PickleValue::find(std::string_view key) const 
 // 64 bits. Errors: "PATH: offset N: why" (for a refused opcode, "opcode GLOBAL (0x63) ...
 // refused"). Trailing bytes after STOP are ignored, as pickle does. Containers hold at most
 // min_value_nodes + value_nodes_per_byte * size elements in all.
-StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
-                                 const PickleLimits& limits = {});
+base::StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
+                                       const PickleLimits& limits = {});
 
 // Reads one pickled value as JSON (decodePickle, then expanded): tuples become JSON arrays,
 // None becomes null. A value that holds itself or expands (shared references) past the limits
 // is refused ("PATH: why").
-StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
-                                     const PickleLimits& limits = {});
+base::StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
+                                           const PickleLimits& limits = {});
 
 // True when `bytes` starts like a pickle of protocol 2 to 5 (PROTO opcode).
 bool looksLikePickle(std::string_view bytes);

@@ -13,7 +13,7 @@ std::string bytes(const char (&s)[N]) {
   return std::string(s, N - 1);
 }
 
-StatusOr<nlohmann::json> parse(const std::string& b, const PickleLimits& limits = {}) {
+base::StatusOr<nlohmann::json> parse(const std::string& b, const PickleLimits& limits = {}) {
   return parsePickle(b.data(), b.size(), "dump_rank_0", limits);
 }
 

@@ -32,13 +32,13 @@ namespace fs = std::filesystem;
 
 // The file in one read() where the kernel allows: a dump is written whole and then renamed into
 // place, so its size is known and fixed (a file that shrinks meanwhile is read to its new end).
-StatusOr<std::string> readWholeFile(const std::string& path) {
+base::StatusOr<std::string> readWholeFile(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return Status::error(path + ": " + std::strerror(errno));
+  if (fd < 0) return base::Status::error(path + ": " + std::strerror(errno));
   const auto fail = [&](const std::string& why) {
     ::close(fd);
-    return Status::error(path + ": " + why);
+    return base::Status::error(path + ": " + why);
   };
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
@@ -57,13 +57,13 @@ StatusOr<std::string> readWholeFile(const std::string& path) {
   return bytes;
 }
 
-StatusOr<std::string> readPrefix(const std::string& path, size_t n) {
+base::StatusOr<std::string> readPrefix(const std::string& path, size_t n) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec) return Status::error(path + ": " + ec.message());
-  if (!fs::is_regular_file(st)) return Status::error(path + ": not a regular file");
+  if (ec) return base::Status::error(path + ": " + ec.message());
+  if (!fs::is_regular_file(st)) return base::Status::error(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": " + std::strerror(errno));
+  if (!in) return base::Status::error(path + ": " + std::strerror(errno));
   std::string bytes(n, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(n));
   bytes.resize(static_cast<size_t>(in.gcount()));
@@ -141,14 +141,14 @@ constexpr size_t kSniffBytes = 64;
 // A file found in a directory without an ncclrec suffix is read when its content looks like a
 // Flight Recorder dump. nullopt: it is something else (a JSON document without pg_config, such as
 // a saved verdict or trace), skipped silently like any other unrelated file.
-StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) {
+base::StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) {
   NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
   if (!looksLikeFlightRecorder(prefix)) return std::optional<RankData>();
   NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
   if (!looksLikePickle(bytes)) {
     // A trace or verdict saved beside the dumps may be large: no DOM for JSON without the key.
     if (bytes.find("\"pg_config\"") == std::string::npos) return std::optional<RankData>();
-    StatusOr<nlohmann::json> doc = parseFlightRecorderJson(bytes, path);
+    base::StatusOr<nlohmann::json> doc = parseFlightRecorderJson(bytes, path);
     if (!doc.ok() || !doc->is_object() || !doc->contains("pg_config")) {
       return std::optional<RankData>();
     }
@@ -181,12 +181,12 @@ void dropFlightRecorderDuplicates(LoadedSet& set) {
 
 }  // namespace
 
-StatusOr<RankData> loadDump(const std::string& path) {
+base::StatusOr<RankData> loadDump(const std::string& path) {
   NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
   return parseDump(bytes.data(), bytes.size(), path);
 }
 
-StatusOr<RankData> loadFile(const std::string& path) {
+base::StatusOr<RankData> loadFile(const std::string& path) {
   NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
   if (prefix.size() >= sizeof(kBboxMagic) &&
       std::memcmp(prefix.data(), kBboxMagic, sizeof(kBboxMagic)) == 0) {
@@ -196,7 +196,7 @@ StatusOr<RankData> loadFile(const std::string& path) {
       std::memcmp(prefix.data(), kDumpFileMagic, kDumpMagicPrefixBytes) == 0) {
     return loadDump(path);
   }
-  if (prefix.empty()) return Status::error(path + ": empty file");
+  if (prefix.empty()) return base::Status::error(path + ": empty file");
   if (looksLikeFlightRecorder(prefix)) {
     NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
     NCCLREC_ASSIGN_OR_RETURN(RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path,
@@ -204,16 +204,16 @@ StatusOr<RankData> loadFile(const std::string& path) {
     data.source_path = path;
     return data;
   }
-  return Status::error(path + ": not an ncclrec black box or dump (bad magic)");
+  return base::Status::error(path + ": not an ncclrec black box or dump (bad magic)");
 }
 
-StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
+base::StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
   LoadedSet set;
   std::vector<RankData> loaded;
   for (const std::string& path : paths) {
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
-    if (ec) return Status::error(path + ": " + ec.message());
+    if (ec) return base::Status::error(path + ": " + ec.message());
     if (!fs::is_directory(st)) {
       NCCLREC_ASSIGN_OR_RETURN(RankData data, loadFile(path));
       loaded.push_back(std::move(data));
@@ -229,11 +229,11 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
         others.push_back(it->path().string());
       }
     }
-    if (ec) return Status::error(path + ": " + ec.message());
+    if (ec) return base::Status::error(path + ": " + ec.message());
     std::sort(files.begin(), files.end());
     std::sort(others.begin(), others.end());
     const size_t fr_before = loaded.size();
-    for (StatusOr<std::optional<RankData>>& fr :
+    for (base::StatusOr<std::optional<RankData>>& fr :
          loadFilesInParallel(others, loadIfFlightRecorder)) {
       if (!fr.ok()) {
         set.warnings.push_back(fr.status().message());
@@ -242,7 +242,7 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
       }
     }
     const bool found_fr = loaded.size() > fr_before;
-    for (StatusOr<RankData>& data : loadFilesInParallel(files, loadFile)) {
+    for (base::StatusOr<RankData>& data : loadFilesInParallel(files, loadFile)) {
       if (!data.ok()) {
         set.warnings.push_back(data.status().message());
         continue;
@@ -256,12 +256,12 @@ StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths) {
     }
   }
   if (loaded.empty()) {
-    if (paths.empty()) return Status::error("no paths given");
+    if (paths.empty()) return base::Status::error("no paths given");
     std::string what = paths.size() == 1 ? paths.front() + ": no readable black box or dump"
                                          : "none of the " + std::to_string(paths.size()) +
                                                " paths holds a readable black box or dump";
     if (!set.warnings.empty()) what += " (" + set.warnings.front() + ")";
-    return Status::error(what);
+    return base::Status::error(what);
   }
 
   // pid 0: no process identity (Flight Recorder dumps): each file is its own process.

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/base/status.h"
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/model.h"
 #include "recorder/format/recording_files.h"
-#include "recorder/format/status.h"
 
 namespace ncclrec::format {
 
@@ -20,12 +20,12 @@ namespace ncclrec::format {
 // being written or was overwritten meanwhile is skipped and counted in events_lost, so a live
 // file may be read while its process writes it. Stacks hold addresses only (symbolized = false),
 // each frame with the module that contains it and its offset there.
-StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path);
+base::StatusOr<RankData> parseBlackBox(const void* data, size_t size, std::string source_path);
 
 // The header checks parseBlackBox makes before reading anything else: version, record sizes,
 // ring capacity, alignment, and every table inside `size` bytes. For readers that keep a mapping
 // open (ncclrec-top) and re-read it themselves. "PATH: why" on failure.
-Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path);
+base::Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::string& path);
 
 // Names the Python frame `word` (isPythonFrameWord) of a black box whose header passed
 // checkBlackBoxHeader: function = qualified name, file, line from the code record it points at.
@@ -48,14 +48,14 @@ struct ThreadSnapshot {
 bool readThreadSnapshot(const BboxHeader& h, const std::vector<Module>& modules,
                         ThreadSnapshot* out);
 // Maps `path` read-only and parses it.
-StatusOr<RankData> loadBlackBox(const std::string& path);
+base::StatusOr<RankData> loadBlackBox(const std::string& path);
 
 // Reads a framed dump (ncclrec.proto describes the framing). Rejects a file that is not one
 // ("PATH: not an ncclrec dump (bad magic)") and one written by a newer major format version.
-StatusOr<RankData> loadDump(const std::string& path);
+base::StatusOr<RankData> loadDump(const std::string& path);
 
 // A black box or a dump, told apart by the file's magic, whatever its name.
-StatusOr<RankData> loadFile(const std::string& path);
+base::StatusOr<RankData> loadFile(const std::string& path);
 
 struct LoadedSet {
   std::vector<RankData> ranks;        // one per process, by global rank, then host, then pid
@@ -70,6 +70,6 @@ struct LoadedSet {
 // newest dump (largest dump_ns) is preferred, except when the black box recorded more events
 // (the process went on after dumping): then the black box is taken, with the dump's symbolized
 // stacks for the stack ids both hold and the dump's reason, time and detail.
-StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths);
+base::StatusOr<LoadedSet> loadPaths(const std::vector<std::string>& paths);
 
 }  // namespace ncclrec::format

@@ -54,7 +54,7 @@ TEST(ReaderTest, NewestDumpWinsOverAnOlderDumpAndAnEqualBlackBox) {
           .ok());
   ASSERT_TRUE(
       writeDumpFile(makeDump(0, 100, 5, 20, DumpReason::kHang), dir.file("r0-b.ncclrec.pb")).ok());
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   EXPECT_TRUE(set->warnings.empty());
   ASSERT_EQ(set->ranks.size(), 1u);
@@ -70,7 +70,7 @@ TEST(ReaderTest, BlackBoxThatWentOnWinsAndKeepsTheDumpsSymbols) {
   ASSERT_TRUE(makeBbox(0, 100, 8).writeTo(dir.file("r0.bbox")));
   ASSERT_TRUE(
       writeDumpFile(makeDump(0, 100, 5, 20, DumpReason::kHang), dir.file("r0.ncclrec.pb")).ok());
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   ASSERT_EQ(set->ranks.size(), 1u);
   const RankData& r = set->ranks[0];
@@ -94,7 +94,7 @@ TEST(ReaderTest, ProcessesAreKeptApartAndSortedByRank) {
   BboxBuilder other_host = makeBbox(0, 100, 1);  // same pid, other host: another process
   std::strcpy(other_host.header()->host, "host-b");
   ASSERT_TRUE(other_host.writeTo(dir.file("d.bbox")));
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   ASSERT_EQ(set->ranks.size(), 4u);
   EXPECT_EQ(set->ranks[0].global_rank, 0);
@@ -112,7 +112,7 @@ TEST(ReaderTest, UnreadableFilesInADirectoryAreWarnings) {
   std::ofstream(dir.file("junk.ncclrec.pb")) << "NCRECPB1\xff\xff";
   std::ofstream(dir.file("notes.txt")) << "ignored: not a recording name";
   std::ofstream(dir.file("x.ncclrec.pb.tmp.123")) << "ignored: a dump being written";
-  StatusOr<LoadedSet> set = loadPaths({dir.path()});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
   EXPECT_EQ(set->ranks.size(), 1u);
   ASSERT_EQ(set->warnings.size(), 2u);
@@ -124,7 +124,7 @@ TEST(ReaderTest, UnreadableFilesInADirectoryAreWarnings) {
 TEST(ReaderTest, FilesAreLoadedByContentWhateverTheirName) {
   testing::TempDir dir;
   ASSERT_TRUE(makeBbox(3, 100, 2).writeTo(dir.file("renamed.dat")));
-  StatusOr<LoadedSet> set = loadPaths({dir.file("renamed.dat")});
+  base::StatusOr<LoadedSet> set = loadPaths({dir.file("renamed.dat")});
   ASSERT_TRUE(set.ok()) << set.status().message();
   ASSERT_EQ(set->ranks.size(), 1u);
   EXPECT_EQ(set->ranks[0].global_rank, 3);

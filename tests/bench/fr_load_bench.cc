@@ -18,8 +18,8 @@
 
 namespace {
 
+using ncclrec::base::StatusOr;
 using ncclrec::format::RankData;
-using ncclrec::format::StatusOr;
 
 std::string gBytes;
 std::string gPath;

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   }
   for (int r = 0; r < spec.ranks; ++r) {
     const std::string path = out + "/rank" + std::to_string(r) + ".ncclrec.pb";
-    const ncclrec::format::Status st = ncclrec::format::writeDumpFile(makeRank(spec, r), path);
+    const ncclrec::base::Status st = ncclrec::format::writeDumpFile(makeRank(spec, r), path);
     if (!st.ok()) {
       std::fprintf(stderr, "ncclrec-gen-dumps: %s\n", st.message().c_str());
       return 1;

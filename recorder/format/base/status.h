@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-namespace ncclrec::format {
+namespace ncclrec::base {
 
 class [[nodiscard]] Status {
  public:
@@ -53,16 +53,16 @@ class [[nodiscard]] StatusOr {
   std::variant<T, Status> value_;
 };
 
-}  // namespace ncclrec::format
+}  // namespace ncclrec::base
 
 #define NCCLREC_STATUS_CONCAT_INNER_(a, b) a##b
 #define NCCLREC_STATUS_CONCAT_(a, b) NCCLREC_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it failed.
-#define NCCLREC_RETURN_IF_ERROR(expr)                   \
-  do {                                                  \
-    ::ncclrec::format::Status ncclrec_status_ = (expr); \
-    if (!ncclrec_status_.ok()) return ncclrec_status_;  \
+#define NCCLREC_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::ncclrec::base::Status ncclrec_status_ = (expr);  \
+    if (!ncclrec_status_.ok()) return ncclrec_status_; \
   } while (0)
 
 // `lhs = value of expr`, or returns its Status from the enclosing function when it failed.

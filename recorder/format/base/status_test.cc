@@ -1,10 +1,10 @@
-#include "recorder/format/status.h"
+#include "recorder/format/base/status.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace ncclrec::format {
+namespace ncclrec::base {
 namespace {
 
 Status failIf(bool fail) { return fail ? Status::error("boom") : okStatus(); }
@@ -61,4 +61,4 @@ TEST(StatusTest, Macros) {
 }
 
 }  // namespace
-}  // namespace ncclrec::format
+}  // namespace ncclrec::base
