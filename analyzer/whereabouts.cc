@@ -132,6 +132,8 @@ ThreadPlace placeOf(const format::ThreadState& thread, const CallSites& sites) {
     const std::string state = stateWord(thread.kernel_state);
     if (!state.empty()) p.doing += ", " + state;
     if (!thread.wchan.empty()) p.doing += " in kernel " + thread.wchan;
+    if ((thread.flags & format::kThreadPythonListed) != 0)
+      p.doing += "; Python frames from the interpreter's thread list";
     return p;
   }
   p.doing = stateWord(thread.kernel_state);

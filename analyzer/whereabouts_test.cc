@@ -93,6 +93,21 @@ TEST(WhereaboutsTest, AThreadThatDidNotAnswerSaysWhy) {
   EXPECT_EQ(p.doing, "no answer (signal blocked), sleeping in kernel hrtimer_nanosleep");
 }
 
+TEST(WhereaboutsTest, ASilentThreadWithListedPythonFramesIsPlacedAtItsUserFrame) {
+  format::ThreadState t = thread(9, 'S',
+                                 {py("wait", "/usr/lib/python3.11/threading.py", 320),
+                                  py("deaf_waiter", "/job/threads_check.py", 44)});
+  t.status = format::kThreadNoAnswer;
+  t.flags = format::kThreadSignalBlocked | format::kThreadPythonListed;
+  t.wchan = "futex_wait_queue";
+  const ThreadPlace p = placeOf(t, CallSites());
+  EXPECT_EQ(p.site.frame, 1);
+  EXPECT_EQ(p.site.function, "deaf_waiter");
+  EXPECT_EQ(p.doing,
+            "no answer (signal blocked), sleeping in kernel futex_wait_queue; Python frames from "
+            "the interpreter's thread list");
+}
+
 TEST(WhereaboutsTest, StuckHeadlineSaysWhereAndHowLongAfterTheLastCall) {
   format::LoadedSet set;
   set.ranks.push_back(rankWith(0, {thread(100, 'S', {py("train_step", "/job/train.py", 40)})}));

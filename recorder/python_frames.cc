@@ -22,16 +22,22 @@ using Chain = PythonLayout::Chain;
 constexpr PythonLayout kLayouts[] = {
   // minor chain                tstate cframe back code instr owner cstack scale
   //   filename name qualname first linetable adaptive line_format          ascii compact
+  //   tstate: next thread_id native_thread_id
   {9,  Chain::kFrameObject,  24, 0, 24, 32, 104, -1, -1, 1,
-       104, 112, 0,   40, 120, 0,   format::kPyLinesLnotab,    48, 72},
+       104, 112, 0,   40, 120, 0,   format::kPyLinesLnotab,    48, 72,
+       8, 176, 0},
   {10, Chain::kFrameObject,  24, 0, 24, 32, 96,  -1, -1, 2,
-       104, 112, 0,   40, 120, 0,   format::kPyLinesPep626,    48, 72},
+       104, 112, 0,   40, 120, 0,   format::kPyLinesPep626,    48, 72,
+       8, 176, 0},
   {11, Chain::kCFrame,       56, 8, 48, 32, 56,  69, -1, 0,
-       112, 120, 128, 72, 136, 184, format::kPyLinesLocations, 48, 72},
+       112, 120, 128, 72, 136, 184, format::kPyLinesLocations, 48, 72,
+       8, 152, 160},
   {12, Chain::kCFrame,       56, 0, 8,  0,  56,  70, 3,  0,
-       112, 120, 128, 68, 136, 192, format::kPyLinesLocations, 40, 56},
+       112, 120, 128, 68, 136, 192, format::kPyLinesLocations, 40, 56,
+       8, 136, 144},
   {13, Chain::kCurrentFrame, 72, 0, 8,  0,  56,  70, 3,  0,
-       112, 120, 128, 68, 136, 200, format::kPyLinesLocations, 40, 56},
+       112, 120, 128, 68, 136, 200, format::kPyLinesLocations, 40, 56,
+       8, 152, 160},
 };
 // clang-format on
 
@@ -133,6 +139,7 @@ std::unique_ptr<PythonFrames> PythonFrames::detect(std::string* why) {
   p->code_type_ = code_type;
   p->str_type_ = str_type;
   p->bytes_type_ = bytes_type;
+  p->resolveThreadList();
   return p;
 }
 

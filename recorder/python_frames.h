@@ -25,6 +25,20 @@
 
 namespace ncclrec::recorder {
 
+namespace detail {
+// One frame of another thread's chain as captureThread() walks it.
+struct WalkedFrame {
+  uintptr_t frame;  // the frame's address
+  uintptr_t code;   // its code object
+  uint32_t offset;  // instruction offset, format::kPyNoOffset when unknown
+};
+// The frames two walks of one chain (innermost first) agree on, written over `a`: when both walks
+// reached the end of the chain, the outer frames they share (the thread may have moved on in its
+// inner ones); when either stopped early (depth bound), the inner frames they share. Its count.
+int stableFrames(WalkedFrame* a, int na, bool a_complete, const WalkedFrame* b, int nb,
+                 bool b_complete);
+}  // namespace detail
+
 // Where one CPython minor version keeps what the walk reads. Byte offsets, LP64 (x86_64 and
 // aarch64 alike). Checked against each version's own headers by tests/python (layout test).
 struct PythonLayout {
@@ -52,6 +66,9 @@ struct PythonLayout {
   uint32_t line_format;       // format::kPyLines*
   uint32_t str_ascii_data;    // where a compact ASCII str's characters start
   uint32_t str_compact_data;  // where a compact non-ASCII str's characters start
+  uint32_t tstate_next;       // PyThreadState.next
+  uint32_t tstate_thread_id;  // PyThreadState.thread_id (the pthread_t, as an unsigned long)
+  uint32_t tstate_native_id;  // PyThreadState.native_thread_id (the kernel tid); 0: none (< 3.11)
 };
 
 // The layout of CPython 3.<minor>, or nullptr when unsupported.
@@ -79,6 +96,22 @@ class PythonFrames {
   // (format::pythonFrameWord), at most `max_depth`. 0 on a thread with no Python thread state.
   int capture(uint64_t* out, int max_depth);
 
+  // Dump path only (thread snapshots, python_threads.cc), for threads that did not answer the
+  // snapshot signal: the interpreter's thread states, read from its thread list without the GIL.
+  struct ThreadState {
+    int tid;           // the kernel thread id
+    uintptr_t tstate;  // its PyThreadState
+  };
+  // Fills at most `max` thread states of every interpreter of the process; their count. A thread
+  // state whose kernel id cannot be told is left out (before 3.11 the id comes from glibc's thread
+  // descriptor, see python_threads.cc).
+  int listThreads(ThreadState* out, int max) const;
+  // The Python frames of another thread, innermost first, as capture() gives them. Every read
+  // goes through the kernel (process_vm_readv), so memory the thread frees meanwhile gives an
+  // error instead of a fault; the chain is walked twice and only the frames both walks agree on
+  // are kept (the outer ones, when the thread moved in between).
+  int captureThread(uintptr_t tstate, uint64_t* out, int max_depth);
+
  private:
   PythonFrames() = default;
   uint32_t codeIndex(const uint8_t* code);
@@ -87,10 +120,25 @@ class PythonFrames {
   bool copyBytes(const uint8_t* bytes, uint64_t* offset, uint32_t* length);
   bool claimBlob(uint64_t size, uint64_t* offset);
 
+  using WalkedFrame = detail::WalkedFrame;
+  int walkThread(uintptr_t tstate, WalkedFrame* out, int max_depth, bool* complete) const;
+  void resolveThreadList();
+  bool tidOf(uintptr_t tstate, int* tid) const;
+
   using GetThreadStateFn = void* (*)();
+  using InterpreterFn = void* (*)(void*);
+  using InterpreterHeadFn = void* (*)();
   const PythonLayout* layout_ = nullptr;
   uint32_t version_ = 0;
   GetThreadStateFn get_thread_state_ = nullptr;
+  // PyInterpreterState_Head, _Next and _ThreadHead: the public API for debuggers; nullptr when
+  // the interpreter lacks one of them (listThreads() then finds nothing).
+  InterpreterHeadFn interpreter_head_ = nullptr;
+  InterpreterFn interpreter_next_ = nullptr;
+  InterpreterFn interpreter_thread_head_ = nullptr;
+  // Before 3.11: where glibc keeps the kernel thread id inside a thread's descriptor (pthread_t),
+  // found at attach() on the attaching thread; -1 when not found.
+  int glibc_tid_offset_ = -1;
   const void* code_type_ = nullptr;
   const void* str_type_ = nullptr;
   const void* bytes_type_ = nullptr;

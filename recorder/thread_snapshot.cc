@@ -211,6 +211,7 @@ struct Asked {
   int slot;  // -1: not asked
   uint32_t status;
   uint32_t flags = 0;
+  std::vector<uint64_t> python;  // Python frames read from the interpreter's thread list
 };
 
 // Waits for the asked threads until the deadline; gives up on the others.
@@ -241,6 +242,30 @@ void collect(std::vector<Asked>* asked, uint64_t generation, int64_t deadline_ns
   }
 }
 
+// Threads that did not capture their own stack (no answer, not asked) get their Python frames
+// from the interpreter's thread list (python_threads.cc), when the process runs one.
+void addListedPythonFrames(std::vector<Asked>* asked) {
+  PythonFrames* python = g_python.load(std::memory_order_acquire);
+  const int depth = g_python_depth.load(std::memory_order_relaxed);
+  if (python == nullptr || !g_python_enabled.load(std::memory_order_relaxed) || depth <= 0) return;
+  const auto silent = [](const Asked& a) {
+    return a.status == format::kThreadNoAnswer || a.status == format::kThreadNotAsked;
+  };
+  if (std::none_of(asked->begin(), asked->end(), silent)) return;
+  std::vector<PythonFrames::ThreadState> states(kMaxSlots);
+  states.resize(static_cast<size_t>(python->listThreads(states.data(), kMaxSlots)));
+  for (Asked& a : *asked) {
+    if (!silent(a)) continue;
+    for (const PythonFrames::ThreadState& state : states) {
+      if (state.tid != a.tid) continue;
+      a.python.resize(static_cast<size_t>(depth));
+      a.python.resize(
+          static_cast<size_t>(python->captureThread(state.tstate, a.python.data(), depth)));
+      break;
+    }
+  }
+}
+
 // The records, written under the region's sequence word.
 void publish(format::BboxHeader* h, const std::vector<Asked>& asked, uint32_t reason, int self) {
   auto seq = format::atomicField(h->threads_seq);
@@ -259,6 +284,10 @@ void publish(format::BboxHeader* h, const std::vector<Asked>& asked, uint32_t re
       r.python_depth = slot.python_depth;
       r.native_depth = slot.native_depth;
       std::memcpy(r.frames, slot.frames, sizeof(uint64_t) * (r.python_depth + r.native_depth));
+    } else if (!asked[i].python.empty()) {
+      r.python_depth = static_cast<uint32_t>(asked[i].python.size());
+      std::memcpy(r.frames, asked[i].python.data(), sizeof(uint64_t) * r.python_depth);
+      r.flags |= format::kThreadPythonListed;
     } else if (r.status == format::kThreadDumper) {
       int py = 0;
       PythonFrames* python = g_python.load(std::memory_order_acquire);
@@ -353,6 +382,7 @@ SnapshotResult takeThreadSnapshot(format::BboxHeader* h, uint32_t reason) {
     }
   }
   collect(&asked, generation, start + int64_t{g_deadline_ms} * 1000000);
+  addListedPythonFrames(&asked);
   publish(h, asked, reason, self);
   result.threads = static_cast<uint32_t>(asked.size());
   for (const Asked& a : asked) {

@@ -199,6 +199,9 @@ inline constexpr uint32_t kThreadFramesTruncated = 1u << 2;
 // SA_RESTART says (nanosleep, poll, select, epoll_wait...; signal(7)), in a process without a
 // Python interpreter (CPython retries its own such calls). Asking would change what it does.
 inline constexpr uint32_t kThreadInSleepingCall = 1u << 3;
+// It did not capture its own stack, but its Python frames were read from the interpreter's
+// thread list (recorder/python_threads.cc): python_depth frames, no native ones.
+inline constexpr uint32_t kThreadPythonListed = 1u << 4;
 inline constexpr uint32_t kThreadMaxFrames = 128;
 
 // One thread of the process at the latest snapshot (recorder/thread_snapshot.h). frames[] holds

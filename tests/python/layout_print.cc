@@ -28,5 +28,7 @@ int main(int argc, char** argv) {
   std::printf("code_firstlineno %u\ncode_linetable %u\ncode_adaptive %u\n", l->code_firstlineno,
               l->code_linetable, l->code_adaptive);
   std::printf("str_ascii_data %u\nstr_compact_data %u\n", l->str_ascii_data, l->str_compact_data);
+  std::printf("tstate_next %u\ntstate_thread_id %u\ntstate_native_id %u\n", l->tstate_next,
+              l->tstate_thread_id, l->tstate_native_id);
   return 0;
 }

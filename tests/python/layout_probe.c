@@ -62,5 +62,12 @@ int main(void) {
 #endif
   printf("str_ascii_data %zu\n", sizeof(PyASCIIObject));
   printf("str_compact_data %zu\n", sizeof(PyCompactUnicodeObject));
+  printf("tstate_next %zu\n", offsetof(PyThreadState, next));
+  printf("tstate_thread_id %zu\n", offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030b0000
+  printf("tstate_native_id %zu\n", offsetof(PyThreadState, native_thread_id));
+#else
+  printf("tstate_native_id 0\n");
+#endif
   return 0;
 }

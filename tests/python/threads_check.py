@@ -4,7 +4,8 @@
 
 Calls NCCL once through ctypes (the shim starts recording), starts three threads that stay put —
 a time.sleep poll loop, a pure-Python busy loop that holds the GIL whenever it runs, a consumer
-blocked on queue.get() — then asks for a dump with SIGUSR2 and waits for it to be written. The
+blocked on queue.get(), and a thread that blocks every signal (it cannot answer the snapshot
+signal: its Python frames come from the interpreter's thread list) — then asks for a dump with SIGUSR2 and waits for it to be written. The
 test (threads_test.sh) reads the dump with `ncclrec-analyze --stacks` and looks for each thread
 at its own function.
 """
@@ -36,6 +37,11 @@ def consumer(q):
     q.get()
 
 
+def deaf_waiter():
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    stop.wait()
+
+
 def main():
     lib = sys.argv[1]
     ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
@@ -51,7 +57,8 @@ def main():
     q = queue.Queue()
     threads = [threading.Thread(target=poll_loop, name="poller"),
                threading.Thread(target=busy_loop, name="spinner"),
-               threading.Thread(target=consumer, args=(q,), name="consumer")]
+               threading.Thread(target=consumer, args=(q,), name="consumer"),
+               threading.Thread(target=deaf_waiter, name="deaf")]
     for t in threads:
         t.start()
     time.sleep(0.3)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs threads_check.py under one CPython with libncclrec.so preloaded over the stub NCCL, then
 # checks with `ncclrec-analyze --stacks` that the dump's thread snapshot puts each Python thread at
-# its own function: the sleep poll loop, the GIL-holding busy loop, the queue.get() consumer.
+# its own function: the sleep poll loop, the GIL-holding busy loop, the queue.get() consumer, and
+# the thread that blocks every signal (its Python frames read from the interpreter's thread list).
 #   threads_test.sh PYTHON SHIM STUB_LIB ANALYZE
 # Exit 0 when all are found, 1 otherwise, 77 (skipped, reason printed) when PYTHON is absent.
 set -euo pipefail
@@ -28,7 +29,7 @@ fi
 "$analyze" --stacks "$work"/dumps/*.signal.ncclrec.pb >"$work/stacks.txt"
 cat "$work/stacks.txt"
 status=0
-for fn in poll_loop busy_loop consumer; do
+for fn in poll_loop busy_loop consumer deaf_waiter; do
   grep -q "thread \"[^\"]*\" in $fn() threads_check.py:" "$work/stacks.txt" ||
     { echo "threads: no thread placed in $fn()" >&2; status=1; }
 done
@@ -37,4 +38,6 @@ done
 grep -A3 "in consumer() threads_check.py:" "$work/stacks.txt" |
   grep -Eq "queue.py:[0-9]+  (Queue\.)?get  \[py\]" ||
   { echo "threads: the consumer is not shown inside Queue.get" >&2; status=1; }
+grep -q "in deaf_waiter() threads_check.py:[0-9]*, no answer (signal blocked).*Python frames from the interpreter's thread list" "$work/stacks.txt" ||
+  { echo "threads: the signal-blocking thread is not shown from the interpreter's thread list" >&2; status=1; }
 exit $status
