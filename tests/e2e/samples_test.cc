@@ -186,6 +186,7 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
                                                 << run.cxxrun.describe();
 
   Json verdict;
+  Json ranks;  // the analysis's per-rank entries (threads of the culprits among them)
   const std::string report = run.dump_dir + "/report.json";
   if (want_exit != 0) {
     const Json doc = readJson(report);
@@ -198,18 +199,22 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
           << run.cxxrun.err;
     }
     verdict = doc["verdict"];
+    if (doc["analysis"].is_object()) ranks = doc["analysis"].value("ranks", Json());
   } else {
     // The job succeeded, so cxxrun wrote no report: the analyzer on what the ranks left.
     const auto [code, doc] = analyze(run.dump_dir);
     ASSERT_TRUE(doc.is_object()) << "ncclrec-analyze exit " << code;
     verdict = doc["verdict"];
+    ranks = doc.value("ranks", Json());
   }
   ASSERT_TRUE(verdict.is_object()) << verdict.dump() << "\n" << run.cxxrun.describe();
   const std::string got = verdict.dump(2);
   EXPECT_EQ(verdict["class"], expected["class"]) << got;
   EXPECT_EQ(verdict["ranks"], expected["ranks"]) << got;
   // The ranks merely blocked by the culprits, where the sample's expected.json names them.
-  if (expected.contains("waiting")) EXPECT_EQ(verdict["waiting"], expected["waiting"]) << got;
+  if (expected.contains("waiting")) {
+    EXPECT_EQ(verdict["waiting"], expected["waiting"]) << got;
+  }
   ASSERT_TRUE(verdict["callsite"].is_object()) << got;
   const Json& site = verdict["callsite"];
   EXPECT_EQ(site["function"], expected["function"]) << got;
@@ -224,6 +229,13 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
     const std::string where = "is now in " + expected["where"].get<std::string>();
     EXPECT_NE(stringOr(verdict["headline"], "").find(where), std::string::npos)
         << "headline lacks '" << where << "': " << got;
+  }
+  // What the culprits' threads are doing, in the per-rank thread lists (e.g. a thread that cannot
+  // answer the snapshot signal says so).
+  if (expected.contains("threads_say")) {
+    const std::string say = expected["threads_say"].get<std::string>();
+    const std::string threads = ranks.dump(2);
+    EXPECT_NE(threads.find(say), std::string::npos) << "threads lack '" << say << "': " << threads;
   }
 
   if (want_exit == 3) {
