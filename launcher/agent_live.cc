@@ -35,7 +35,9 @@ std::optional<watch::DetectorEvent> Agent::pollLive(bool now) {
   for (watch::DetectorEvent& e : detector_->step(*snapshot)) {
     if (e.type == watch::DetectorEvent::Type::kHang) return std::move(e);
     if (e.type == watch::DetectorEvent::Type::kSnapshot) {
-      (void)tui::requestThreadSnapshots(*snapshot);  // for the warning's "it is now in ..."
+      bool through_agents = false;  // this collector reads its own directory only
+      (void)tui::requestThreadSnapshots(*snapshot,
+                                        &through_agents);  // the warning's "it is now in"
       continue;
     }
     say("cxxrun: " + e.line);

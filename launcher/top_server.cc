@@ -93,12 +93,24 @@ class Replier {
     }
     format::pb::TopReply reply = *cached_;
     for (const std::string& p : peers()) reply.add_peers(p);
+    if (request.ask_snapshot()) reply.set_snapshot_asked(askSnapshot());
     return reply.SerializeAsString();
   }
 
   uint64_t reads = 0;
 
  private:
+  // ncclrec-top's 't' key through this agent: the ranks of its newest attempt take a snapshot.
+  std::string askSnapshot() {
+    const std::string dir = newestAttempt(config_.run_dir);
+    std::string error;
+    const std::string path = format::writeSnapshotRequest(
+        dir, fs::path(config_.run_dir).filename().string(),
+        "ncclrec-top asks for a thread snapshot through the agent", &error);
+    if (path.empty()) return "no thread snapshot asked: " + error;
+    return "asked the ranks of " + dir + " for a thread snapshot";
+  }
+
   format::pb::TopReply read(int max_events) {
     format::pb::TopReply reply;
     const std::string dir = newestAttempt(config_.run_dir);

@@ -10,11 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "launcher/store_server.h"
 #include "recorder/format/base/clock.h"
 #include "recorder/format/base/text.h"
 #include "recorder/format/ncclrec.pb.h"
+#include "recorder/format/recording_files.h"
 #include "recorder/format/testing/bbox_builder.h"
 #include "recorder/format/testing/temp_dir.h"
 
@@ -71,10 +73,12 @@ class Client {
     if (!r.ParseFromString(body)) return std::nullopt;
     return r;
   }
-  std::optional<format::pb::TopReply> ask(const std::string& token, uint32_t max_events = 0) {
+  std::optional<format::pb::TopReply> ask(const std::string& token, uint32_t max_events = 0,
+                                          bool ask_snapshot = false) {
     format::pb::TopRequest req;
     req.set_token(token);
     req.set_max_events(max_events);
+    req.set_ask_snapshot(ask_snapshot);
     sendFrame(req.SerializeAsString());
     return reply();
   }
@@ -135,6 +139,37 @@ TEST(TopServer, ServesTheNewestAttemptsBlackBoxesTrimmed) {
   ASSERT_TRUE(c.ask("tok", 2));
   EXPECT_EQ(server->stats().reads, 1u);
   EXPECT_EQ(server->stats().requests, 2u);
+}
+
+TEST(TopServer, ASnapshotRequestIsPassedToTheRanksOfTheNewestAttempt) {
+  TempDir dir;
+  fs::create_directories(dir.file("run/attempt_0"));
+  writeBox(dir.file("run/attempt_0/h.2.bbox"), 0, getpid(), 5);
+  auto server = startServer(dir.file("run"));
+  ASSERT_NE(server, nullptr);
+  Client c(server->port());
+  ASSERT_TRUE(c.connected());
+  // A plain request asks nothing.
+  auto plain = c.ask("tok", 2);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->snapshot_asked(), "");
+  const std::string request =
+      dir.file("run/attempt_0/" + std::string(format::kSnapshotRequestFileName));
+  EXPECT_FALSE(fs::exists(request));
+  auto asked = c.ask("tok", 2, /*ask_snapshot=*/true);
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->snapshot_asked(),
+            "asked the ranks of " + dir.file("run/attempt_0") + " for a thread snapshot");
+  ASSERT_EQ(asked->ranks_size(), 1);  // the reply itself is as before
+  std::ifstream in(request);
+  std::stringstream text;
+  text << in.rdbuf();
+  const format::TriggerFile written = format::TriggerFile::parse(text.str());
+  EXPECT_EQ(written.reason, format::kSnapshotReason);
+  EXPECT_EQ(written.run_id, "run");
+  EXPECT_EQ(written.pid, getpid());
+  // Never the trigger file: the agent itself would take it for a hang.
+  EXPECT_FALSE(fs::exists(dir.file("run/attempt_0/" + std::string(format::kTriggerFileName))));
 }
 
 TEST(TopServer, AWrongTokenIsRefusedAndTheConnectionClosed) {

@@ -130,6 +130,7 @@ struct Mailbox {
   std::condition_variable cv;
   std::shared_ptr<const Snapshot> latest;  // guarded by mu
   bool stop = false;                       // guarded by mu
+  bool ask_agents = false;                 // guarded by mu: pass a snapshot request to the agents
   int wake_read = -1;                      // a byte is written for every new snapshot
   int wake_write = -1;
 };
@@ -145,6 +146,11 @@ void collectLoop(const TopOptions& o, Mailbox* box) {
       std::chrono::duration<double>(o.interval_s));
   auto next = std::chrono::steady_clock::now();
   for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(box->mu);
+      if (box->ask_agents) collector.askRemoteSnapshots();
+      box->ask_agents = false;
+    }
     auto s = collector.collect(base::realtimeNs());
     {
       std::lock_guard<std::mutex> lock(box->mu);
@@ -155,7 +161,10 @@ void collectLoop(const TopOptions& o, Mailbox* box) {
     (void)!write(box->wake_write, &c, 1);
     next += period;
     std::unique_lock<std::mutex> lock(box->mu);
-    if (box->cv.wait_until(lock, next, [box] { return box->stop; })) return;
+    if (box->cv.wait_until(lock, next, [box] { return box->stop || box->ask_agents; })) {
+      if (box->stop) return;
+      next = std::chrono::steady_clock::now();  // a request for the agents: collect at once
+    }
   }
 }
 
@@ -224,7 +233,15 @@ int runInteractive(const TopOptions& o, std::ostream& err) {
       view = handleKey(view, key, *shown, (*terminal)->width(), (*terminal)->height());
       if (view.ask_snapshot) {
         view.ask_snapshot = false;
-        view.message = requestThreadSnapshots(*shown);
+        bool ask_agents = false;
+        view.message = requestThreadSnapshots(*shown, &ask_agents);
+        if (ask_agents) {
+          {
+            std::lock_guard<std::mutex> lock(box.mu);
+            box.ask_agents = true;
+          }
+          box.cv.notify_all();
+        }
       }
       if (view.quit) break;
     }

@@ -158,11 +158,16 @@ void Collector::readDir(int64_t now_ns, Snapshot* s) {
   }
 }
 
+void Collector::askRemoteSnapshots() {
+  for (auto& [endpoint, remote] : remotes_) remote->askSnapshot();
+}
+
 void Collector::readRemotes(int64_t now_ns, Snapshot* s) {
   std::vector<std::string> discovered;
   std::string labels;
   for (auto& [endpoint, remote] : remotes_) {
     RemoteSource::Result r = remote->poll(now_ns, options_.remote_timeout_s);
+    if (!r.snapshot_asked.empty()) s->notes.push_back(std::move(r.snapshot_asked));
     if (!r.error.empty()) {
       s->notes.push_back(r.error);
       continue;

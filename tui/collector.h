@@ -50,6 +50,9 @@ class Collector {
 
   // The state at `now_ns` (CLOCK_REALTIME), analyzed (analysis.h).
   std::shared_ptr<const Snapshot> collect(int64_t now_ns);
+  // The next collect() asks every agent (--connect) for a thread snapshot of its ranks; what each
+  // agent did goes into that snapshot's notes.
+  void askRemoteSnapshots();
 
   // What the last collect() read: ranks from black boxes here, files listed, dumps parsed.
   struct Stats {

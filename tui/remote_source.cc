@@ -41,6 +41,7 @@ RemoteSource::Result RemoteSource::poll(int64_t now_ns, double timeout_s) {
   format::pb::TopRequest request;
   request.set_token(token_);
   request.set_max_events(static_cast<uint32_t>(kRecentOps));
+  request.set_ask_snapshot(ask_snapshot_);
   const auto deadline = format::FrameSocket::deadlineIn(timeout_s);
   base::Status sent = socket_->sendAll(format::framed(request.SerializeAsString()), deadline);
   auto bytes = sent.ok() ? socket_->readFrame(kMaxReply, deadline) : sent;
@@ -57,6 +58,12 @@ RemoteSource::Result RemoteSource::poll(int64_t now_ns, double timeout_s) {
     return out;
   }
   last_error_.clear();
+  if (ask_snapshot_) {
+    ask_snapshot_ = false;
+    out.snapshot_asked = who + (reply.snapshot_asked().empty()
+                                    ? "does not take thread snapshot requests (an older cxxrun)"
+                                    : reply.snapshot_asked());
+  }
   const int64_t shift = reply.now_ns() > 0 ? now_ns - reply.now_ns() : 0;
   for (const format::pb::TopRank& r : reply.ranks()) {
     format::RankData data = format::fromProto(r.data());

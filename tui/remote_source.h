@@ -31,10 +31,14 @@ class RemoteSource {
     std::vector<std::string> notes;  // the agent's unreadable files, "agent E: PATH: why"
     std::string label;               // "HOST:DIR"
     std::string error;               // "agent E: why" when nothing came back
+    std::string snapshot_asked;      // after askSnapshot(): "agent E: what the agent did"
   };
 
   // One request and its reply; `now_ns` is this host's CLOCK_REALTIME.
   Result poll(int64_t now_ns, double timeout_s);
+  // The next poll() also asks the agent's ranks for a thread snapshot (ncclrec-top's 't' key);
+  // asked again at later polls until one reaches the agent.
+  void askSnapshot() { ask_snapshot_ = true; }
 
   const std::string& endpoint() const { return endpoint_; }
 
@@ -44,6 +48,7 @@ class RemoteSource {
   std::optional<format::FrameSocket> socket_;  // unset: not connected
   int64_t last_attempt_ns_ = 0;
   std::string last_error_;
+  bool ask_snapshot_ = false;
 };
 
 // The endpoints --connect takes: "host:port", "[v6]:port" (recorder/format/frame_client.h).

@@ -90,6 +90,7 @@ std::string goodReply(const std::string& request_bytes) {
   g->set_process_gone(true);
   reply.add_peers("nodeC:29501");
   reply.add_warnings("/d/x.bbox: truncated black box");
+  if (req.ask_snapshot()) reply.set_snapshot_asked("asked the ranks of /d/run/attempt_0");
   return reply.SerializeAsString();
 }
 
@@ -116,6 +117,26 @@ TEST(RemoteSource, AsksTheAgentAndMovesItsClockOntoOurs) {
   // The same connection serves the next refresh.
   EXPECT_EQ(source.poll(now, 2).error, "");
   EXPECT_EQ(agent.requests(), 2);
+}
+
+TEST(RemoteSource, ASnapshotRequestGoesWithTheNextPollOnly) {
+  FakeAgent agent(goodReply);
+  RemoteSource source(agent.endpoint(), "secret");
+  EXPECT_EQ(source.poll(testing::kT0, 2).snapshot_asked, "");
+  source.askSnapshot();
+  const RemoteSource::Result asked = source.poll(testing::kT0, 2);
+  EXPECT_EQ(asked.error, "");
+  EXPECT_EQ(asked.snapshot_asked,
+            "agent " + agent.endpoint() + ": asked the ranks of /d/run/attempt_0");
+  EXPECT_EQ(source.poll(testing::kT0, 2).snapshot_asked, "");
+}
+
+TEST(RemoteSource, ASnapshotRequestWaitsForAnAgentThatAnswers) {
+  RemoteSource source("127.0.0.1:1", "secret");
+  source.askSnapshot();
+  const RemoteSource::Result r = source.poll(testing::kT0, 1);
+  EXPECT_NE(r.error, "");
+  EXPECT_EQ(r.snapshot_asked, "");  // nothing reached an agent: still to be asked
 }
 
 TEST(RemoteSource, AWrongTokenIsSaid) {

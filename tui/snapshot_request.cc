@@ -1,18 +1,20 @@
 #include "tui/snapshot_request.h"
 
-#include <unistd.h>
-
 #include "recorder/format/recording_files.h"
 
 namespace ncclrec::tui {
+namespace {
 
-std::string requestThreadSnapshots(const Snapshot& s) {
+bool throughAgent(const RankEntry& r) { return r.source.rfind("agent ", 0) == 0; }
+
+// The request for the ranks read from `s.dir`; "" when none were.
+std::string askLocalRanks(const Snapshot& s) {
   size_t local = 0;
   size_t alive = 0;
   std::string run_id;
   bool one_run = true;
   for (const RankEntry& r : s.ranks) {
-    if (r.source.rfind("agent ", 0) == 0) continue;  // another host's: not in our directory
+    if (throughAgent(r)) continue;  // another host's: not in our directory
     ++local;
     alive += r.liveness == Liveness::kAlive;
     if (local == 1) {
@@ -21,21 +23,30 @@ std::string requestThreadSnapshots(const Snapshot& s) {
       one_run = false;
     }
   }
-  if (s.dir.empty() || local == 0)
-    return "no thread snapshot asked: no black boxes read from a directory here (ranks seen "
-           "through --connect cannot be asked)";
-  format::TriggerFile request;
-  request.run_id = one_run ? run_id : "";
-  request.pid = static_cast<int>(getpid());
-  request.reason = std::string(format::kSnapshotReason);
-  request.detail = "ncclrec-top asks for a thread snapshot";
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) == 0) request.host = host;
-  const std::string path = s.dir + "/" + std::string(format::kSnapshotRequestFileName);
+  if (s.dir.empty() || local == 0) return "";
   std::string error;
-  if (!request.write(path, &error)) return "no thread snapshot asked: " + error;
+  const std::string path = format::writeSnapshotRequest(
+      s.dir, one_run ? run_id : "", "ncclrec-top asks for a thread snapshot", &error);
+  if (path.empty()) return "no thread snapshot asked: " + error;
   return "asked " + std::to_string(alive) + " running rank" + (alive == 1 ? "" : "s") +
          " for a thread snapshot; the rank detail shows it (" + path + ")";
+}
+
+}  // namespace
+
+std::string requestThreadSnapshots(const Snapshot& s, bool* ask_agents) {
+  *ask_agents = false;
+  size_t remote = 0;
+  for (const RankEntry& r : s.ranks) remote += throughAgent(r);
+  std::string message = askLocalRanks(s);
+  if (remote > 0) {
+    *ask_agents = true;
+    message += std::string(message.empty() ? "" : "; ") + "asking the agents of " +
+               std::to_string(remote) + " rank" + (remote == 1 ? "" : "s") +
+               " (--connect) for a thread snapshot: their answers show in the notes";
+  }
+  if (message.empty()) return "no thread snapshot asked: no ranks shown";
+  return message;
 }
 
 }  // namespace ncclrec::tui

@@ -87,7 +87,8 @@ Watcher::State Watcher::step(int64_t now_ns) {
       hang_ = std::move(e);
       state = State::kHang;
     } else if (e.type == DetectorEvent::Type::kSnapshot) {
-      (void)tui::requestThreadSnapshots(s);  // for the warning's "it is now in ..."
+      bool through_agents = false;  // this collector reads its own directory only
+      (void)tui::requestThreadSnapshots(s, &through_agents);  // the warning's "it is now in"
     } else {
       err_ << "ncclrec: " << e.line << "\n" << std::flush;
     }

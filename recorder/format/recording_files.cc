@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "recorder/format/base/text.h"
+
 namespace ncclrec::format {
 namespace {
 
@@ -149,6 +151,18 @@ bool TriggerFile::write(const std::string& path, std::string* error) const {
     return false;
   }
   return true;
+}
+
+std::string writeSnapshotRequest(const std::string& dir, const std::string& run_id,
+                                 const std::string& detail, std::string* error) {
+  TriggerFile request;
+  request.run_id = run_id;
+  request.host = base::hostName();
+  request.pid = static_cast<int>(getpid());
+  request.reason = std::string(kSnapshotReason);
+  request.detail = detail;
+  const std::string path = dir + "/" + std::string(kSnapshotRequestFileName);
+  return request.write(path, error) ? path : "";
 }
 
 }  // namespace ncclrec::format

@@ -80,4 +80,11 @@ struct TriggerFile {
   bool write(const std::string& path, std::string* error) const;
 };
 
+// Asks the ranks recording into `dir` (those of run `run_id`; empty: every run) for a thread
+// snapshot without a dump: writes DIR/ncclrec.snapshot (reason kSnapshotReason, this host and
+// pid, `detail`). ncclrec-top's 't' key writes it in the directory it reads, cxxrun's agent in
+// its attempt directory when a remote ncclrec-top asks. The file's path, or "" with `error` set.
+std::string writeSnapshotRequest(const std::string& dir, const std::string& run_id,
+                                 const std::string& detail, std::string* error);
+
 }  // namespace ncclrec::format
