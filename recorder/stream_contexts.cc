@@ -10,7 +10,8 @@ struct ThreadDefault {
   uint64_t owner = 0;
   void* ctx = nullptr;
 };
-thread_local ThreadDefault tls_default;
+// initial-exec, as the record path's other thread-locals: no __tls_get_addr call per op.
+thread_local ThreadDefault tls_default __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
