@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "recorder/clock.h"
+#include "recorder/busy_streams.h"
 #include "recorder/cuda_driver.h"
 #include "recorder/format/params_table.h"
 
@@ -14,9 +14,6 @@ namespace ncclrec::recorder {
 namespace {
 
 constexpr unsigned kEventDisableTiming = 0x2;
-constexpr int kCaptureStatusNone = 0;
-constexpr int kCaptureModeRelaxed = 2;
-constexpr uintptr_t kLastSpecialStream = 2;  // 0 null, 1 CU_STREAM_LEGACY, 2 CU_STREAM_PER_THREAD
 
 void setReason(std::string* why_not, std::string reason) {
   if (why_not != nullptr) *why_not = std::move(reason);
@@ -24,16 +21,13 @@ void setReason(std::string* why_not, std::string reason) {
 
 }  // namespace
 
-struct CudaCompletion::Driver : CudaDriver {
-  void* handle = nullptr;
-};
-
-std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, std::string* why_not) {
-  return create(max_pending, format::paramValue(kLibraryEnv).c_str(), why_not);
+std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, std::string* why_not,
+                                                       Markers markers) {
+  return create(max_pending, format::paramValue(kLibraryEnv).c_str(), why_not, markers);
 }
 
 std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, const char* library,
-                                                       std::string* why_not) {
+                                                       std::string* why_not, Markers markers) {
   if (max_pending == 0 || max_pending > kMaxMaxPending || (max_pending & (max_pending - 1)) != 0) {
     setReason(why_not, "max_pending " + std::to_string(max_pending) +
                            " is not a power of two in [1, " + std::to_string(kMaxMaxPending) + "]");
@@ -68,14 +62,16 @@ std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, con
   }
 
   std::unique_ptr<CudaCompletion> self(new (std::nothrow)
-                                           CudaCompletion(std::move(d), max_pending));
+                                           CudaCompletion(std::move(d), max_pending, markers));
   if (self) {
     self->slots_.reset(new (std::nothrow) Slot[max_pending]);
     self->next_.reset(new (std::nothrow) std::atomic<uint32_t>[max_pending]);
     self->handoff_.reset(new (std::nothrow) std::atomic<uint64_t>[max_pending]);
     self->pending_.reset(new (std::nothrow) uint32_t[max_pending]);
+    self->busy_.reset(new (std::nothrow) BusyStreams);
   }
-  if (!self || !self->slots_ || !self->next_ || !self->handoff_ || !self->pending_) {
+  if (!self || !self->slots_ || !self->next_ || !self->handoff_ || !self->pending_ ||
+      !self->busy_) {
     setReason(why_not, "out of memory for " + std::to_string(max_pending) + " pending ops");
     return nullptr;
   }
@@ -85,8 +81,8 @@ std::unique_ptr<CudaCompletion> CudaCompletion::create(uint32_t max_pending, con
   return self;
 }
 
-CudaCompletion::CudaCompletion(std::unique_ptr<Driver> driver, uint32_t capacity)
-    : driver_(std::move(driver)), capacity_(capacity) {}
+CudaCompletion::CudaCompletion(std::unique_ptr<Driver> driver, uint32_t capacity, Markers markers)
+    : driver_(std::move(driver)), capacity_(capacity), markers_(markers) {}
 
 CudaCompletion::~CudaCompletion() {
   if (!slots_) return;
@@ -99,10 +95,15 @@ CudaCompletion::~CudaCompletion() {
 void* CudaCompletion::contextOf(void* stream) const {
   void* ctx = nullptr;
   // The default streams have no context of their own: they mean "of the current context".
-  CuResult r = reinterpret_cast<uintptr_t>(stream) <= kLastSpecialStream
-                   ? driver_->ctxGetCurrent(&ctx)
-                   : driver_->streamGetCtx(stream, &ctx);
+  CuResult r = StreamContexts::isDefaultStream(stream) ? driver_->ctxGetCurrent(&ctx)
+                                                       : driver_->streamGetCtx(stream, &ctx);
   return r == kCudaSuccess ? ctx : nullptr;
+}
+
+void* CudaCompletion::resolveContext(void* stream) {
+  void* ctx = contextOf(stream);
+  if (ctx != nullptr) contexts_.remember(stream, ctx);
+  return ctx;
 }
 
 void CudaCompletion::push(FreeList& list, uint32_t index) {
@@ -167,7 +168,8 @@ int32_t CudaCompletion::claim(void* ctx) {
 void CudaCompletion::release(uint32_t index) { push(bucketForRelease(slots_[index].ctx), index); }
 
 bool CudaCompletion::prepare(Slot& slot, void* ctx) {
-  if (slot.ctx == ctx && slot.start != nullptr) return true;
+  const bool with_start = markers_ == Markers::kStartAndEnd;
+  if (slot.ctx == ctx && slot.end != nullptr) return true;
   // Events of another context: a stream only accepts events of its own context.
   if (slot.start != nullptr) driver_->eventDestroy(slot.start);
   if (slot.end != nullptr) driver_->eventDestroy(slot.end);
@@ -181,10 +183,10 @@ bool CudaCompletion::prepare(Slot& slot, void* ctx) {
   if (switched && driver_->ctxPushCurrent(ctx) != kCudaSuccess) return false;
   void* start = nullptr;
   void* end = nullptr;
-  CuResult r = driver_->eventCreate(&start, kEventDisableTiming);
-  if (r == kCudaSuccess) {
-    r = driver_->eventCreate(&end, kEventDisableTiming);
-    if (r != kCudaSuccess) driver_->eventDestroy(start);
+  CuResult r = driver_->eventCreate(&end, kEventDisableTiming);
+  if (r == kCudaSuccess && with_start) {
+    r = driver_->eventCreate(&start, kEventDisableTiming);
+    if (r != kCudaSuccess) driver_->eventDestroy(end);
   }
   if (switched) {
     void* popped = nullptr;
@@ -202,111 +204,67 @@ bool CudaCompletion::prepare(Slot& slot, void* ctx) {
 // two events on a path that should not recur) and the slot will get fresh ones.
 void CudaCompletion::dropEvents(Slot& slot) { slot.ctx = slot.start = slot.end = nullptr; }
 
-int32_t CudaCompletion::beforeCall(void* stream) {
-  void* ctx = contextOf(stream);
-  if (ctx == nullptr) return -1;
-  if (driver_->streamIsCapturing != nullptr) {
-    // A marker recorded during graph capture would become a graph node that runs only when the
-    // graph is launched; querying it now would say nothing about this call.
-    int status = kCaptureStatusNone;
-    if (driver_->streamIsCapturing(stream, &status) != kCudaSuccess ||
-        status != kCaptureStatusNone) {
-      return -1;
-    }
-  }
-  int32_t index = claim(ctx);
+int32_t CudaCompletion::claimPrepared(void* ctx) {
+  const int32_t index = claim(ctx);
   if (index < 0) return -1;
-  Slot& slot = slots_[index];
-  if (!prepare(slot, ctx)) {
-    release(static_cast<uint32_t>(index));
-    return -1;
-  }
-  if (driver_->eventRecord(slot.start, stream) != kCudaSuccess) {
-    dropEvents(slot);
+  if (!prepare(slots_[index], ctx)) {
     release(static_cast<uint32_t>(index));
     return -1;
   }
   return index;
 }
 
+// Records the slot's start or end marker on `stream`. When the driver refuses, the remembered
+// context may be stale (the handle now names a stream of another context, or the thread's current
+// context changed under a default stream): with may_move, asks the driver once and, when the
+// context did change, records with a slot of the new context (*index changes). False when the
+// marker could not be recorded; the slot is then released.
+bool CudaCompletion::recordMarker(int32_t* index, bool start, void* stream, bool may_move) {
+  Slot* slot = &slots_[*index];
+  if (driver_->eventRecord(start ? slot->start : slot->end, stream) == kCudaSuccess) return true;
+  void* ctx = may_move ? resolveContext(stream) : nullptr;
+  if (ctx == nullptr || ctx == slot->ctx) {
+    dropEvents(*slot);
+    release(static_cast<uint32_t>(*index));
+    return false;
+  }
+  // The refusal is explained by the context: the slot's events are sound for their own.
+  release(static_cast<uint32_t>(*index));
+  if ((*index = claimPrepared(ctx)) < 0) return false;
+  slot = &slots_[*index];
+  if (driver_->eventRecord(start ? slot->start : slot->end, stream) == kCudaSuccess) return true;
+  dropEvents(*slot);
+  release(static_cast<uint32_t>(*index));
+  return false;
+}
+
+int32_t CudaCompletion::beforeCall(void* stream) {
+  void* ctx = contexts_.find(stream);
+  if (ctx == nullptr && (ctx = resolveContext(stream)) == nullptr) return -1;
+  int32_t index = claimPrepared(ctx);
+  if (index < 0) return -1;
+  if (markers_ == Markers::kStartAndEnd && !recordMarker(&index, true, stream, true)) return -1;
+  return index;
+}
+
 bool CudaCompletion::afterCall(int32_t ticket, void* stream, uint64_t event_index, bool ok) {
   if (ticket < 0 || static_cast<uint32_t>(ticket) >= capacity_) return false;
-  const auto index = static_cast<uint32_t>(ticket);
-  Slot& slot = slots_[index];
   if (!ok) {
-    release(index);
+    release(static_cast<uint32_t>(ticket));
     return false;
   }
-  if (driver_->eventRecord(slot.end, stream) != kCudaSuccess) {
-    dropEvents(slot);
-    release(index);
-    return false;
-  }
+  // With a start marker already recorded, the op stays in its slot.
+  int32_t index = ticket;
+  if (!recordMarker(&index, false, stream, markers_ == Markers::kEnd)) return false;
+  Slot& slot = slots_[index];
+  slot.stream = stream;
   slot.event_index = event_index;
   slot.started = false;
   const uint64_t position = handoff_tail_.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t cell = (uint64_t{static_cast<uint32_t>(position + 1)} << 32) | index;
+  const uint64_t cell =
+      (uint64_t{static_cast<uint32_t>(position + 1)} << 32) | static_cast<uint32_t>(index);
   handoff_[position & (capacity_ - 1)].store(cell, std::memory_order_release);
   return true;
-}
-
-int CudaCompletion::query(Slot& slot, void* event) {
-  CuResult r = driver_->eventQuery(event);
-  if (r == kCudaErrorInvalidContext) {
-    // Some drivers want a current context even for handle-based queries.
-    if (driver_->ctxPushCurrent(slot.ctx) != kCudaSuccess) return r;
-    r = driver_->eventQuery(event);
-    void* popped = nullptr;
-    driver_->ctxPopCurrent(&popped);
-  }
-  return r;
-}
-
-size_t CudaCompletion::poll(Sink& sink) {
-  // Event queries are "potentially unsafe" during another thread's global-mode graph capture
-  // and would invalidate it; relaxed mode exempts this thread (as PyTorch's watchdog does).
-  thread_local bool relaxed_capture_mode = false;
-  if (!relaxed_capture_mode && driver_->threadExchangeStreamCaptureMode != nullptr) {
-    int mode = kCaptureModeRelaxed;
-    relaxed_capture_mode = driver_->threadExchangeStreamCaptureMode(&mode) == kCudaSuccess;
-  }
-
-  const uint64_t mask = capacity_ - 1;
-  while (true) {
-    const uint64_t cell = handoff_[handoff_head_ & mask].load(std::memory_order_acquire);
-    if (static_cast<uint32_t>(cell >> 32) != static_cast<uint32_t>(handoff_head_ + 1)) break;
-    pending_[pending_count_++] = static_cast<uint32_t>(cell);
-    ++handoff_head_;
-  }
-
-  const int64_t now = realtimeNs();
-  size_t kept = 0;
-  for (size_t k = 0; k < pending_count_; ++k) {
-    const uint32_t index = pending_[k];
-    Slot& slot = slots_[index];
-    CuResult r = kCudaSuccess;
-    if (!slot.started) {
-      r = query(slot, slot.start);
-      if (r == kCudaSuccess) {
-        slot.started = true;
-        sink.started(slot.event_index, now);
-      }
-    }
-    // Stream order: the end marker cannot be done while the start marker is not.
-    if (r == kCudaSuccess) r = query(slot, slot.end);
-    if (r == kCudaErrorNotReady) {
-      pending_[kept++] = index;
-    } else if (r == kCudaSuccess) {
-      sink.completed(slot.event_index, now);
-      release(index);
-    } else {
-      sink.lost(slot.event_index, r, now);
-      dropEvents(slot);
-      release(index);
-    }
-  }
-  pending_count_ = kept;
-  return kept;
 }
 
 }  // namespace ncclrec::recorder

@@ -163,10 +163,13 @@ bool Recorder::init(std::string* error) {
   writeModuleMap(h);
   if (params_.completion != CompletionChoice::kHost) {
     std::string why;
-    cuda_ = CudaCompletion::create(CudaCompletion::kDefaultMaxPending, params_.cuda_library.c_str(),
-                                   &why);
-    if (!cuda_ && params_.completion == CompletionChoice::kCuda)
-      NCCLREC_WARN(kLogCuda, "NCCLREC_COMPLETION=cuda but %s: using call return", why.c_str());
+    const bool full = params_.completion == CompletionChoice::kCudaFull;
+    cuda_ = CudaCompletion::create(
+        CudaCompletion::kDefaultMaxPending, params_.cuda_library.c_str(), &why,
+        full ? CudaCompletion::Markers::kStartAndEnd : CudaCompletion::Markers::kEnd);
+    if (!cuda_ && params_.completion != CompletionChoice::kAuto)
+      NCCLREC_WARN(kLogCuda, "NCCLREC_COMPLETION=%s but %s: using call return",
+                   full ? "cuda-full" : "cuda", why.c_str());
     else if (!cuda_)
       NCCLREC_INFO(kLogCuda, "no CUDA completion tracking (%s): call return = completion",
                    why.c_str());

@@ -54,6 +54,12 @@ class SlotSink : public CudaCompletion::Sink {
     atomicField(e->state).store(static_cast<uint8_t>(EventState::kCompleted),
                                 std::memory_order_release);
   }
+  void captured(uint64_t index, int64_t now_ns) override {
+    format::Event* e = slot(index);
+    if (e == nullptr) return;
+    atomicField(e->flags).fetch_or(format::kEventGraphCaptured, std::memory_order_relaxed);
+    completed(index, now_ns);
+  }
   // The driver failed on this op's markers (a sticky CUDA error): its fate is unknown, so it is
   // marked failed with the driver's code rather than left to look like a hang.
   void lost(uint64_t index, int cu_result, int64_t now_ns) override {

@@ -133,5 +133,43 @@ TEST_F(RecorderTest, CudaTimedOpStaysIncompleteUntilItsStreamRuns) {
              });
 }
 
+// An op issued while its stream captures a CUDA graph: its marker is captured, not run, and the
+// watchdog completes it marked captured rather than waiting for it (no hang).
+TEST_F(RecorderTest, OpUnderGraphCaptureCompletesMarkedCaptured) {
+  runInChild({{"NCCLREC_COMPLETION", "cuda"},
+              {"NCCLREC_CUDA_LIBRARY", NCCLREC_TEST_FAKE_CUDA},
+              {"NCCLREC_TIMEOUT", "0.5"},
+              {"NCCLREC_POLL_MS", "20"}},
+             [this] {
+               void* fake = dlopen(NCCLREC_TEST_FAKE_CUDA, RTLD_NOW);
+               ASSERT_NE(fake, nullptr);
+               auto set_capturing = reinterpret_cast<void (*)(void*, int)>(
+                   dlsym(fake, "fakeCudaSetStreamCapturing"));
+               ASSERT_NE(set_capturing, nullptr);
+               Recorder* r = Recorder::get();
+               ASSERT_NE(r, nullptr);
+               ASSERT_NE(r->cuda(), nullptr);
+               int comm = 0;
+               registerComm(r, &comm, 32, 0, 2);
+               int stream_object = 0;
+               void* stream = &stream_object;
+               set_capturing(stream, 1);
+               CallHandle c = beginOp(r, OpType::kAllReduce, &comm, 8, stream);
+               r->end(c, 0);
+               format::Event e;
+               bool completed = false;
+               for (int i = 0; i < 100 && !completed; ++i) {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                 ASSERT_TRUE(format::readEvent(r->header(), c.index, &e));
+                 completed = e.state == uint8_t(EventState::kCompleted);
+               }
+               EXPECT_TRUE(completed);
+               EXPECT_NE(e.flags & format::kEventGraphCaptured, 0u);
+               EXPECT_NE(e.flags & format::kEventCudaTimed, 0u);
+               std::this_thread::sleep_for(std::chrono::milliseconds(700));
+               EXPECT_EQ(waitForFile(".hang.ncclrec.pb", 0.1), "") << "a captured op is no hang";
+             });
+}
+
 }  // namespace
 }  // namespace ncclrec::recorder

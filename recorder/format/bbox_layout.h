@@ -49,6 +49,9 @@ inline constexpr uint32_t kEventInGroup = 1u << 0;    // issued between GroupSta
 inline constexpr uint32_t kEventCudaTimed = 1u << 1;  // completion tracked with CUDA events
 inline constexpr uint32_t kEventStackTruncated = 1u << 2;
 inline constexpr uint32_t kEventAsyncError = 1u << 3;  // GetAsyncError reported an error in aux
+// Issued on a stream capturing a CUDA graph: its work runs at graph launches, not tracked here;
+// complete once the watchdog saw its marker was captured.
+inline constexpr uint32_t kEventGraphCaptured = 1u << 4;
 
 // Flags on CommRecord::state (live: updated with atomic or-stores).
 inline constexpr uint32_t kCommInitialized = 1u << 0;

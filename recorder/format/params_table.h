@@ -67,9 +67,9 @@ struct ParamSpec {
   X(NCCLREC_DUMP_ON_EXIT, kBool, "1", "", "Write a final dump, marked exited, at normal exit")     \
   X(NCCLREC_FATAL_SIGNALS, kBool, "1", "",                                                         \
     "Mark the black box on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL, then chain the old handler")      \
-  X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda",                                         \
-    "Completion tracking: cuda = CUDA events on the stream, host = call return, auto = cuda if a " \
-    "driver is found")                                                                             \
+  X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda|cuda-full",                               \
+    "Completion tracking: cuda = a CUDA event after each op on its stream, cuda-full = also one "  \
+    "before it (start seen, not inferred), host = call return, auto = cuda if a driver is found")  \
   X(NCCLREC_CUDA_LIBRARY, kString, "libcuda.so.1", "",                                             \
     "CUDA driver library dlopen'ed for completion tracking")                                       \
   X(NCCLREC_DUMP_LIBRARY, kString, "", "",                                                         \

@@ -16,6 +16,16 @@
 //   ncclrec-bench: recording=<on|off> stack_depth=<n> unwinder=<none|fp|libunwind> frames=<n>
 //   ncclrec-bench: threads=<t> direct_ns=<x> wrapped_ns=<y> added_ns=<y-x> ratio=<y/x>
 //
+// With CUDA completion (NCCLREC_COMPLETION=cuda|cuda-full and NCCLREC_CUDA_LIBRARY naming the fake
+// driver of tests/support), the wrapped single-thread benchmark also counts the driver calls its
+// thread made (the fake's fakeCudaThreadCalls: the watchdog's polls are on another thread) and
+// checks that its calls were CUDA-timed; the config line then says
+//   ncclrec-bench: ... completion=<host|cuda|cuda-full> driver_calls_per_op=<x> cuda_timed=<share>
+// (the share of calls the markers timed: the rest fell back to host completion, at no driver call,
+// when the marker pool ran dry because the watchdog was descheduled).
+// Each thread calls on its own stream handle (a made-up, non-null CUstream: the stub ignores it,
+// the fake driver takes any handle as a stream of its default context).
+//
 // The dlsym rows time a lookup through libncclrec.so's exported dlsym (the program's dlsym binds
 // to it, as under LD_PRELOAD) next to libc's own dlsym, called directly:
 //   ncclrec-bench: dlsym lookup=<handle>:<name> direct_ns=<x> hooked_ns=<y> added_ns=<y-x>
@@ -66,14 +76,19 @@ struct CallArgs {
   const float* send;
   float* recv;
   ncclComm_t comm;
+  cudaStream_t stream;
 };
+
+cudaStream_t streamOf(int thread) {
+  return reinterpret_cast<cudaStream_t>(uintptr_t{0x51000} + 64 * static_cast<uintptr_t>(thread));
+}
 
 // One frame per level; the call happens in the innermost one. DoNotOptimize after the recursive
 // call keeps it out of tail position, so the compiler cannot turn the chain into a loop.
 __attribute__((noinline)) ncclResult_t callThroughFrames(int frames, const CallArgs& a) {
   ncclResult_t rc;
   if (frames <= 1) {
-    rc = a.fn(a.send, a.recv, kCount, ncclFloat32, ncclSum, a.comm, nullptr);
+    rc = a.fn(a.send, a.recv, kCount, ncclFloat32, ncclSum, a.comm, a.stream);
   } else {
     rc = callThroughFrames(frames - 1, a);
   }
@@ -104,6 +119,19 @@ class OwnBlackBox {
   uint64_t writeIndex() const {
     return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(header_->write_index))
         .load(std::memory_order_acquire);
+  }
+  // Of the events [from, to) still in the ring, the share timed by CUDA markers; -1 for none.
+  double cudaTimedShare(uint64_t from, uint64_t to) const {
+    const uint64_t capacity = header_->ring_capacity;
+    if (to - from > capacity) from = to - capacity;
+    uint64_t read = 0, timed = 0;
+    format::Event e;
+    for (uint64_t i = from; i < to; ++i) {
+      if (!format::readEvent(header_, i, &e)) continue;
+      ++read;
+      if ((e.flags & format::kEventCudaTimed) != 0) ++timed;
+    }
+    return read == 0 ? -1 : static_cast<double>(timed) / static_cast<double>(read);
   }
   // Frames of the last event's stack; 0 without one, -1 when the last event cannot be read.
   int lastEventFrames() const {
@@ -148,7 +176,11 @@ struct Setup {
   std::vector<float> send[kMaxThreads], recv[kMaxThreads];
   OwnBlackBox box;
   bool recording = false;
-  std::string problem;  // set by a benchmark whose check failed (exit status 3)
+  // The fake CUDA driver's per-thread call count, when the recorder loaded the fake.
+  unsigned long long (*driver_calls)() = nullptr;
+  double driver_calls_per_op = -1;  // measured by the wrapped single-thread benchmark
+  double cuda_timed = -1;           // the share of its calls timed by CUDA markers
+  std::string problem;              // set by a benchmark whose check failed (exit status 3)
 };
 Setup g_setup;
 
@@ -245,21 +277,35 @@ bool init(std::string* error) {
   const uint64_t warm_up =
       g_setup.recording ? 2 * uint64_t{g_setup.box.header()->ring_capacity} : 0;
   const CallArgs args{&ncclAllReduce, g_setup.send[0].data(), g_setup.recv[0].data(),
-                      g_setup.comms[0]};
+                      g_setup.comms[0], streamOf(0)};
   for (uint64_t i = 0; i < warm_up; ++i) {
     if (callThroughFrames(kChainFrames, args) != ncclSuccess) {
       *error = "ncclAllReduce failed while warming up the ring";
       return false;
     }
   }
+  // The recorder dlopen'ed the driver at its first call (above): find the fake's counter there.
+  const char* cuda = std::getenv("NCCLREC_CUDA_LIBRARY");
+  if (void* fake =
+          cuda != nullptr && *cuda != '\0' ? dlopen(cuda, RTLD_LAZY | RTLD_NOLOAD) : nullptr) {
+    g_setup.driver_calls =
+        reinterpret_cast<unsigned long long (*)()>(dlsym(fake, "fakeCudaThreadCalls"));
+  }
   return true;
+}
+
+bool cudaCompletion() {
+  const char* c = std::getenv("NCCLREC_COMPLETION");
+  return c != nullptr && std::strncmp(c, "cuda", 4) == 0;
 }
 
 void runCalls(benchmark::State& state, AllReduceFn fn) {
   const int t = state.thread_index();
-  const CallArgs args{fn, g_setup.send[t].data(), g_setup.recv[t].data(), g_setup.comms[t]};
+  const CallArgs args{fn, g_setup.send[t].data(), g_setup.recv[t].data(), g_setup.comms[t],
+                      streamOf(t)};
   const bool check = state.threads() == 1 && g_setup.recording;
   const uint64_t before = check ? g_setup.box.writeIndex() : 0;
+  const unsigned long long calls_before = g_setup.driver_calls ? g_setup.driver_calls() : 0;
   for (auto _ : state) {
     if (callThroughFrames(kChainFrames, args) != ncclSuccess) {
       state.SkipWithError("ncclAllReduce failed");
@@ -273,6 +319,18 @@ void runCalls(benchmark::State& state, AllReduceFn fn) {
   if (fn == &pncclAllReduce) {
     if (events != 0) g_setup.problem = "direct calls were recorded: they went through the shim";
     return;
+  }
+  if (g_setup.driver_calls != nullptr) {
+    g_setup.driver_calls_per_op =
+        static_cast<double>(g_setup.driver_calls() - calls_before) / state.iterations();
+    state.counters["driver_calls"] = g_setup.driver_calls_per_op;
+  }
+  if (cudaCompletion()) {
+    // Not every call: when the watchdog is descheduled long enough for the marker pool (65536
+    // ops) to run dry, calls fall back to host completion, with no driver call.
+    g_setup.cuda_timed = g_setup.box.cudaTimedShare(before, g_setup.box.writeIndex());
+    if (g_setup.cuda_timed <= 0)
+      g_setup.problem = "NCCLREC_COMPLETION asks for CUDA markers but no call was timed by them";
   }
   const int frames = g_setup.box.lastEventFrames();
   const int want = static_cast<int>(
@@ -315,8 +373,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
 // What the recorder was asked for, from its black box, and which unwinder it could load.
 void printConfig() {
+  const char* completion = std::getenv("NCCLREC_COMPLETION");
+  char cuda[128] = "completion=host";
+  if (g_setup.recording && cudaCompletion() && g_setup.driver_calls_per_op >= 0) {
+    std::snprintf(cuda, sizeof(cuda), "completion=%s driver_calls_per_op=%.3f cuda_timed=%.3f",
+                  completion, g_setup.driver_calls_per_op, g_setup.cuda_timed);
+  }
   if (!g_setup.recording) {
-    std::printf("ncclrec-bench: recording=off stack_depth=0 unwinder=none frames=0\n");
+    std::printf("ncclrec-bench: recording=off stack_depth=0 unwinder=none frames=0 %s\n", cuda);
     return;
   }
   const uint32_t depth = g_setup.box.header()->stack_depth;
@@ -328,8 +392,8 @@ void printConfig() {
                          : (!want_fp && libunwind != nullptr) ? "libunwind"
                                                               : "fp";
   if (libunwind != nullptr) dlclose(libunwind);
-  std::printf("ncclrec-bench: recording=on stack_depth=%u unwinder=%s frames=%d\n", depth, unwinder,
-              depth == 0 ? 0 : g_setup.box.lastEventFrames());
+  std::printf("ncclrec-bench: recording=on stack_depth=%u unwinder=%s frames=%d %s\n", depth,
+              unwinder, depth == 0 ? 0 : g_setup.box.lastEventFrames(), cuda);
 }
 
 }  // namespace

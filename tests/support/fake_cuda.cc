@@ -14,88 +14,46 @@
 // - Devices: 4 by default (fakeCudaSetDeviceCount). A context is on device 0 unless
 //   fakeCudaSetContextDevice says otherwise. Device d's PCI bus id is "0000:%02X:00.0" with
 //   0x1A + d (upper case, as some drivers print it), its UUID bytes are (d << 4) | i.
+// - Graph capture (fakeCudaSetStreamCapturing): an event recorded on a capturing stream is not
+//   work on the stream; cuEventQuery on it answers CUDA_ERROR_CAPTURED_EVENT until it is recorded
+//   again, as the driver does.
+// - Destroying a stream and creating another with the same handle in another context:
+//   fakeCudaSetStreamContext on a stream already used.
+// - Every entry point counts its calls, per function and per calling thread (fakeCudaCallCount,
+//   fakeCudaThreadCalls), so a test can tell how many driver calls an op costs.
 // Everything is serialized by one mutex: this is a test double, not a performance model.
+// The control API for tests is in fake_cuda_control.cc.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
+#include "tests/support/fake_cuda_state.h"
+
+namespace fake_cuda {
 namespace {
-
-using CUresult = int;
-constexpr CUresult kSuccess = 0;
-constexpr CUresult kErrorInvalidValue = 1;
-constexpr CUresult kErrorNotInitialized = 3;
-constexpr CUresult kErrorNoDevice = 100;
-constexpr CUresult kErrorInvalidDevice = 101;
-constexpr CUresult kErrorInvalidContext = 201;
-constexpr CUresult kErrorInvalidHandle = 400;
-constexpr CUresult kErrorNotReady = 600;
-constexpr CUresult kErrorIllegalAddress = 700;
-
 int gDefaultContextStorage;
-void* const kDefaultContext = &gDefaultContextStorage;
+}  // namespace
 
-struct Stream {
-  void* ctx = kDefaultContext;  // nullptr: an invalid handle
-  bool blocked = false;
-  bool capturing = false;
-  uint64_t recorded = 0;   // markers recorded on it so far
-  uint64_t completed = 0;  // markers the "GPU" has executed
-};
+void* defaultContext() { return &gDefaultContextStorage; }
 
-struct Event {
-  void* ctx = nullptr;
-  unsigned flags = 0;
-  bool recorded = false;
-  void* stream = nullptr;
-  uint64_t seq = 0;
-};
-
-struct State {
-  std::mutex mu;
-  bool initialized = false;
-  std::unordered_map<uintptr_t, Stream> streams;
-  std::unordered_set<Event*> events;
-  int fail_records = 0;
-  CUresult query_error = kSuccess;
-  bool query_needs_context = false;
-  uint64_t created = 0;
-  uint64_t destroyed = 0;
-  uint64_t records = 0;
-  uint64_t timing_events = 0;  // created without CU_EVENT_DISABLE_TIMING
-  int device_count = 4;
-  std::unordered_map<void*, int> context_device;  // absent: device 0
-};
+Counters& counters() {
+  static auto* c = new Counters;  // never destroyed: other libraries may call in at exit
+  return *c;
+}
+thread_local uint64_t tls_calls = 0;
 
 State& state() {
   static auto* s = new State;  // never destroyed: other libraries may call in at exit
   return *s;
 }
 
-// The calling thread's context stack; base is what cuCtxSetCurrent would set.
-struct ThreadContext {
-  void* base = kDefaultContext;
-  std::vector<void*> stack;
-  int capture_mode = 0;  // CU_STREAM_CAPTURE_MODE_GLOBAL
-  void* current() const { return stack.empty() ? base : stack.back(); }
-};
 thread_local ThreadContext tls;
 
-bool isSpecial(void* stream) { return reinterpret_cast<uintptr_t>(stream) <= 2; }
+namespace {
 
 // Caller holds the mutex.
-Stream& streamOf(State& s, void* stream) {
-  auto key = reinterpret_cast<uintptr_t>(stream);
-  // 0 and 1 both name the legacy stream.
-  if (key == 0) key = 1;
-  return s.streams[key];
-}
-
 CUresult contextOfStream(State& s, void* stream, void** ctx) {
   if (isSpecial(stream)) {
     *ctx = tls.current();
@@ -106,12 +64,14 @@ CUresult contextOfStream(State& s, void* stream, void** ctx) {
 }
 
 }  // namespace
+}  // namespace fake_cuda
 
-#define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace fake_cuda;  // NOLINT: the entry points are the C ABI, outside any namespace
 
 // ---- Driver entry points ----
 
 FAKE_CUDA_EXPORT CUresult cuInit(unsigned flags) {
+  count(Fn::cuInit);
   if (flags != 0) return kErrorInvalidValue;
   const char* fail = std::getenv("FAKE_CUDA_FAIL_INIT");
   if (fail != nullptr && std::strcmp(fail, "1") == 0) return kErrorNoDevice;
@@ -122,6 +82,7 @@ FAKE_CUDA_EXPORT CUresult cuInit(unsigned flags) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
+  count(Fn::cuGetErrorName);
   switch (error) {
     case kSuccess:
       *name = "CUDA_SUCCESS";
@@ -150,6 +111,9 @@ FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
     case kErrorIllegalAddress:
       *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
       return kSuccess;
+    case kErrorCapturedEvent:
+      *name = "CUDA_ERROR_CAPTURED_EVENT";
+      return kSuccess;
     default:
       *name = nullptr;
       return kErrorInvalidValue;
@@ -157,6 +121,7 @@ FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuCtxGetCurrent(void** ctx) {
+  count(Fn::cuCtxGetCurrent);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -165,6 +130,7 @@ FAKE_CUDA_EXPORT CUresult cuCtxGetCurrent(void** ctx) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuCtxGetDevice(int* device) {
+  count(Fn::cuCtxGetDevice);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -176,6 +142,7 @@ FAKE_CUDA_EXPORT CUresult cuCtxGetDevice(int* device) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuDeviceGet(int* device, int ordinal) {
+  count(Fn::cuDeviceGet);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -185,6 +152,7 @@ FAKE_CUDA_EXPORT CUresult cuDeviceGet(int* device, int ordinal) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char* bus_id, int len, int device) {
+  count(Fn::cuDeviceGetPCIBusId);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -195,6 +163,7 @@ FAKE_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char* bus_id, int len, int device)
 }
 
 FAKE_CUDA_EXPORT CUresult cuDeviceGetUuid_v2(unsigned char* uuid, int device) {
+  count(Fn::cuDeviceGetUuid_v2);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -204,12 +173,14 @@ FAKE_CUDA_EXPORT CUresult cuDeviceGetUuid_v2(unsigned char* uuid, int device) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuCtxPushCurrent_v2(void* ctx) {
+  count(Fn::cuCtxPushCurrent_v2);
   if (ctx == nullptr) return kErrorInvalidContext;
   tls.stack.push_back(ctx);
   return kSuccess;
 }
 
 FAKE_CUDA_EXPORT CUresult cuCtxPopCurrent_v2(void** ctx) {
+  count(Fn::cuCtxPopCurrent_v2);
   if (tls.stack.empty()) return kErrorInvalidContext;
   if (ctx != nullptr) *ctx = tls.stack.back();
   tls.stack.pop_back();
@@ -217,6 +188,7 @@ FAKE_CUDA_EXPORT CUresult cuCtxPopCurrent_v2(void** ctx) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuStreamGetCtx(void* stream, void** ctx) {
+  count(Fn::cuStreamGetCtx);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -226,6 +198,7 @@ FAKE_CUDA_EXPORT CUresult cuStreamGetCtx(void* stream, void** ctx) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuStreamIsCapturing(void* stream, int* status) {
+  count(Fn::cuStreamIsCapturing);
   State& s = state();
   std::lock_guard lock(s.mu);
   *status = streamOf(s, stream).capturing ? 1 : 0;
@@ -233,6 +206,7 @@ FAKE_CUDA_EXPORT CUresult cuStreamIsCapturing(void* stream, int* status) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
+  count(Fn::cuThreadExchangeStreamCaptureMode);
   int previous = tls.capture_mode;
   tls.capture_mode = *mode;
   *mode = previous;
@@ -240,6 +214,7 @@ FAKE_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuEventCreate(void** event, unsigned flags) {
+  count(Fn::cuEventCreate);
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.initialized) return kErrorNotInitialized;
@@ -256,6 +231,7 @@ FAKE_CUDA_EXPORT CUresult cuEventCreate(void** event, unsigned flags) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuEventRecord(void* event, void* stream) {
+  count(Fn::cuEventRecord);
   State& s = state();
   std::lock_guard lock(s.mu);
   auto* e = static_cast<Event*>(event);
@@ -270,13 +246,18 @@ FAKE_CUDA_EXPORT CUresult cuEventRecord(void* event, void* stream) {
   Stream& st = streamOf(s, stream);
   e->recorded = true;
   e->stream = stream;
+  ++s.records;
+  // Under capture a plain record is no work on the stream (and no graph node): it only marks a
+  // point of the capture for cuStreamWaitEvent.
+  e->captured = st.capturing;
+  if (e->captured) return kSuccess;
   e->seq = ++st.recorded;
   if (!st.blocked) st.completed = st.recorded;
-  ++s.records;
   return kSuccess;
 }
 
 FAKE_CUDA_EXPORT CUresult cuEventQuery(void* event) {
+  count(Fn::cuEventQuery);
   State& s = state();
   std::lock_guard lock(s.mu);
   auto* e = static_cast<Event*>(event);
@@ -284,10 +265,12 @@ FAKE_CUDA_EXPORT CUresult cuEventQuery(void* event) {
   if (s.query_needs_context && tls.current() != e->ctx) return kErrorInvalidContext;
   if (s.query_error != kSuccess) return s.query_error;
   if (!e->recorded) return kSuccess;
+  if (e->captured) return kErrorCapturedEvent;
   return e->seq <= streamOf(s, e->stream).completed ? kSuccess : kErrorNotReady;
 }
 
 FAKE_CUDA_EXPORT CUresult cuEventDestroy_v2(void* event) {
+  count(Fn::cuEventDestroy_v2);
   State& s = state();
   std::lock_guard lock(s.mu);
   auto* e = static_cast<Event*>(event);
@@ -295,99 +278,4 @@ FAKE_CUDA_EXPORT CUresult cuEventDestroy_v2(void* event) {
   delete e;
   ++s.destroyed;
   return kSuccess;
-}
-
-// ---- Control API for tests ----
-
-struct FakeCudaStats {
-  uint64_t created;
-  uint64_t destroyed;
-  uint64_t live;
-  uint64_t records;
-  uint64_t timing_events;
-};
-
-// Forgets every stream and event and clears all injected failures; the calling thread's current
-// context goes back to the default one.
-FAKE_CUDA_EXPORT void fakeCudaReset() {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  for (Event* e : s.events) delete e;
-  s.events.clear();
-  s.streams.clear();
-  s.fail_records = 0;
-  s.query_error = kSuccess;
-  s.query_needs_context = false;
-  s.created = s.destroyed = s.records = s.timing_events = 0;
-  s.device_count = 4;
-  s.context_device.clear();
-  tls = ThreadContext{};
-}
-
-FAKE_CUDA_EXPORT void fakeCudaSetDeviceCount(int count) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.device_count = count;
-}
-
-// The device `ctx` belongs to (cuCtxGetDevice).
-FAKE_CUDA_EXPORT void fakeCudaSetContextDevice(void* ctx, int device) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.context_device[ctx] = device;
-}
-
-FAKE_CUDA_EXPORT void* fakeCudaDefaultContext() { return kDefaultContext; }
-
-// nullptr makes the stream an invalid handle (cuStreamGetCtx and cuEventRecord fail on it).
-FAKE_CUDA_EXPORT void fakeCudaSetStreamContext(void* stream, void* ctx) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  streamOf(s, stream).ctx = ctx;
-}
-
-FAKE_CUDA_EXPORT void fakeCudaSetStreamBlocked(void* stream, int blocked) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  Stream& st = streamOf(s, stream);
-  st.blocked = blocked != 0;
-  if (!st.blocked) st.completed = st.recorded;
-}
-
-FAKE_CUDA_EXPORT void fakeCudaSetStreamCapturing(void* stream, int capturing) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  streamOf(s, stream).capturing = capturing != 0;
-}
-
-// The calling thread's current context (cuCtxSetCurrent); nullptr = none.
-FAKE_CUDA_EXPORT void fakeCudaSetCurrentContext(void* ctx) { tls.base = ctx; }
-
-FAKE_CUDA_EXPORT int fakeCudaThreadCaptureMode() { return tls.capture_mode; }
-
-// The next `count` cuEventRecord calls fail with CUDA_ERROR_ILLEGAL_ADDRESS.
-FAKE_CUDA_EXPORT void fakeCudaFailEventRecords(int count) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.fail_records = count;
-}
-
-// Every cuEventQuery returns `error` (0 = normal behaviour): a sticky error.
-FAKE_CUDA_EXPORT void fakeCudaSetQueryError(int error) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.query_error = error;
-}
-
-// cuEventQuery returns CUDA_ERROR_INVALID_CONTEXT unless the event's context is current.
-FAKE_CUDA_EXPORT void fakeCudaSetQueryNeedsContext(int needs) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.query_needs_context = needs != 0;
-}
-
-FAKE_CUDA_EXPORT void fakeCudaGetStats(FakeCudaStats* stats) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  *stats = FakeCudaStats{s.created, s.destroyed, s.events.size(), s.records, s.timing_events};
 }
