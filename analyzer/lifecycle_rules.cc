@@ -49,6 +49,22 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
   return best;
 }
 
+// Where a rank that skipped a split of `comm` went on: its first collective on `comm` past
+// collective #seq, else the first op it issued after reaching that collective that never
+// completed (pending or failed): point-to-point work on `comm`, or work on a communicator of its
+// own later split (its one split paired with the others' earlier one), or nullptr.
+const EventRecord* wentOnPast(const RankData& r, uint64_t comm, uint64_t seq) {
+  if (const EventRecord* collective = firstPast(r, comm, seq)) return collective;
+  uint64_t reached = 0;
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id == comm && countedCollective(e)) reached = std::max(reached, e.op_seq);
+    if (reached >= seq && isCommOp(e) && e.comm_id != 0 && !rejected(e) &&
+        (isIncomplete(e) || e.state == EventState::kFailed))
+      return &e;
+  }
+  return nullptr;
+}
+
 // A rank's first send or receive on `comm` that never completed (pending, or failed after it was
 // issued: the peer left), or nullptr. After a peer's abort, hostnccl and NCCL fail these with a
 // remote error.
@@ -270,7 +286,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     // rank that exited or is stuck: other rules say so).
     std::vector<const EventRecord*> instead;
     for (size_t i : skippers) {
-      const EventRecord* next = firstPast(set.ranks[i], comm, call->after_seq);
+      const EventRecord* next = wentOnPast(set.ranks[i], comm, call->after_seq);
       if (next == nullptr) break;
       instead.push_back(next);
       unfinished |= isIncomplete(*next) || next->state == EventState::kFailed;

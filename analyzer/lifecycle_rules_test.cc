@@ -201,6 +201,51 @@ TEST(LifecycleRulesTest, TheSkippedSplitIsTheOneMissingFromTheRanksCalls) {
   EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
 }
 
+TEST(LifecycleRulesTest, ASkipperThatWentOnToPointToPointWorkIsNamed) {
+  // faultgen seed 110: rank 2 does not split the world and receives from rank 1, which waits for
+  // it in the split (read as p2p_mismatch before: rank 1 "posted no send").
+  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
+  const Site recv{"(anonymous namespace)::recvActivations(ncclComm*)", 96};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    if (r != 2) call(job, r, OpType::kCommSplit, kComm, data, EventState::kEnqueued);
+  }
+  job.ops(2, {{recv, 16, OpType::kRecv, kFloat, -1, 1}}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
+  EXPECT_NE(v.headline.find("it issued ncclRecv #1 from recvActivations() train.cc:96 instead"),
+            std::string::npos)
+      << v.headline;
+}
+
+TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstIsNamed) {
+  // faultgen seed 189: rank 3 skips the first of two splits; its one split pairs with the
+  // others' first and completes, it reduces on the communicator that made while the others wait
+  // in their second split (read as undecided before: no op on the parent after the split).
+  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
+  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
+  const Site reduce{"(anonymous namespace)::reduceLoss(ncclComm*)", 97};
+  Job job(5);
+  for (int r = 0; r < 5; ++r) {
+    if (r == 3) {
+      call(job, r, OpType::kCommSplit, kComm, tensor);
+      job.ops(r, {{reduce, 1024, OpType::kReduce, kFloat, kSum, 1, kOtherComm}}, true);
+    } else {
+      call(job, r, OpType::kCommSplit, kComm, data);
+      call(job, r, OpType::kCommSplit, kComm, tensor, EventState::kEnqueued);
+    }
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
+  EXPECT_NE(v.headline.find("it issued ncclReduce #1 from reduceLoss() train.cc:97 instead"),
+            std::string::npos)
+      << v.headline;
+}
+
 TEST(LifecycleRulesTest, SplitCalledByOneRankAloneIsGated) {
   Job job(4);
   for (int r = 0; r < 4; ++r) {
