@@ -71,8 +71,7 @@ void Engine::buildStreams() {
         last_key = keys_.emplace(shape, static_cast<uint32_t>(keys_.size())).first->second;
         last_shape = shape;
       }
-      comms_[last_stream.first].streams[last_stream.second].ops.push_back(
-          Op{&e, *last_key, site, loc_of_site_[site]});
+      comms_[last_stream.first].streams[last_stream.second].ops.push_back(Op{&e, *last_key, site});
     }
   }
   // Events come in issue order; seq is what NCCL pairs by, so order by it (stable for equal seq).

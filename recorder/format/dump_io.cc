@@ -24,7 +24,7 @@ static_assert(static_cast<int>(pb::DUMP_REASON_MANUAL) == static_cast<int>(DumpR
 static_assert(static_cast<int>(pb::DUMP_REASON_SNAPSHOT) ==
               static_cast<int>(DumpReason::kSnapshot));
 
-void toProto(const EventRecord& e, pb::Event* p) {
+void toProto(const EventRecord& e, const EventAux* aux, pb::Event* p) {
   p->set_index(e.index);
   p->set_op(static_cast<pb::OpType>(e.op));
   p->set_state(static_cast<pb::EventState>(e.state));
@@ -43,9 +43,11 @@ void toProto(const EventRecord& e, pb::Event* p) {
   p->set_group_depth(static_cast<uint32_t>(e.group_depth));
   p->set_result(e.result);
   p->set_flags(e.flags);
-  p->set_aux(e.aux);
-  p->set_aux2(e.aux2);
-  p->set_aux64(e.aux64);
+  if (aux != nullptr) {
+    p->set_aux(aux->aux);
+    p->set_aux2(aux->aux2);
+    p->set_aux64(aux->aux64);
+  }
   p->set_stack_id(e.stack_id);
   p->set_enqueue_ns(e.enqueue_ns);
   p->set_start_ns(e.start_ns);
@@ -72,9 +74,6 @@ EventRecord fromProto(const pb::Event& p) {
   e.group_depth = static_cast<int>(p.group_depth());
   e.result = p.result();
   e.flags = p.flags();
-  e.aux = p.aux();
-  e.aux2 = p.aux2();
-  e.aux64 = p.aux64();
   e.stack_id = p.stack_id();
   e.enqueue_ns = p.enqueue_ns();
   e.start_ns = p.start_ns();
@@ -255,7 +254,12 @@ pb::Dump toProto(const RankData& d) {
   p.set_events_lost(d.events_lost);
   p.set_stacks_dropped(d.stacks_dropped);
   p.mutable_events()->Reserve(static_cast<int>(d.events.size()));
-  for (const EventRecord& e : d.events) toProto(e, p.add_events());
+  auto aux = d.event_aux.begin();  // both ascending by index
+  for (const EventRecord& e : d.events) {
+    while (aux != d.event_aux.end() && aux->index < e.index) ++aux;
+    const bool has_aux = aux != d.event_aux.end() && aux->index == e.index;
+    toProto(e, has_aux ? &*aux : nullptr, p.add_events());
+  }
   for (const Comm& c : d.comms) toProto(c, p.add_comms());
   for (const auto& [id, s] : d.stacks) toProto(s, p.add_stacks());
   for (const Module& m : d.modules) {
@@ -298,7 +302,12 @@ RankData fromProto(const pb::Dump& p) {
   d.events_lost = p.events_lost();
   d.stacks_dropped = p.stacks_dropped();
   reserveAndPrefault(&d.events, static_cast<size_t>(p.events_size()));
-  for (const pb::Event& e : p.events()) d.events.push_back(fromProto(e));
+  for (const pb::Event& e : p.events()) {
+    d.events.push_back(fromProto(e));
+    if (e.aux() != 0 || e.aux2() != 0 || e.aux64() != 0) {
+      d.event_aux.push_back(EventAux{e.index(), e.aux(), e.aux2(), e.aux64()});
+    }
+  }
   for (const pb::Comm& c : p.comms()) d.comms.push_back(fromProto(c));
   for (const pb::Stack& s : p.stacks()) d.stacks[s.id()] = fromProto(s);
   for (const pb::Module& pm : p.modules()) {
