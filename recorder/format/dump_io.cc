@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "recorder/format/event_wire.h"
 #include "recorder/format/prefault.h"
 
 namespace ncclrec::format {
@@ -54,31 +55,35 @@ void toProto(const EventRecord& e, const EventAux* aux, pb::Event* p) {
   p->set_end_ns(e.end_ns);
 }
 
-EventRecord fromProto(const pb::Event& p) {
-  EventRecord e;
-  e.index = p.index();
-  e.op = static_cast<OpType>(p.op());
-  e.state = static_cast<EventState>(p.state());
-  e.comm_id = p.comm_id();
-  e.comm_index = p.comm_index();
-  e.op_seq = p.op_seq();
-  e.count = p.count();
-  e.stream = p.stream();
-  e.rank = p.rank();
-  e.nranks = p.nranks();
-  e.peer = p.peer();
-  e.device = p.device();
-  e.redop = p.redop();
-  e.dtype = p.dtype();
-  e.tid = p.tid();
-  e.group_depth = static_cast<int>(p.group_depth());
-  e.result = p.result();
-  e.flags = p.flags();
-  e.stack_id = p.stack_id();
-  e.enqueue_ns = p.enqueue_ns();
-  e.start_ns = p.start_ns();
-  e.end_ns = p.end_ns();
-  return e;
+// The same conversion as the fast path's (event_wire.h), through the same fields.
+WireEvent wireFields(const pb::Event& p) {
+  WireEvent w;
+  w.index_ = p.index();
+  w.op_ = p.op();
+  w.state_ = p.state();
+  w.comm_id_ = p.comm_id();
+  w.comm_index_ = p.comm_index();
+  w.op_seq_ = p.op_seq();
+  w.count_ = p.count();
+  w.stream_ = p.stream();
+  w.rank_ = p.rank();
+  w.nranks_ = p.nranks();
+  w.peer_ = p.peer();
+  w.device_ = p.device();
+  w.redop_ = p.redop();
+  w.dtype_ = p.dtype();
+  w.tid_ = p.tid();
+  w.group_depth_ = p.group_depth();
+  w.result_ = p.result();
+  w.flags_ = p.flags();
+  w.aux_ = p.aux();
+  w.aux2_ = p.aux2();
+  w.aux64_ = p.aux64();
+  w.stack_id_ = p.stack_id();
+  w.enqueue_ns_ = p.enqueue_ns();
+  w.start_ns_ = p.start_ns();
+  w.end_ns_ = p.end_ns();
+  return w;
 }
 
 void toProto(const Comm& c, pb::Comm* p) {
@@ -303,9 +308,10 @@ RankData fromProto(const pb::Dump& p) {
   d.stacks_dropped = p.stacks_dropped();
   reserveAndPrefault(&d.events, static_cast<size_t>(p.events_size()));
   for (const pb::Event& e : p.events()) {
-    d.events.push_back(fromProto(e));
-    if (e.aux() != 0 || e.aux2() != 0 || e.aux64() != 0) {
-      d.event_aux.push_back(EventAux{e.index(), e.aux(), e.aux2(), e.aux64()});
+    const WireEvent w = wireFields(e);
+    d.events.push_back(eventFromFields(w));
+    if (w.aux_ != 0 || w.aux2_ != 0 || w.aux64_ != 0) {
+      d.event_aux.push_back(EventAux{w.index_, w.aux_, w.aux2_, w.aux64_});
     }
   }
   for (const pb::Comm& c : p.comms()) d.comms.push_back(fromProto(c));
@@ -349,9 +355,23 @@ StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& s
   }
   pb::Dump dump;
   const size_t body = size - sizeof(kDumpFileMagic);
-  if (body > static_cast<size_t>(INT32_MAX) ||
-      !dump.ParseFromArray(bytes + sizeof(kDumpFileMagic), static_cast<int>(body))) {
-    return Status::error(source_path + ": corrupt or truncated ncclrec dump");
+  const char* message = bytes + sizeof(kDumpFileMagic);
+  // The events decoded directly (event_wire.h), the rest by protobuf; anything unexpected, and
+  // the whole message goes through protobuf.
+  std::vector<EventRecord> events;
+  std::vector<EventAux> aux;
+  std::string rest;
+  const bool split = body <= static_cast<size_t>(INT32_MAX) &&
+                     splitDumpEvents(message, body, &events, &aux, &rest) &&
+                     dump.ParseFromString(rest);
+  if (!split) {
+    dump.Clear();
+    events.clear();
+    aux.clear();
+    if (body > static_cast<size_t>(INT32_MAX) ||
+        !dump.ParseFromArray(message, static_cast<int>(body))) {
+      return Status::error(source_path + ": corrupt or truncated ncclrec dump");
+    }
   }
   if (dump.magic() != kDumpMessageMagic) {
     return Status::error(source_path + ": not an ncclrec dump (bad magic)");
@@ -366,6 +386,10 @@ StatusOr<RankData> parseDump(const void* data, size_t size, const std::string& s
     return Status::error(source_path + ": corrupt ncclrec dump (format version 0)");
   }
   RankData d = fromProto(dump);
+  if (split) {
+    d.events = std::move(events);
+    d.event_aux = std::move(aux);
+  }
   d.source_path = source_path;
   return d;
 }
