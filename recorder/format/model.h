@@ -71,14 +71,15 @@ struct Comm {
 
 // One recorded call. Held by the million in the analyzer (32,768 ranks x 2,000 calls is 65 million
 // of them), so fields share 64- and 32-bit words as bit-fields: 88 bytes instead of 144. The
-// widths hold every value a recording can carry (rank counts below 2^23, Linux thread ids below
-// 2^22, event indices and sequence numbers below 2^48, user-space stream handles below 2^48,
-// ncclResult_t, flag and dtype codes below 2^7); a reader stores a larger value from a damaged
-// file truncated to the width. aux, aux2 and aux64 (op-specific, non-zero on the few calls that
-// create or shrink communicators) live beside the events, in RankData::event_aux.
+// widths hold every value a recording can carry (event indices, sequence numbers and user-space
+// stream handles below 2^48; ranks below 2^23; Linux thread ids below 2^22; ncclResult_t, dtype
+// and device ordinals below 2^7; kEvent* flags and group depths below 2^8); a reader stores a
+// larger value from a damaged file truncated to the width. aux, aux2 and aux64 (op-specific,
+// non-zero on the few calls that create or shrink communicators) live beside the events, in
+// RankData::event_aux.
 struct EventRecord {
-  uint64_t index : 48 =
-      0;  // position in the process's event stream, 0-based, gap-free when no loss
+  // Position in the process's event stream, 0-based, gap-free when no loss.
+  uint64_t index : 48 = 0;
   OpType op : 16 = OpType::kUnknown;
   uint64_t op_seq : 48 = 0;
   EventState state : 8 = EventState::kEmpty;
