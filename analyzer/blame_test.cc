@@ -135,7 +135,7 @@ void renumberP2p(RankData& r) {
   std::map<std::pair<OpType, int>, uint64_t> per_peer;
   uint64_t collectives = 0;
   for (EventRecord& e : r.events) {
-    e.op_seq = format::isP2p(e.op) ? ++per_peer[{e.op, e.peer}] : ++collectives;
+    e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer}}] : ++collectives;
     if (!format::isP2p(e.op)) e.peer = -1;
   }
 }

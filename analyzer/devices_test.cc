@@ -55,7 +55,6 @@ std::vector<RankData> job(const std::vector<Placed>& placed) {
     EventRecord e;
     e.op = OpType::kCommInitRank;
     e.comm_id = kComm;
-    e.aux64 = kComm;
     e.rank = static_cast<int>(r);
     e.nranks = static_cast<int>(placed.size());
     e.device = p.device;
@@ -64,6 +63,7 @@ std::vector<RankData> job(const std::vector<Placed>& placed) {
     e.result = p.result;
     e.enqueue_ns = 1'000'000'000;
     e.end_ns = 1'000'001'000;
+    d.event_aux.push_back(format::EventAux{e.index, 0, 0, kComm});  // the new comm id
     d.events.push_back(e);
     format::Comm c;
     c.comm_id = kComm;

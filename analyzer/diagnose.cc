@@ -71,8 +71,7 @@ void Engine::buildStreams() {
         last_key = keys_.emplace(shape, static_cast<uint32_t>(keys_.size())).first->second;
         last_shape = shape;
       }
-      comms_[last_stream.first].streams[last_stream.second].ops.push_back(
-          Op{&e, *last_key, site, loc_of_site_[site]});
+      comms_[last_stream.first].streams[last_stream.second].ops.push_back(Op{&e, *last_key, site});
     }
   }
   // Events come in issue order; seq is what NCCL pairs by, so order by it (stable for equal seq).
@@ -219,8 +218,24 @@ void Engine::groupsAt(const CommStreams& c, size_t p, std::vector<Group>& groups
 bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
   size_t longest = 0;
   for (const Stream& s : c.streams) longest = std::max(longest, s.ops.size());
+  size_t shortest = longest;
+  for (const Stream& s : c.streams) shortest = std::min(shortest, s.ops.size());
+  // Slots below `uniform` hold one key on every stream: nothing happens there. Found stream by
+  // stream (each one's ops are contiguous), not slot by slot across 32,768 streams.
+  size_t uniform = shortest;
+  for (const Stream& s : c.streams) {
+    size_t p = 0;
+    while (p < uniform && s.ops[p].key == c.streams.front().ops[p].key) ++p;
+    uniform = p;
+  }
   std::optional<Verdict> candidate;
-  for (size_t p = 0; p < longest; ++p) {
+  for (size_t p = uniform; p < longest; ++p) {
+    // Later slots mostly hold one key too: skip them without building the groups.
+    if (p < shortest && std::all_of(c.streams.begin(), c.streams.end(), [&](const Stream& s) {
+          return s.ops[p].key == c.streams.front().ops[p].key;
+        })) {
+      continue;
+    }
     std::vector<Group> groups;
     std::vector<size_t> ended;
     std::vector<size_t> going;

@@ -136,7 +136,7 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   if ((ins > 0) + (del > 0) + (sub > 0) == 1) {
     edit = ins > 0 ? Edit::kInsertion : del > 0 ? Edit::kDeletion : Edit::kSubstitution;
   }
-  const bool same_site = n.loc == d.loc;
+  const bool same_site = loc_of_site_[n.site] == loc_of_site_[d.site];
   const bool d_known = known[dev_index];
   // The same collective on a buffer of the same length with another datatype, reduction or root:
   // the same call with other arguments, even when a branch inside the caller issued it from

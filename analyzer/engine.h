@@ -47,8 +47,10 @@ struct Op {
   const EventRecord* e = nullptr;
   uint32_t key = 0;   // (op, call site, shape): equal keys pair cleanly
   uint32_t site = 0;  // (op, call site): what "this collective" means when telling new from known
-  uint32_t loc = 0;   // the call site alone
+  // The call site alone is the engine's loc_of_site_[site]. 16 bytes: one Op per collective of
+  // every rank.
 };
+static_assert(sizeof(Op) == 16);
 
 struct Stream {
   size_t rank = 0;  // index into LoadedSet::ranks

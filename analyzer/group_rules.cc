@@ -62,8 +62,14 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
     for (const format::Comm& c : set.ranks[i].comms) {
       if (c.comm_id != 0 && c.rank >= 0) process_of[{c.comm_id, c.rank}] = i;
     }
+    // Consecutive events mostly repeat (comm, rank): emplace keeps the first anyway.
+    std::pair<uint64_t, int> last{0, -1};
     for (const EventRecord& e : set.ranks[i].events) {
-      if (e.comm_id != 0 && e.rank >= 0) process_of.emplace(std::make_pair(e.comm_id, e.rank), i);
+      if (e.comm_id == 0 || e.rank < 0 || (e.comm_id == last.first && e.rank == last.second)) {
+        continue;
+      }
+      last = {e.comm_id, e.rank};
+      process_of.emplace(last, i);
     }
   }
   // The oldest pending grouped op whose peer's group at the same position left this rank out.

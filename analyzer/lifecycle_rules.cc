@@ -358,9 +358,15 @@ std::optional<Verdict> findLoneCollective(const format::LoadedSet& set, const Ca
   };
   std::map<uint64_t, std::map<size_t, Use>> uses;  // comm -> rank index -> use
   for (size_t i = 0; i < set.ranks.size(); ++i) {
+    uint64_t last_comm = 0;
+    Use* last_use = nullptr;  // uses[last_comm][i]: map nodes stay put
     for (const EventRecord& e : set.ranks[i].events) {
       if (e.comm_id == 0 || e.state == EventState::kEmpty || rejected(e)) continue;
-      Use& u = uses[e.comm_id][i];
+      if (last_use == nullptr || e.comm_id != last_comm) {
+        last_comm = e.comm_id;
+        last_use = &uses[e.comm_id][i];
+      }
+      Use& u = *last_use;
       u.rank = i;
       if (format::isCollective(e.op) && u.first == nullptr) u.first = &e;
       const bool end = e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize;

@@ -27,9 +27,13 @@ std::optional<Verdict> findP2pStop(Engine& en) {
     for (const format::Comm& c : r.comms) {
       if (c.comm_id != 0 && c.rank >= 0) process_of[{c.comm_id, c.rank}] = i;
     }
+    std::pair<uint64_t, int> last{0, -1};  // try_emplace keeps the first: skip repeats
     for (const EventRecord& e : r.events) {
       if (e.comm_id == 0 || e.rank < 0) continue;
-      process_of.try_emplace({e.comm_id, e.rank}, i);
+      if (e.comm_id != last.first || e.rank != last.second) {
+        last = {e.comm_id, e.rank};
+        process_of.try_emplace(last, i);
+      }
       if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
       posted[{e.comm_id, e.op, e.rank, e.peer}].insert(e.op_seq);
       if (isIncomplete(e) || lostPeer(e)) waits.emplace_back(i, &e);

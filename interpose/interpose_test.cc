@@ -158,6 +158,13 @@ std::map<std::string, uint64_t> checkEveryEntryPoint(const RankData& box, int ra
   EXPECT_EQ(box.events_lost, 0u);
   EXPECT_EQ(box.events_total, expected.size());
 
+  // The op-specific words of event i (RankData::event_aux holds the non-zero ones).
+  auto aux = [&](uint64_t i) {
+    for (const format::EventAux& a : box.event_aux) {
+      if (a.index == i) return a;
+    }
+    return format::EventAux{i, 0, 0, 0};
+  };
   auto resolve = [&](const std::string& label, uint64_t id, const EventRecord& e) {
     auto [it, inserted] = ids.emplace(label, id);
     EXPECT_EQ(it->second, id) << "label " << label << " at event " << e.index;
@@ -197,21 +204,22 @@ std::map<std::string, uint64_t> checkEveryEntryPoint(const RankData& box, int ra
     }
     EXPECT_EQ(e.group_depth, x.depth);
     EXPECT_EQ((e.flags & format::kEventInGroup) != 0, x.depth > 0);
-    if (x.op == OpType::kCommSplit || x.op == OpType::kCommShrink) resolve(x.child, e.aux64, e);
+    if (x.op == OpType::kCommSplit || x.op == OpType::kCommShrink)
+      resolve(x.child, aux(i).aux64, e);
   }
   // Op-specific words.
   const std::vector<EventRecord>& ev = box.events;
-  EXPECT_NE(ev[0].aux64, 0u) << "GetUniqueId: the id's hash";
-  EXPECT_EQ(ev[1].aux64, ids["world"]) << "InitRank: the new comm id";
-  EXPECT_EQ(ev[25].aux, 5);
-  EXPECT_EQ(ev[25].aux2, rank);
-  EXPECT_EQ(ev[29].aux, 7 + rank);
-  EXPECT_EQ(ev[31].aux, -1);
-  EXPECT_EQ(ev[32].aux, 0) << "Shrink: exclude count";
-  EXPECT_EQ(ev[36].aux64, 5u) << "PreMulSum: the op it made";
+  EXPECT_NE(aux(0).aux64, 0u) << "GetUniqueId: the id's hash";
+  EXPECT_EQ(aux(1).aux64, ids["world"]) << "InitRank: the new comm id";
+  EXPECT_EQ(aux(25).aux, 5);
+  EXPECT_EQ(aux(25).aux2, rank);
+  EXPECT_EQ(aux(29).aux, 7 + rank);
+  EXPECT_EQ(aux(31).aux, -1);
+  EXPECT_EQ(aux(32).aux, 0) << "Shrink: exclude count";
+  EXPECT_EQ(aux(36).aux64, 5u) << "PreMulSum: the op it made";
   EXPECT_EQ(ev[36].dtype, kFloat);
-  EXPECT_EQ(ev[36].aux, 1) << "PreMulSum: ncclScalarHostImmediate";
-  EXPECT_EQ(ev[43].aux64, ids["all"]);
+  EXPECT_EQ(aux(36).aux, 1) << "PreMulSum: ncclScalarHostImmediate";
+  EXPECT_EQ(aux(43).aux64, ids["all"]);
   // Every label is a different communicator.
   std::set<uint64_t> distinct;
   for (const auto& [label, id] : ids) distinct.insert(id);
@@ -325,7 +333,11 @@ TEST(ShimRecordTest, AsyncErrorIsRecordedOnceWhenReported) {
   const std::vector<EventRecord> events = eventsOf(box, OpType::kCommGetAsyncError);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].result, 6);
-  EXPECT_EQ(events[0].aux, 6);
+  const auto aux =
+      std::find_if(box.event_aux.begin(), box.event_aux.end(),
+                   [&](const format::EventAux& a) { return a.index == events[0].index; });
+  ASSERT_NE(aux, box.event_aux.end());
+  EXPECT_EQ(aux->aux, 6);  // the error code
   EXPECT_EQ(events[0].state, EventState::kFailed);
   EXPECT_NE(events[0].flags & format::kEventAsyncError, 0u);
   ASSERT_EQ(box.comms.size(), 1u);

@@ -136,9 +136,6 @@ EventRecord toRecord(const Event& e, uint64_t index) {
   r.group_depth = e.group_depth;
   r.result = e.result;
   r.flags = e.flags;
-  r.aux = e.aux;
-  r.aux2 = e.aux2;
-  r.aux64 = e.aux64;
   r.stack_id = e.stack_id;
   r.enqueue_ns = e.enqueue_ns;
   r.start_ns = e.start_ns;
@@ -155,6 +152,9 @@ void readEvents(const BboxHeader* h, uint64_t write_index, RankData* out) {
     Event e;
     if (readEvent(h, i, &e)) {
       out->events.push_back(toRecord(e, i));
+      if (e.aux != 0 || e.aux2 != 0 || e.aux64 != 0) {
+        out->event_aux.push_back(EventAux{i, e.aux, e.aux2, e.aux64});
+      }
     } else {
       ++out->events_lost;
     }

@@ -122,8 +122,9 @@ TEST(BboxReaderTest, ParsesSyntheticBlackBox) {
   ASSERT_EQ(d.events.size(), 4u);
   for (size_t i = 0; i < d.events.size(); ++i) EXPECT_EQ(d.events[i].index, i);
   EXPECT_EQ(d.events[0].op, OpType::kCommInitRank);
-  EXPECT_EQ(d.events[0].dtype, -1);  // 0xff in the file
-  EXPECT_EQ(d.events[0].aux64, kComm);
+  EXPECT_EQ(d.events[0].dtype, -1);   // 0xff in the file
+  ASSERT_EQ(d.event_aux.size(), 1u);  // only the init call has an aux word
+  EXPECT_EQ(d.event_aux[0], (EventAux{0, 0, 0, kComm}));
   const EventRecord& ar = d.events[1];
   EXPECT_EQ(ar.op, OpType::kAllReduce);
   EXPECT_EQ(ar.comm_id, kComm);

@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "recorder/format/event_wire.h"
 #include "recorder/format/prefault.h"
 
 namespace ncclrec::format {
@@ -24,7 +25,7 @@ static_assert(static_cast<int>(pb::DUMP_REASON_MANUAL) == static_cast<int>(DumpR
 static_assert(static_cast<int>(pb::DUMP_REASON_SNAPSHOT) ==
               static_cast<int>(DumpReason::kSnapshot));
 
-void toProto(const EventRecord& e, pb::Event* p) {
+void toProto(const EventRecord& e, const EventAux* aux, pb::Event* p) {
   p->set_index(e.index);
   p->set_op(static_cast<pb::OpType>(e.op));
   p->set_state(static_cast<pb::EventState>(e.state));
@@ -43,43 +44,46 @@ void toProto(const EventRecord& e, pb::Event* p) {
   p->set_group_depth(static_cast<uint32_t>(e.group_depth));
   p->set_result(e.result);
   p->set_flags(e.flags);
-  p->set_aux(e.aux);
-  p->set_aux2(e.aux2);
-  p->set_aux64(e.aux64);
+  if (aux != nullptr) {
+    p->set_aux(aux->aux);
+    p->set_aux2(aux->aux2);
+    p->set_aux64(aux->aux64);
+  }
   p->set_stack_id(e.stack_id);
   p->set_enqueue_ns(e.enqueue_ns);
   p->set_start_ns(e.start_ns);
   p->set_end_ns(e.end_ns);
 }
 
-EventRecord fromProto(const pb::Event& p) {
-  EventRecord e;
-  e.index = p.index();
-  e.op = static_cast<OpType>(p.op());
-  e.state = static_cast<EventState>(p.state());
-  e.comm_id = p.comm_id();
-  e.comm_index = p.comm_index();
-  e.op_seq = p.op_seq();
-  e.count = p.count();
-  e.stream = p.stream();
-  e.rank = p.rank();
-  e.nranks = p.nranks();
-  e.peer = p.peer();
-  e.device = p.device();
-  e.redop = p.redop();
-  e.dtype = p.dtype();
-  e.tid = p.tid();
-  e.group_depth = static_cast<int>(p.group_depth());
-  e.result = p.result();
-  e.flags = p.flags();
-  e.aux = p.aux();
-  e.aux2 = p.aux2();
-  e.aux64 = p.aux64();
-  e.stack_id = p.stack_id();
-  e.enqueue_ns = p.enqueue_ns();
-  e.start_ns = p.start_ns();
-  e.end_ns = p.end_ns();
-  return e;
+// The same conversion as the fast path's (event_wire.h), through the same fields.
+WireEvent wireFields(const pb::Event& p) {
+  WireEvent w;
+  w.index_ = p.index();
+  w.op_ = p.op();
+  w.state_ = p.state();
+  w.comm_id_ = p.comm_id();
+  w.comm_index_ = p.comm_index();
+  w.op_seq_ = p.op_seq();
+  w.count_ = p.count();
+  w.stream_ = p.stream();
+  w.rank_ = p.rank();
+  w.nranks_ = p.nranks();
+  w.peer_ = p.peer();
+  w.device_ = p.device();
+  w.redop_ = p.redop();
+  w.dtype_ = p.dtype();
+  w.tid_ = p.tid();
+  w.group_depth_ = p.group_depth();
+  w.result_ = p.result();
+  w.flags_ = p.flags();
+  w.aux_ = p.aux();
+  w.aux2_ = p.aux2();
+  w.aux64_ = p.aux64();
+  w.stack_id_ = p.stack_id();
+  w.enqueue_ns_ = p.enqueue_ns();
+  w.start_ns_ = p.start_ns();
+  w.end_ns_ = p.end_ns();
+  return w;
 }
 
 void toProto(const Comm& c, pb::Comm* p) {
@@ -257,7 +261,12 @@ pb::Dump toProto(const RankData& d) {
   p.set_events_lost(d.events_lost);
   p.set_stacks_dropped(d.stacks_dropped);
   p.mutable_events()->Reserve(static_cast<int>(d.events.size()));
-  for (const EventRecord& e : d.events) toProto(e, p.add_events());
+  auto aux = d.event_aux.begin();  // both ascending by index
+  for (const EventRecord& e : d.events) {
+    while (aux != d.event_aux.end() && aux->index < e.index) ++aux;
+    const bool has_aux = aux != d.event_aux.end() && aux->index == e.index;
+    toProto(e, has_aux ? &*aux : nullptr, p.add_events());
+  }
   for (const Comm& c : d.comms) toProto(c, p.add_comms());
   for (const auto& [id, s] : d.stacks) toProto(s, p.add_stacks());
   for (const Module& m : d.modules) {
@@ -300,7 +309,13 @@ RankData fromProto(const pb::Dump& p) {
   d.events_lost = p.events_lost();
   d.stacks_dropped = p.stacks_dropped();
   reserveAndPrefault(&d.events, static_cast<size_t>(p.events_size()));
-  for (const pb::Event& e : p.events()) d.events.push_back(fromProto(e));
+  for (const pb::Event& e : p.events()) {
+    const WireEvent w = wireFields(e);
+    d.events.push_back(eventFromFields(w));
+    if (w.aux_ != 0 || w.aux2_ != 0 || w.aux64_ != 0) {
+      d.event_aux.push_back(EventAux{w.index_, w.aux_, w.aux2_, w.aux64_});
+    }
+  }
   for (const pb::Comm& c : p.comms()) d.comms.push_back(fromProto(c));
   for (const pb::Stack& s : p.stacks()) d.stacks[s.id()] = fromProto(s);
   for (const pb::Module& pm : p.modules()) {
@@ -342,9 +357,23 @@ base::StatusOr<RankData> parseDump(const void* data, size_t size, const std::str
   }
   pb::Dump dump;
   const size_t body = size - sizeof(kDumpFileMagic);
-  if (body > static_cast<size_t>(INT32_MAX) ||
-      !dump.ParseFromArray(bytes + sizeof(kDumpFileMagic), static_cast<int>(body))) {
-    return base::Status::error(source_path + ": corrupt or truncated ncclrec dump");
+  const char* message = bytes + sizeof(kDumpFileMagic);
+  // The events decoded directly (event_wire.h), the rest by protobuf; anything unexpected, and
+  // the whole message goes through protobuf.
+  std::vector<EventRecord> events;
+  std::vector<EventAux> aux;
+  std::string rest;
+  const bool split = body <= static_cast<size_t>(INT32_MAX) &&
+                     splitDumpEvents(message, body, &events, &aux, &rest) &&
+                     dump.ParseFromString(rest);
+  if (!split) {
+    dump.Clear();
+    events.clear();
+    aux.clear();
+    if (body > static_cast<size_t>(INT32_MAX) ||
+        !dump.ParseFromArray(message, static_cast<int>(body))) {
+      return base::Status::error(source_path + ": corrupt or truncated ncclrec dump");
+    }
   }
   if (dump.magic() != kDumpMessageMagic) {
     return base::Status::error(source_path + ": not an ncclrec dump (bad magic)");
@@ -359,6 +388,10 @@ base::StatusOr<RankData> parseDump(const void* data, size_t size, const std::str
     return base::Status::error(source_path + ": corrupt ncclrec dump (format version 0)");
   }
   RankData d = fromProto(dump);
+  if (split) {
+    d.events = std::move(events);
+    d.event_aux = std::move(aux);
+  }
   d.source_path = source_path;
   return d;
 }

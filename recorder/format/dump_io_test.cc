@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -62,15 +64,13 @@ RankData fullRankData() {
     e.group_depth = 2;
     e.result = 3;
     e.flags = 0xf;
-    e.aux = -7;
-    e.aux2 = -8;
-    e.aux64 = 0x1111222233334444ull;
     e.stack_id = 4;
     e.enqueue_ns = -10;
     e.start_ns = 11;
     e.end_ns = 12;
     d.events.push_back(e);
   }
+  d.event_aux.push_back(EventAux{101, -7, -8, 0x1111222233334444ull});  // none for #100
   Comm c;
   c.index = 1;
   c.comm_id = 0xfedcba9876543210ull;
@@ -140,6 +140,52 @@ TEST(DumpIoTest, ProtoRoundTripKeepsEveryField) {
   EXPECT_EQ(p.magic(), kDumpMessageMagic);
   EXPECT_EQ(p.format_major(), kDumpFormatMajor);
   EXPECT_EQ(fromProto(p), d);
+}
+
+// EventRecord packs its fields into bit-fields (model.h): the extremes of each width survive a
+// write and a read, sentinels included, and the aux words of the events that have them stay with
+// those events.
+TEST(DumpIoTest, EventBitFieldsKeepTheirExtremes) {
+  RankData d = fullRankData();
+  d.events.clear();
+  d.event_aux.clear();
+  EventRecord hi;
+  hi.index = (1ull << 48) - 1;
+  hi.op = OpType::kSend;
+  hi.op_seq = (1ull << 48) - 1;
+  hi.state = EventState::kFailed;
+  hi.dtype = 127;
+  hi.stream = (1ull << 48) - 1;
+  hi.redop = 32767;
+  hi.comm_id = ~0ull;
+  hi.count = ~0ull;
+  hi.enqueue_ns = INT64_MIN;
+  hi.start_ns = INT64_MAX;
+  hi.end_ns = -1;
+  hi.rank = (1 << 23) - 1;
+  hi.flags = 0xff;
+  hi.nranks = (1 << 23) - 1;
+  hi.group_depth = 0xff;
+  hi.peer = -(1 << 23);
+  hi.result = -128;
+  hi.tid = (1u << 24) - 1;
+  hi.device = 127;
+  hi.comm_index = 0xfffffffeu;
+  hi.stack_id = 0xfffffffeu;
+  EventRecord lo;  // the defaults: -1 and 0xffffffff sentinels
+  lo.index = (1ull << 48) - 2;
+  d.events = {lo, hi};
+  d.event_aux.push_back(EventAux{hi.index, INT32_MIN, INT32_MAX, ~0ull});
+  EXPECT_EQ(d.events[1].peer, -(1 << 23));
+  EXPECT_EQ(d.events[1].rank, (1 << 23) - 1);
+  EXPECT_EQ(d.events[0].dtype, -1);
+  EXPECT_EQ(d.events[0].redop, -1);
+  EXPECT_EQ(d.events[0].device, -1);
+  EXPECT_EQ(d.events[0].stack_id, 0xffffffffu);
+  const RankData back = fromProto(toProto(d));
+  EXPECT_EQ(back, d);
+  ASSERT_EQ(back.event_aux.size(), 1u);
+  EXPECT_EQ(back.event_aux[0].index, (1ull << 48) - 1);
 }
 
 TEST(DumpIoTest, WriteThenLoadEqualsAndLeavesNoTempFile) {

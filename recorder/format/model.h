@@ -69,33 +69,50 @@ struct Comm {
   friend bool operator==(const Comm&, const Comm&) = default;
 };
 
+// One recorded call. Held by the million in the analyzer (32,768 ranks x 2,000 calls is 65 million
+// of them), so fields share 64- and 32-bit words as bit-fields: 88 bytes instead of 144. The
+// widths hold every value a recording can carry (event indices, sequence numbers and user-space
+// stream handles below 2^48; ranks below 2^23; Linux thread ids below 2^22; ncclResult_t, dtype
+// and device ordinals below 2^7; kEvent* flags and group depths below 2^8); a reader stores a
+// larger value from a damaged file truncated to the width. aux, aux2 and aux64 (op-specific,
+// non-zero on the few calls that create or shrink communicators) live beside the events, in
+// RankData::event_aux.
 struct EventRecord {
-  uint64_t index = 0;  // position in the process's event stream, 0-based, gap-free when no loss
-  OpType op = OpType::kUnknown;
-  EventState state = EventState::kEmpty;
+  // Position in the process's event stream, 0-based, gap-free when no loss.
+  uint64_t index : 48 = 0;
+  OpType op : 16 = OpType::kUnknown;
+  uint64_t op_seq : 48 = 0;
+  EventState state : 8 = EventState::kEmpty;
+  int dtype : 8 = -1;  // -1 when the op has none
+  uint64_t stream : 48 = 0;
+  int redop : 16 = -1;  // -1 when the op has none
   uint64_t comm_id = 0;
-  uint32_t comm_index = 0xffffffffu;
-  uint64_t op_seq = 0;
   uint64_t count = 0;
-  uint64_t stream = 0;
-  int rank = -1;
-  int nranks = 0;
-  int peer = -1;
-  int device = -1;
-  int redop = -1;
-  int dtype = -1;  // -1 when the op has none
-  uint32_t tid = 0;
-  int group_depth = 0;
-  int result = 0;
-  uint32_t flags = 0;
-  int aux = 0;
-  int aux2 = 0;
-  uint64_t aux64 = 0;
-  uint32_t stack_id = 0xffffffffu;
   int64_t enqueue_ns = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  int rank : 24 = -1;
+  uint32_t flags : 8 = 0;
+  int nranks : 24 = 0;
+  uint32_t group_depth : 8 = 0;
+  int peer : 24 = -1;
+  int result : 8 = 0;
+  uint32_t tid : 24 = 0;
+  int device : 8 = -1;
+  uint32_t comm_index = 0xffffffffu;
+  uint32_t stack_id = 0xffffffffu;
   friend bool operator==(const EventRecord&, const EventRecord&) = default;
+};
+static_assert(sizeof(EventRecord) == 88, "EventRecord grew: it is held per call at fleet scale");
+
+// The op-specific words of one event (bbox_layout.h Event::aux, aux2, aux64), kept only for the
+// events where one of them is non-zero.
+struct EventAux {
+  uint64_t index = 0;  // EventRecord::index of the event
+  int aux = 0;
+  int aux2 = 0;
+  uint64_t aux64 = 0;
+  friend bool operator==(const EventAux&, const EventAux&) = default;
 };
 
 // One thread of the process at the latest thread snapshot (bbox_layout.h ThreadRecord): where it
@@ -147,6 +164,7 @@ struct RankData {
   uint64_t events_lost = 0;         // overwritten by the ring before this snapshot
   uint32_t stacks_dropped = 0;      // stacks the table could not hold
   std::vector<EventRecord> events;  // ascending index
+  std::vector<EventAux> event_aux;  // ascending index; only events with a non-zero aux word
   std::vector<Comm> comms;
   std::map<uint32_t, Stack> stacks;
   std::vector<Module> modules;
