@@ -35,9 +35,10 @@ std::optional<watch::DetectorEvent> Agent::pollLive(bool now) {
   for (watch::DetectorEvent& e : detector_->step(*snapshot)) {
     if (e.type == watch::DetectorEvent::Type::kHang) return std::move(e);
     if (e.type == watch::DetectorEvent::Type::kSnapshot) {
-      bool through_agents = false;  // this collector reads its own directory only
-      (void)tui::requestThreadSnapshots(*snapshot,
-                                        &through_agents);  // the warning's "it is now in"
+      // For the warning's "it is now in ...". This collector reads its own directory only:
+      // there are no agents to pass the request on to.
+      bool through_agents = false;
+      (void)tui::requestThreadSnapshots(*snapshot, &through_agents);
       continue;
     }
     say("cxxrun: " + e.line);

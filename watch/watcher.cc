@@ -87,8 +87,10 @@ Watcher::State Watcher::step(int64_t now_ns) {
       hang_ = std::move(e);
       state = State::kHang;
     } else if (e.type == DetectorEvent::Type::kSnapshot) {
-      bool through_agents = false;  // this collector reads its own directory only
-      (void)tui::requestThreadSnapshots(s, &through_agents);  // the warning's "it is now in"
+      // For the warning's "it is now in ...". This collector reads its own directory only:
+      // there are no agents to pass the request on to.
+      bool through_agents = false;
+      (void)tui::requestThreadSnapshots(s, &through_agents);
     } else {
       err_ << "ncclrec: " << e.line << "\n" << std::flush;
     }
