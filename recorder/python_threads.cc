@@ -3,22 +3,19 @@
 // stopped). The interpreter's thread list is read without the GIL, as a debugger would: through
 // CPython's PyInterpreterState_Head/_Next/_ThreadHead and each thread state's `next` pointer. The
 // other thread may run (and free frames) while we read, so every read of its memory goes through
-// the kernel, which answers "not mapped" instead of faulting; the chain is walked twice and only
-// the frames both walks agree on are kept. Never on the record path.
+// the kernel (safe_read.h), which answers "not mapped" instead of faulting; the chain is walked
+// twice and only the frames both walks agree on are kept. Never on the record path.
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <cstring>
 
 #include "recorder/format/bbox_layout.h"
 #include "recorder/python_frames.h"
 #include "recorder/real_dl.h"
+#include "recorder/safe_read.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -32,38 +29,6 @@ constexpr int kMaxThreadFrames = format::kThreadMaxFrames;
 // How far into glibc's thread descriptor the kernel thread id is looked for (it sits at 0x2d0 on
 // x86_64 and 0xd0 on aarch64 in the glibc versions of Debian 11 to 13).
 constexpr int kGlibcDescriptorScan = 2048;
-
-// The memory-reading method: process_vm_readv on ourselves, else /proc/self/mem (a seccomp
-// policy may refuse the former). Opened once, never closed: one descriptor for the process.
-std::atomic<int> g_mem_fd{-1};
-std::atomic<bool> g_use_proc_mem{false};
-
-// Copies `size` bytes at `address` of this process into `out`; false when any of them is not
-// mapped (or neither method is allowed).
-bool safeRead(uintptr_t address, void* out, size_t size) {
-  if (address == 0) return false;
-  if (!g_use_proc_mem.load(std::memory_order_relaxed)) {
-    iovec local{out, size};
-    iovec remote{reinterpret_cast<void*>(address), size};
-    const ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == static_cast<ssize_t>(size)) return true;
-    if (n >= 0 || (errno != EPERM && errno != ENOSYS)) return false;
-    g_use_proc_mem.store(true, std::memory_order_relaxed);
-  }
-  int fd = g_mem_fd.load(std::memory_order_acquire);
-  if (fd < 0) {
-    const int opened = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-    if (opened < 0) return false;
-    int expected = -1;
-    if (g_mem_fd.compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) {
-      fd = opened;
-    } else {
-      close(opened);
-      fd = expected;
-    }
-  }
-  return pread(fd, out, size, static_cast<off_t>(address)) == static_cast<ssize_t>(size);
-}
 
 template <class T>
 bool safeLoad(uintptr_t base, uint32_t offset, T* value) {

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "recorder/format/bbox_ring.h"
 #include "recorder/real_dl.h"
+#include "recorder/safe_read.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -133,13 +133,6 @@ int captureWithLibunwind(UnwBacktraceFn backtrace, uintptr_t self_return, uint64
     out[n++] = reinterpret_cast<uintptr_t>(frames[i]);
   }
   return n;
-}
-
-// Reads `n` bytes at `address` of this process without faulting: false where they are not mapped.
-bool safeRead(uintptr_t address, void* out, size_t n) {
-  iovec local{out, n};
-  iovec remote{reinterpret_cast<void*>(address), n};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
 
 bool contextRegisters(const void* ucontext, uintptr_t* pc, uintptr_t* sp, uintptr_t* fp) {
