@@ -1,11 +1,13 @@
 #include "analyzer/p2p_blame.h"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
@@ -38,23 +40,49 @@ bool aborted(const RankData& r) {
                      [](const EventRecord& e) { return e.op == OpType::kCommAbort; });
 }
 
-bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
+namespace {
+
+// The collective the rank is blocked in (its newest incomplete one), or nullptr.
+const EventRecord* blockedCollective(const RankData& r) {
   const EventRecord* blocked = nullptr;
   for (const EventRecord& e : r.events) {
     if (format::isCollective(e.op) && isIncomplete(e)) blocked = &e;
   }
-  if (blocked == nullptr) return true;
+  return blocked;
+}
+
+// Whether `r` belongs to the communicator of `blocked` and has not issued it.
+bool owes(const RankData& r, const EventRecord& blocked) {
   bool member = false;
-  for (const EventRecord& e : waiter.events) {
-    if (e.comm_id != blocked->comm_id) continue;
+  for (const EventRecord& e : r.events) {
+    if (e.comm_id != blocked.comm_id) continue;
     member = true;
-    if (format::isCollective(e.op) && e.op_seq >= blocked->op_seq) return false;  // issued it
+    if (format::isCollective(e.op) && e.op_seq >= blocked.op_seq) return false;  // issued it
   }
-  if (!member) {
-    member = std::any_of(waiter.comms.begin(), waiter.comms.end(),
-                         [&](const format::Comm& c) { return c.comm_id == blocked->comm_id; });
+  return member || std::any_of(r.comms.begin(), r.comms.end(),
+                               [&](const format::Comm& c) { return c.comm_id == blocked.comm_id; });
+}
+
+}  // namespace
+
+bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
+  const EventRecord* blocked = blockedCollective(r);
+  return blocked == nullptr || owes(waiter, *blocked);
+}
+
+bool heldByChainOn(const std::vector<RankData>& ranks, const RankData& r, uint64_t comm,
+                   const std::function<bool(int)>& waits_in_p2p) {
+  const EventRecord* blocked = blockedCollective(r);
+  if (blocked == nullptr) return false;
+  bool any = false;
+  for (const RankData& other : ranks) {
+    if (&other == &r || !owes(other, *blocked)) continue;
+    const auto on = std::find_if(other.events.begin(), other.events.end(),
+                                 [&](const EventRecord& e) { return e.comm_id == comm; });
+    if (on == other.events.end() || !waits_in_p2p(on->rank)) return false;
+    any = true;
   }
-  return member;
+  return any;
 }
 
 namespace {
@@ -106,13 +134,19 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
   std::set_intersection(a.begin(), a.end(), b.begin(), b.end(),
                         std::inserter(shared, shared.end()));
   // Per step (the collectives the rank issued on those communicators before the op: every rank
-  // of a communicator issues the same ones, so the steps of two ranks line up), the ops it posted.
+  // of a communicator issues the same ones, so the steps of two ranks line up), the ops it posted;
+  // and what opened each step (the collective's kind, size, type and communicator), so a step is
+  // compared with the same part of the loop before it (a loop may run two pipelines).
+  using Opening = std::tuple<OpType, uint64_t, int, uint64_t>;
+  std::map<size_t, Opening> opened_by;
   const auto perStep = [&](OpType op, int me, int peer) {
     std::map<size_t, size_t> out;
     const auto it = posted.find({comm, op, me, peer});
     size_t step = 0;
     for (const EventRecord& e : it->second.begin()->second.rank->events) {
-      if (format::isCollective(e.op) && shared.contains(e.comm_id)) ++step;
+      if (format::isCollective(e.op) && shared.contains(e.comm_id)) {
+        opened_by.try_emplace(++step, Opening{e.op, e.count, e.dtype, e.comm_id});
+      }
       if (e.comm_id != comm) continue;
       if (e.op == op && e.rank == me && e.peer == peer && it->second.contains(e.op_seq)) {
         ++out[step];
@@ -129,6 +163,12 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
   for (size_t step : steps) {
     if (sends[step] != recvs[step]) {
       if (!prev) return std::nullopt;
+      // The latest earlier step the same collective opened, else the step just before.
+      const auto opening = opened_by.find(step);
+      for (auto s = steps.begin(); opening != opened_by.end() && *s < step; ++s) {
+        const auto o = opened_by.find(*s);
+        if (o != opened_by.end() && o->second == opening->second) prev = *s;
+      }
       const bool send_changed = sends[step] != sends[*prev];
       const bool recv_changed = recvs[step] != recvs[*prev];
       if (send_changed == recv_changed) return std::nullopt;

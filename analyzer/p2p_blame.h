@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "analyzer/callsite.h"
 #include "analyzer/verdict.h"
@@ -46,6 +48,13 @@ bool aborted(const format::RankData& r);
 // others only: then it is held up by something else (a mismatch, another rank), and its missing
 // send or receive is a symptom, not a skip (findP2pMismatch leaves that wait to the alignment).
 bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
+
+// Whether the collective `r` is blocked in waits only for ranks that are themselves blocked in a
+// send or receive on `comm` (`waits_in_p2p(their comm rank)`): it is held up by that
+// communicator's chain of waits, which `r` may have started by not posting its part (a pipeline
+// head that skipped a send and went on to a collective with the stages it starved).
+bool heldByChainOn(const std::vector<format::RankData>& ranks, const format::RankData& r,
+                   uint64_t comm, const std::function<bool(int)>& waits_in_p2p);
 
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
 // count is below what another pair of the communicator moved. Else (the communicator's only pair,

@@ -221,5 +221,66 @@ TEST(P2pBlameTest, StalledRankSeenThroughAPeersSendIsStuckInHost) {
   EXPECT_EQ(v.ranks, std::vector<int>{2});
 }
 
+TEST(P2pBlameTest, HeadHeldInACollectiveWithTheStagesItStarvedIsTheCulprit) {
+  // Faultgen seed 230: a pipeline 0 -> 1 -> 2 on the world communicator, then a broadcast of
+  // ranks 0 and 2 on another. Stage 0 sends one activation of two in step 2 and goes on to the
+  // broadcast, where it waits for stage 2; stage 2 waits for stage 1's send, stage 1 for stage
+  // 0's. Stage 0's collective is held up by the chain it started, not by anything else.
+  const auto expert = [](Op o) {
+    o.comm = kOtherComm;
+    return o;
+  };
+  const Op bcast = expert(Op{kGather, 64, OpType::kBroadcast});
+  Job job(3);
+  job.ops(0, {send(1), send(1), bcast, send(1), send(1), bcast, send(1), bcast}, true);
+  job.ops(1,
+          {recv(0), send(2), recv(0), send(2), recv(0), send(2), recv(0), send(2), recv(0), send(2),
+           recv(0)},
+          true);
+  job.ops(2, {recv(1), recv(1), bcast, recv(1), recv(1), bcast, recv(1), recv(1)}, true);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
+  EXPECT_EQ(v.op, OpType::kSend);
+  EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << v.headline;
+}
+
+TEST(P2pBlameTest, TwoStagePipelineJudgedAgainstTheSameStepOfTheLoop) {
+  // Faultgen seed 261: two ranks, one communicator; each step a reduce, 2 activations 0 -> 1,
+  // an all-reduce, then 4 gradients 0 -> 1. In step 2 stage 0 sends one activation and enters
+  // the all-reduce. The step before the fault carried 4 gradients, not 2 activations: the
+  // history must compare with the same part of the loop, where only the sender's count changed.
+  const Op reduce{kLoss, 1024, OpType::kReduce};
+  const Op allreduce{kTrain, 4};
+  std::vector<Op> sender, receiver;
+  for (int step = 0; step < 3; ++step) {
+    sender.push_back(reduce);
+    receiver.push_back(reduce);
+    for (int mb = 0; mb < 2; ++mb) {
+      if (step < 2 || mb == 0) sender.push_back(send(1));
+      receiver.push_back(recv(0));
+    }
+    sender.push_back(allreduce);
+    if (step == 2) break;
+    receiver.push_back(allreduce);
+    for (int mb = 0; mb < 4; ++mb) {
+      sender.push_back(send(1, kSendGrad));
+      receiver.push_back(recv(0, kSendGrad));
+    }
+  }
+  Job job(2);
+  job.ops(0, sender, true);
+  job.ops(1, receiver, true);
+  renumber(job, 2);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kSend);
+  EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << v.headline;
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -160,6 +160,15 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       return x.event->comm_id == comm && x.event->rank == r && pending(*x.event);
     });
   };
+  std::map<std::pair<const RankData*, uint64_t>, bool> held;  // p2p::heldByChainOn, once each
+  const auto heldByChain = [&](const RankData& peer, uint64_t comm) {
+    const auto [it, added] = held.try_emplace({&peer, comm}, false);
+    if (added) {
+      it->second =
+          p2p::heldByChainOn(set.ranks, peer, comm, [&](int r) { return blockedInP2p(comm, r); });
+    }
+    return it->second;
+  };
   std::map<int, const RankData*> rank_data;  // global rank -> its recording
   for (const RankData& r : set.ranks) rank_data[r.global_rank] = &r;
   std::optional<Verdict> symptom;  // the first unmatched wait whose peer is blocked as well
@@ -223,7 +232,11 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       // A peer blocked in a collective that waits for others than this rank is held up there:
       // the unmatched op is a symptom of that collective (the next wait is looked at, and the
       // communicators' alignment after that).
-      if (!p2p::freeOrWaitsFor(*peer_data->second, *w.rank)) continue;
+      // Unless all it waits for there wait in sends and receives of this communicator.
+      if (!p2p::freeOrWaitsFor(*peer_data->second, *w.rank) &&
+          !heldByChain(*peer_data->second, e.comm_id)) {
+        continue;
+      }
       if (p2p::shortSideDeviates(posted, e.comm_id, from, to)) {
         Verdict missing = p2p::missingCounterpart(posted, global_of, w, sites);
         missing.tables = std::move(v.tables);
