@@ -1,5 +1,6 @@
 // Classifying the first slot where ranks issued different ops: insertion, deletion, substitution.
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "analyzer/engine.h"
@@ -48,6 +49,36 @@ std::optional<uint32_t> predictNext(const Stream& s, size_t p) {
   return usuallyAfter(s, p, s.ops[p - 1].key);
 }
 
+// Whether the rank of `ds`, between its op before slot p and the op at p, issued an op on another
+// communicator that its history places only after an op keyed `skipped` (in the gap that follows
+// it on this communicator, never in the gap before it): the rank went past that op's place
+// without issuing it. After a swap it would have issued its slot's op first.
+bool wentPastOnOtherComms(const Stream& ds, const std::vector<EventRecord>& events, size_t p,
+                          uint32_t skipped) {
+  if (p == 0 || p >= ds.ops.size()) return false;
+  using Sig = std::tuple<uint64_t, OpType, uint64_t, int, uint32_t>;  // comm, op, shape, site
+  const auto pos = [&](size_t i) { return static_cast<size_t>(ds.ops[i].e - events.data()); };
+  const auto gap = [&](size_t a, std::set<Sig>& into) {
+    for (size_t k = pos(a) + 1; k < pos(a + 1) && k < events.size(); ++k) {
+      const EventRecord& e = events[k];
+      if (e.comm_id == 0 || e.comm_id == ds.ops[a].e->comm_id) continue;
+      if (format::isCollective(e.op) || format::isP2p(e.op)) {
+        into.insert(Sig{e.comm_id, e.op, e.count, e.dtype, e.stack_id});
+      }
+    }
+  };
+  std::set<Sig> before, after;
+  for (size_t i = 1; i + 1 < p; ++i) {
+    if (ds.ops[i].key != skipped) continue;
+    gap(i - 1, before);
+    gap(i, after);
+  }
+  std::set<Sig> now;
+  gap(p - 1, now);
+  return std::any_of(now.begin(), now.end(),
+                     [&](const Sig& s) { return after.contains(s) && !before.contains(s); });
+}
+
 }  // namespace
 
 // The streams stop too soon to line up again (a hang stops them): judge the slot by the history.
@@ -71,8 +102,10 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
     // Another collective where the others issued theirs: skipped, or two collectives swapped.
     // Only a stream that went on tells: after a skip the rank goes on as the history does, after a
     // swap it issues the op it swapped. A stream that stops here is left a mismatch.
-    const bool went_on = p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
-                         usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key;
+    // Or, before the slot, what the history does after n on other communicators.
+    const bool went_on = (p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
+                          usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key) ||
+                         wentPastOnOtherComms(ds, set_.ranks[ds.rank].events, p, n.key);
     return follows && went_on ? Edit::kDeletion : Edit::kSubstitution;
   }
   if (predictNext(ns, p + 1) == d.key || (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {

@@ -99,5 +99,42 @@ TEST(DivergenceTest, TwoCollectivesSwappedWhereTheStreamsStopStayAMismatch) {
   EXPECT_EQ(v.ranks, std::vector<int>{2});
 }
 
+TEST(DivergenceTest, ARankThatWentPastTheSlotOnAnotherCommunicatorSkippedIt) {
+  // faultgen seed 236: each step ranks 0 and 1 reduce on their pair communicator, rank 1
+  // broadcasts with rank 2 on another, then ranks 0 and 1 all-gather on the pair. In step 3 rank
+  // 1 skips the reduce: it broadcasts (which its history issues only after the reduce) and
+  // blocks in the all-gather against rank 0's reduce. A swap would have issued the all-gather
+  // before the broadcast; the rank went past the reduce's place.
+  Op bcast = broadcast(kParams, 16);
+  bcast.comm = kOtherComm;
+  const Op red = reduce(kEmaReduce, 16), gather{kMergeBcast, 256, OpType::kAllGather};
+  Job job(3);
+  for (int step = 0; step < 2; ++step) {
+    job.ops(0, {red, gather});
+    job.ops(1, {red, bcast, gather});
+    job.ops(2, {bcast});
+  }
+  job.ops(0, {red}, true);
+  job.ops(1, {bcast, gather}, true);
+  job.ops(2, {bcast, bcast}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.seq, 5u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights") << v.headline;
+
+  // Had it all-gathered before the broadcast, the records would be those of a swap.
+  Job swapped(3);
+  for (int step = 0; step < 2; ++step) {
+    swapped.ops(0, {red, gather});
+    swapped.ops(1, {red, bcast, gather});
+    swapped.ops(2, {bcast});
+  }
+  swapped.ops(0, {red}, true);
+  swapped.ops(1, {gather}, true);
+  swapped.ops(2, {bcast}, true);
+  EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kOpMismatch) << swapped.diagnose().headline;
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer
