@@ -107,8 +107,8 @@ int64_t pendingSince(const CommStreams& c) {
 void Engine::orderComms() {
   for (const CommStreams& c : comms_) order_.push_back(&c);
   // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
-  // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,
-  // whichever of the two ops was enqueued first.
+  // starts, so B comes after A, whichever of the two ops was enqueued first (the truncation on A
+  // follows the chain to the rank at its end, or names the blocked rank and both ops).
   std::map<size_t, std::vector<const CommStreams*>> pending_in;  // rank -> comms it waits in
   for (const CommStreams& c : comms_) {
     for (const Stream& s : c.streams) {

@@ -209,6 +209,12 @@ class Engine {
   // last NCCL op ..." (the ranks of that communicator that have not issued it; how the one rank
   // is, if one).
   std::string waitsThereFor(const EventRecord& pending, size_t self) const;
+  // A chain of waits (truncation.cc): stream rank `self` is blocked in `pending` on another
+  // communicator than the one where `outer` (": ranks 0,2 wait for rank 1 in ...") wait for it.
+  // When the chain ends at one rank that stopped (exited, crashed, alive in host code) and had
+  // issued that call site there before, that rank is the culprit and the ranks on the chain wait
+  // (cause before symptom): fills `v` and returns true.
+  bool blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer, Verdict& v);
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop

@@ -1,6 +1,7 @@
 // Classifying a stream that stopped while others wait: exited, crashed, blocked elsewhere, or
 // stuck in host code.
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,11 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   const EventRecord* pending = newestPendingCommOp(rd);
   const EventRecord* last = newestCommOp(rd);
   if (pending != nullptr && pending->comm_id != c.comm_id) {
+    const std::string outer = ranksWord(others) + (others.size() == 1 ? " waits" : " wait") +
+                              " for " + who + " in " + std::string(format::opName(waited.e->op)) +
+                              " #" + std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) +
+                              " from " + describeCallSite(waited_site);
+    if (blameChainEnd(stopped.rank, *pending, outer, v)) return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(rd, *pending);
     v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
@@ -144,6 +150,91 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   v.headline = who + " is alive but stuck in host code: " + lastOpPhrase(rd, last) + "; " +
                ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
                std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+}
+
+bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,
+                           Verdict& v) {
+  constexpr int kMaxHops = 8;
+  // Outermost first: "rank 1 waits for %s in ..." and the rank %s stands for.
+  std::vector<std::pair<std::string, size_t>> links;
+  std::set<size_t> seen = {self};
+  size_t cur = self;
+  const EventRecord* at = &pending;
+  for (int hop = 0; hop < kMaxHops; ++hop) {
+    const auto there = std::find_if(comms_.begin(), comms_.end(),
+                                    [&](const CommStreams& c) { return c.comm_id == at->comm_id; });
+    if (there == comms_.end() || !format::isCollective(at->op)) return false;
+    const Stream* mine = nullptr;
+    std::vector<size_t> behind;  // streams that have not issued at's seq
+    for (const Stream& st : there->streams) {
+      if (st.rank == cur) {
+        mine = &st;
+      } else if (st.ops.empty() || st.ops.back().e->op_seq < at->op_seq) {
+        behind.push_back(&st - there->streams.data());
+      }
+    }
+    if (behind.size() != 1 || mine == nullptr) return false;
+    const Stream& next = there->streams[behind.front()];
+    // The op waited in repeats one from the same call site that the next rank answered before;
+    // a new call site would make the chain's link the one that deviated (a gated collective).
+    const auto pos =
+        std::find_if(mine->ops.begin(), mine->ops.end(), [&](const Op& o) { return o.e == at; });
+    const uint64_t answered = next.ops.empty() ? 0 : next.ops.back().e->op_seq;
+    if (pos == mine->ops.end() || std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
+          return o.site == pos->site && o.e->op_seq <= answered;
+        })) {
+      return false;
+    }
+    const size_t x = next.rank;
+    if (!seen.insert(x).second) return false;  // a cycle: the wait-cycle rules judge it
+    links.emplace_back("rank " + std::to_string(set_.ranks[cur].global_rank) + " waits for %s in " +
+                           std::string(format::opName(at->op)) + " #" + std::to_string(at->op_seq) +
+                           " on comm " + shortCommId(at->comm_id) + " from " +
+                           describeCallSite(siteAt(set_.ranks[cur], *at)),
+                       x);
+    const RankData& rx = set_.ranks[x];
+    const EventRecord* its_pending = newestPendingCommOp(rx);
+    const bool gone = rx.exited || rx.fatal_signal != 0 || dead(x);
+    if (!gone && its_pending != nullptr) {
+      if (its_pending->comm_id == at->comm_id) return false;
+      cur = x;
+      at = its_pending;
+      continue;
+    }
+    const std::string who = "rank " + std::to_string(rx.global_rank);
+    const EventRecord* last = newestCommOp(rx);
+    std::string head;
+    if (rx.exited) {
+      v.cls = VerdictClass::kRankExited;
+      head = who + " exited: ";
+    } else if (gone) {
+      v.cls = VerdictClass::kRankCrashed;
+      inferred_dead_.insert(x);
+      head = who + (rx.fatal_signal != 0
+                        ? " crashed (" + base::signalName(rx.fatal_signal) + "): "
+                        : " died without an exit mark (killed, e.g. SIGKILL or out of memory): ");
+    } else {
+      v.cls = VerdictClass::kRankStuckInHost;
+      head = who + " is alive but stuck in host code: ";
+    }
+    v.ranks = {rx.global_rank};
+    v.comm_id = at->comm_id;
+    v.seq = at->op_seq;
+    v.op = at->op;
+    v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
+    v.headline = head + lastOpPhrase(rx, last);
+    // From the culprit outward: "rank 1 waits for it in ...; ranks 0,2 wait for rank 1 in ...".
+    for (auto it = links.rbegin(); it != links.rend(); ++it) {
+      std::string link = it->first;
+      link.replace(
+          link.find("%s"), 2,
+          it->second == x ? "it" : "rank " + std::to_string(set_.ranks[it->second].global_rank));
+      v.headline += "; " + link;
+    }
+    v.headline += "; " + outer;
+    return true;
+  }
+  return false;
 }
 
 std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) const {

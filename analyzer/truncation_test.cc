@@ -121,10 +121,10 @@ TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
   EXPECT_EQ(v.headline.find("there it waits"), std::string::npos) << v.headline;
 }
 
-TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
+TEST(DiagnoseTest, ChainOfWaitsIsNamedByTheRankAtItsEnd) {
   // Ranks 0 and 2 wait in A#3 for rank 1, which waits in B#2 for rank 3, which is in host code.
-  // Rank 1's B#2 was enqueued before the others' A#3; the verdict is still rank 1 blocked in B
-  // (the start of the chain), not rank 3 stuck (which it would be were B diagnosed first).
+  // Rank 1 merely waits: the rank that stopped is rank 3, whatever was enqueued first (rank 1's
+  // B#2 before the others' A#3).
   Op on_b{kLoss, 1};
   on_b.comm = kOtherComm;
   Job job(4);
@@ -132,34 +132,54 @@ TEST(DiagnoseTest, ChainOfWaitsIsNamedFromItsStartWhateverWasEnqueuedFirst) {
   job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
   job.rank(1).events.back().enqueue_ns = kT0 + kSec;  // before ranks 0 and 2 enqueue A#3 (2 s)
   const Verdict v = job.diagnose();
-  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
-  EXPECT_EQ(v.ranks, std::vector<int>{1});
-  EXPECT_NE(v.headline.find("ncclAllReduce #2 on comm beef0000"), std::string::npos) << v.headline;
-  EXPECT_NE(v.headline.find("ranks 0,2 wait for it in ncclAllReduce #3 on comm c0ffee00"),
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "logLoss");
+  EXPECT_NE(v.headline.find("rank 3 is alive but stuck in host code: its last NCCL op "
+                            "(ncclAllReduce #1 from logLoss() train.cc:40) completed"),
             std::string::npos)
       << v.headline;
-  // The next link: what rank 1 waits for there.
-  EXPECT_NE(v.headline.find("; there it waits for rank 3, in host code: its last NCCL op "
-                            "(ncclAllReduce #1 from logLoss() train.cc:40) completed"),
+  EXPECT_NE(v.headline.find("; rank 1 waits for it in ncclAllReduce #2 on comm beef0000 from "
+                            "logLoss() train.cc:40; ranks 0,2 wait for rank 1 in ncclAllReduce "
+                            "#3 on comm c0ffee00"),
             std::string::npos)
       << v.headline;
 }
 
-TEST(DiagnoseTest, BlockedElsewhereSaysHowTheRankItWaitsForIs) {
+TEST(DiagnoseTest, ChainOfWaitsEndingInARankThatLeftNamesIt) {
   Op on_b{kLoss, 1};
   on_b.comm = kOtherComm;
-  for (const auto& [mark, phrase] : std::vector<std::pair<std::string, std::string>>{
-           {"exited", ", which exited"}, {"crashed", ", which crashed (SIGSEGV)"}}) {
+  for (const auto& [mark, cls] : std::vector<std::pair<std::string, VerdictClass>>{
+           {"exited", VerdictClass::kRankExited}, {"crashed", VerdictClass::kRankCrashed}}) {
     Job job(4);
     job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
     job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
     if (mark == "exited") job.rank(3).exited = true;
     if (mark == "crashed") job.rank(3).fatal_signal = 11;
     const Verdict v = job.diagnose();
-    EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << mark << ": " << v.headline;
-    EXPECT_NE(v.headline.find("; there it waits for rank 3" + phrase), std::string::npos)
+    EXPECT_EQ(v.cls, cls) << mark << ": " << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{3}) << mark << ": " << v.headline;
+    EXPECT_NE(v.headline.find("; rank 1 waits for it in ncclAllReduce #2 on comm beef0000"),
+              std::string::npos)
         << mark << ": " << v.headline;
   }
+}
+
+TEST(DiagnoseTest, RankBlockedWhereSeveralRanksAreMissingIsBlockedElsewhere) {
+  // Rank 1 waits in B#2 for ranks 3 and 4, both in host code: no one rank ends the chain, so the
+  // verdict is where rank 1 is blocked, with what it waits for there.
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(5);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b}).ops(4, {on_b});
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankBlockedElsewhere) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_NE(v.headline.find("; there it waits for ranks 3-4"), std::string::npos) << v.headline;
 }
 
 }  // namespace
