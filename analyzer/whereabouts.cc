@@ -134,6 +134,8 @@ ThreadPlace placeOf(const format::ThreadState& thread, const CallSites& sites) {
     if (!thread.wchan.empty()) p.doing += " in kernel " + thread.wchan;
     if ((thread.flags & format::kThreadPythonListed) != 0)
       p.doing += "; Python frames from the interpreter's thread list";
+    if ((thread.flags & format::kThreadUnwoundAsleep) != 0)
+      p.doing += "; frames unwound from the registers the kernel saved";
     return p;
   }
   p.doing = stateWord(thread.kernel_state);

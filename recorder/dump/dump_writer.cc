@@ -1,13 +1,17 @@
 // libncclrec_dump.so: turns the live black box of the calling process into a symbolized protobuf
 // dump. Loaded by the recorder at its first dump; exports ncclrecWriteDump only.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "recorder/dump/dump_api.h"
+#include "recorder/dump/sleep_unwind.h"
 #include "recorder/dump/symbolize.h"
 #include "recorder/format/base/clock.h"
+#include "recorder/format/bbox_layout.h"
 #include "recorder/format/dump_io.h"
 #include "recorder/format/reader.h"
 
@@ -37,6 +41,17 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
     stack.symbolized = true;
   }
   for (format::ThreadState& thread : data.threads) {
+    // A thread left asleep (asking would have cut its sleep short) has no native frames: the
+    // kernel's saved stack pointer and program counter give them, while it still sleeps.
+    const bool native = std::any_of(thread.frames.begin(), thread.frames.end(),
+                                    [](const format::Frame& f) { return !f.python; });
+    if ((thread.flags & format::kThreadInSleepingCall) != 0 && !native) {
+      const size_t max = format::kThreadMaxFrames;
+      const size_t room = max - std::min(thread.frames.size(), max);
+      const std::vector<uint64_t> unwound = dump::unwindBlockedThread(thread.tid, room);
+      for (uint64_t address : unwound) thread.frames.push_back(format::Frame{.address = address});
+      if (!unwound.empty()) thread.flags |= format::kThreadUnwoundAsleep;
+    }
     for (format::Frame& frame : thread.frames) {
       if (frame.python) continue;
       format::Frame resolved = symbolizer.symbolize(frame.address);

@@ -205,6 +205,10 @@ inline constexpr uint32_t kThreadInSleepingCall = 1u << 3;
 // It did not capture its own stack, but its Python frames were read from the interpreter's
 // thread list (recorder/python_threads.cc): python_depth frames, no native ones.
 inline constexpr uint32_t kThreadPythonListed = 1u << 4;
+// Not asked (kThreadInSleepingCall), but its native frames were unwound at dump time from the
+// stack pointer and program counter the kernel saved when it entered its call
+// (recorder/dump/sleep_unwind.h): in dumps only, never in the black box itself.
+inline constexpr uint32_t kThreadUnwoundAsleep = 1u << 5;
 inline constexpr uint32_t kThreadMaxFrames = 128;
 
 // One thread of the process at the latest snapshot (recorder/thread_snapshot.h). frames[] holds
