@@ -40,6 +40,7 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
     }
     stack.symbolized = true;
   }
+  dump::BlockedThreadUnwinder unwinder;
   for (format::ThreadState& thread : data.threads) {
     // A thread left asleep (asking would have cut its sleep short) has no native frames: the
     // kernel's saved stack pointer and program counter give them, while it still sleeps.
@@ -48,8 +49,12 @@ int writeDumpImpl(const NcclrecDumpRequest* request) {
     if ((thread.flags & format::kThreadInSleepingCall) != 0 && !native) {
       const size_t max = format::kThreadMaxFrames;
       const size_t room = max - std::min(thread.frames.size(), max);
-      const std::vector<uint64_t> unwound = dump::unwindBlockedThread(thread.tid, room);
-      for (uint64_t address : unwound) thread.frames.push_back(format::Frame{.address = address});
+      const std::vector<uint64_t> unwound = unwinder.unwind(thread.tid, room);
+      for (uint64_t address : unwound) {
+        format::Frame frame;
+        frame.address = address;
+        thread.frames.push_back(std::move(frame));
+      }
       if (!unwound.empty()) thread.flags |= format::kThreadUnwoundAsleep;
     }
     for (format::Frame& frame : thread.frames) {

@@ -45,16 +45,23 @@ struct Walk {
   std::vector<uint64_t> frames;
 };
 
+// The walk under way: libdw's callbacks get the session's argument, fixed when it attaches.
+struct Current {
+  Walk* walk = nullptr;
+};
+
 pid_t nextThread(Dwfl*, void* arg, void** thread_arg) {
   // One thread: the one asked for, once.
   if (*thread_arg != nullptr) return 0;
-  *thread_arg = arg;
-  return static_cast<Walk*>(arg)->tid;
+  Walk* walk = static_cast<Current*>(arg)->walk;
+  *thread_arg = walk;
+  return walk->tid;
 }
 
 bool getThread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
-  if (tid != static_cast<Walk*>(arg)->tid) return false;
-  *thread_arg = arg;
+  Walk* walk = static_cast<Current*>(arg)->walk;
+  if (tid != walk->tid) return false;
+  *thread_arg = walk;
   return true;
 }
 
@@ -77,34 +84,6 @@ int onFrame(Dwfl_Frame* frame, void* arg) {
   if (!dwfl_frame_pc(frame, &pc, &activation) || pc == 0) return DWARF_CB_ABORT;
   walk->frames.push_back(pc);
   return walk->frames.size() >= walk->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
-}
-
-void walkFrames(Walk& walk) {
-  static char* debuginfo_path = nullptr;
-  static const Dwfl_Callbacks callbacks = {
-      .find_elf = dwfl_linux_proc_find_elf,
-      .find_debuginfo = dwfl_standard_find_debuginfo,
-      .section_address = nullptr,
-      .debuginfo_path = &debuginfo_path,
-  };
-  static const Dwfl_Thread_Callbacks thread_callbacks = {
-      .next_thread = nextThread,
-      .get_thread = getThread,
-      .memory_read = memoryRead,
-      .set_initial_registers = setInitialRegisters,
-      .detach = nullptr,
-      .thread_detach = nullptr,
-  };
-  Dwfl* dwfl = dwfl_begin(&callbacks);
-  if (dwfl == nullptr) return;
-  dwfl_report_begin(dwfl);
-  const int reported = dwfl_linux_proc_report(dwfl, getpid());
-  if (dwfl_report_end(dwfl, nullptr, nullptr) == 0 && reported == 0 &&
-      dwfl_attach_state(dwfl, nullptr, getpid(), &thread_callbacks, &walk)) {
-    // The end of the walk reads as an error on some systems: the frames found are kept.
-    dwfl_getthread_frames(dwfl, walk.tid, onFrame, &walk);
-  }
-  dwfl_end(dwfl);
 }
 #endif
 
@@ -129,16 +108,66 @@ std::optional<BlockedCall> parseBlockedCall(std::string_view line) {
   return BlockedCall{nr, values[6], values[7]};
 }
 
-std::vector<uint64_t> unwindBlockedThread(int tid, size_t max_frames) {
 #ifdef NCCLREC_HAVE_LIBDW
-  if (kDwarfSp < 0 || max_frames == 0) return {};
+struct BlockedThreadUnwinder::Session {
+  Dwfl* dwfl = nullptr;
+  Current current;
+
+  ~Session() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+
+  bool open() {
+    static char* debuginfo_path = nullptr;
+    static const Dwfl_Callbacks callbacks = {
+        .find_elf = dwfl_linux_proc_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = nullptr,
+        .debuginfo_path = &debuginfo_path,
+    };
+    static const Dwfl_Thread_Callbacks thread_callbacks = {
+        .next_thread = nextThread,
+        .get_thread = getThread,
+        .memory_read = memoryRead,
+        .set_initial_registers = setInitialRegisters,
+        .detach = nullptr,
+        .thread_detach = nullptr,
+    };
+    dwfl = dwfl_begin(&callbacks);
+    if (dwfl == nullptr) return false;
+    dwfl_report_begin(dwfl);
+    const int reported = dwfl_linux_proc_report(dwfl, getpid());
+    return dwfl_report_end(dwfl, nullptr, nullptr) == 0 && reported == 0 &&
+           dwfl_attach_state(dwfl, nullptr, getpid(), &thread_callbacks, &current);
+  }
+};
+#else
+struct BlockedThreadUnwinder::Session {};
+#endif
+
+BlockedThreadUnwinder::BlockedThreadUnwinder() = default;
+BlockedThreadUnwinder::~BlockedThreadUnwinder() = default;
+
+std::vector<uint64_t> BlockedThreadUnwinder::unwind(int tid, size_t max_frames) {
+#ifdef NCCLREC_HAVE_LIBDW
+  if (kDwarfSp < 0 || max_frames == 0 || failed_) return {};
   const std::optional<BlockedCall> before = readBlockedCall(tid);
   if (!before) return {};
+  if (session_ == nullptr) {
+    session_ = std::make_unique<Session>();
+    if (!session_->open()) {
+      failed_ = true;
+      return {};
+    }
+  }
   Walk walk;
   walk.tid = tid;
   walk.at = *before;
   walk.max_frames = max_frames;
-  walkFrames(walk);
+  session_->current.walk = &walk;
+  // The end of the walk reads as an error on some systems: the frames found are kept.
+  dwfl_getthread_frames(session_->dwfl, tid, onFrame, &walk);
+  session_->current.walk = nullptr;
   // Still in the same call at the same place: the stack read is the one it sleeps on.
   if (readBlockedCall(tid) != before || walk.frames.empty() || walk.frames.front() != before->pc)
     return {};

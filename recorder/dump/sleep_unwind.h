@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -28,9 +29,25 @@ struct BlockedCall {
 };
 std::optional<BlockedCall> parseBlockedCall(std::string_view line);
 
-// The thread's native frames, innermost first (its program counter, then return addresses), at
-// most `max_frames`; empty when it is not blocked in a system call, moved during the walk, or
-// libdw is not available (built without it, or this architecture's registers are not known).
-std::vector<uint64_t> unwindBlockedThread(int tid, size_t max_frames);
+// Unwinds threads of this process blocked in system calls; one libdw session (the module map read
+// once) for all the threads of a dump. Not thread-safe; off the record path (allocates, opens
+// files).
+class BlockedThreadUnwinder {
+ public:
+  BlockedThreadUnwinder();
+  ~BlockedThreadUnwinder();
+  BlockedThreadUnwinder(const BlockedThreadUnwinder&) = delete;
+  BlockedThreadUnwinder& operator=(const BlockedThreadUnwinder&) = delete;
+
+  // The thread's native frames, innermost first (its program counter, then return addresses),
+  // at most `max_frames`; empty when it is not blocked in a system call, moved during the walk,
+  // or libdw is not available (built without it, or this architecture's registers unknown).
+  std::vector<uint64_t> unwind(int tid, size_t max_frames);
+
+ private:
+  struct Session;  // libdw, opened on first use
+  std::unique_ptr<Session> session_;
+  bool failed_ = false;
+};
 
 }  // namespace ncclrec::dump

@@ -72,11 +72,17 @@ TEST(SleepUnwindTest, ASleepingThreadIsPlacedInTheFunctionThatSleeps) {
   });
   while (tid.load() == 0) std::this_thread::yield();
   // The 20 ms sleeps leave it blocked most of the time; a walk that raced a wake-up is empty.
+  BlockedThreadUnwinder unwinder;
   std::vector<uint64_t> frames;
   for (int attempt = 0; attempt < 20 && frames.empty(); ++attempt) {
     ASSERT_TRUE(waitBlocked(tid));
-    frames = unwindBlockedThread(tid, 32);
+    frames = unwinder.unwind(tid, 32);
   }
+  // The session serves the next walk too (a dump's sleeping threads share it).
+  ASSERT_TRUE(waitBlocked(tid));
+  std::vector<uint64_t> again;
+  for (int attempt = 0; attempt < 20 && again.empty(); ++attempt) again = unwinder.unwind(tid, 32);
+  EXPECT_FALSE(again.empty());
   g_stop = true;
   sleeper.join();
   ASSERT_FALSE(frames.empty());
@@ -100,7 +106,7 @@ TEST(SleepUnwindTest, ARunningThreadGivesNoFrames) {
     }
   });
   while (tid.load() == 0) std::this_thread::yield();
-  EXPECT_TRUE(unwindBlockedThread(tid, 32).empty());
+  EXPECT_TRUE(BlockedThreadUnwinder().unwind(tid, 32).empty());
   stop = true;
   spinner.join();
 }
