@@ -108,12 +108,16 @@ TEST(DivergenceTest, ARankThatWentPastTheSlotOnAnotherCommunicatorSkippedIt) {
   Op bcast = broadcast(kParams, 16);
   bcast.comm = kOtherComm;
   const Op red = reduce(kEmaReduce, 16), gather{kMergeBcast, 256, OpType::kAllGather};
-  Job job(3);
-  for (int step = 0; step < 2; ++step) {
-    job.ops(0, {red, gather});
-    job.ops(1, {red, bcast, gather});
-    job.ops(2, {bcast});
-  }
+  const auto twoSteps = [&] {
+    Job job(3);
+    for (int step = 0; step < 2; ++step) {
+      job.ops(0, {red, gather});
+      job.ops(1, {red, bcast, gather});
+      job.ops(2, {bcast});
+    }
+    return job;
+  };
+  Job job = twoSteps();
   job.ops(0, {red}, true);
   job.ops(1, {bcast, gather}, true);
   job.ops(2, {bcast, bcast}, true);
@@ -124,12 +128,7 @@ TEST(DivergenceTest, ARankThatWentPastTheSlotOnAnotherCommunicatorSkippedIt) {
   EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights") << v.headline;
 
   // Had it all-gathered before the broadcast, the records would be those of a swap.
-  Job swapped(3);
-  for (int step = 0; step < 2; ++step) {
-    swapped.ops(0, {red, gather});
-    swapped.ops(1, {red, bcast, gather});
-    swapped.ops(2, {bcast});
-  }
+  Job swapped = twoSteps();
   swapped.ops(0, {red}, true);
   swapped.ops(1, {gather}, true);
   swapped.ops(2, {bcast}, true);
