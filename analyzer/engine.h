@@ -215,6 +215,17 @@ class Engine {
   // issued that call site there before, that rank is the culprit and the ranks on the chain wait
   // (cause before symptom): fills `v` and returns true.
   bool blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer, Verdict& v);
+  // One link of a chain of waits: "rank 1 waits for %s in ncclBroadcast #3 ..." and the stream
+  // rank %s stands for.
+  struct ChainLink {
+    std::string what;
+    size_t waits_for = 0;
+  };
+  // The rank where the chain from `self`, blocked in `at`, ends: one that stopped (exited,
+  // crashed, or in no NCCL op); nullopt when a link waits for several ranks, for a new call site,
+  // or comes back (a cycle). `at` becomes the op the last link waits in; `links` gets the links.
+  std::optional<size_t> chainEnd(size_t self, const EventRecord*& at,
+                                 std::vector<ChainLink>& links) const;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
   // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop

@@ -1,6 +1,7 @@
 // Classifying a stream that stopped while others wait: exited, crashed, blocked elsewhere, or
 // stuck in host code.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -134,7 +135,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                               " for " + who + " in " + std::string(format::opName(waited.e->op)) +
                               " #" + std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) +
                               " from " + describeCallSite(waited_site);
-    if (blameChainEnd(stopped.rank, *pending, outer, v)) return;
+    if (culprits.size() == 1 && blameChainEnd(stopped.rank, *pending, outer, v)) return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(rd, *pending);
     v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
@@ -152,18 +153,15 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
 }
 
-bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,
-                           Verdict& v) {
+std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
+                                       std::vector<ChainLink>& links) const {
   constexpr int kMaxHops = 8;
-  // Outermost first: "rank 1 waits for %s in ..." and the rank %s stands for.
-  std::vector<std::pair<std::string, size_t>> links;
   std::set<size_t> seen = {self};
   size_t cur = self;
-  const EventRecord* at = &pending;
   for (int hop = 0; hop < kMaxHops; ++hop) {
     const auto there = std::find_if(comms_.begin(), comms_.end(),
                                     [&](const CommStreams& c) { return c.comm_id == at->comm_id; });
-    if (there == comms_.end() || !format::isCollective(at->op)) return false;
+    if (there == comms_.end() || !format::isCollective(at->op)) return std::nullopt;
     const Stream* mine = nullptr;
     std::vector<size_t> behind;  // streams that have not issued at's seq
     for (const Stream& st : there->streams) {
@@ -173,7 +171,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
         behind.push_back(&st - there->streams.data());
       }
     }
-    if (behind.size() != 1 || mine == nullptr) return false;
+    if (behind.size() != 1 || mine == nullptr) return std::nullopt;
     const Stream& next = there->streams[behind.front()];
     // The op waited in repeats one from the same call site that the next rank answered before;
     // a new call site would make the chain's link the one that deviated (a gated collective).
@@ -183,58 +181,66 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     if (pos == mine->ops.end() || std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
           return o.site == pos->site && o.e->op_seq <= answered;
         })) {
-      return false;
+      return std::nullopt;
     }
     const size_t x = next.rank;
-    if (!seen.insert(x).second) return false;  // a cycle: the wait-cycle rules judge it
-    links.emplace_back("rank " + std::to_string(set_.ranks[cur].global_rank) + " waits for %s in " +
-                           std::string(format::opName(at->op)) + " #" + std::to_string(at->op_seq) +
-                           " on comm " + shortCommId(at->comm_id) + " from " +
-                           describeCallSite(siteAt(set_.ranks[cur], *at)),
-                       x);
+    if (!seen.insert(x).second) return std::nullopt;  // a cycle: the wait-cycle rules judge it
+    links.push_back({"rank " + std::to_string(set_.ranks[cur].global_rank) + " waits for %s in " +
+                         std::string(format::opName(at->op)) + " #" + std::to_string(at->op_seq) +
+                         " on comm " + shortCommId(at->comm_id) + " from " +
+                         describeCallSite(siteAt(set_.ranks[cur], *at)),
+                     x});
     const RankData& rx = set_.ranks[x];
     const EventRecord* its_pending = newestPendingCommOp(rx);
-    const bool gone = rx.exited || rx.fatal_signal != 0 || dead(x);
-    if (!gone && its_pending != nullptr) {
-      if (its_pending->comm_id == at->comm_id) return false;
-      cur = x;
-      at = its_pending;
-      continue;
-    }
-    const std::string who = "rank " + std::to_string(rx.global_rank);
-    const EventRecord* last = newestCommOp(rx);
-    std::string head;
-    if (rx.exited) {
-      v.cls = VerdictClass::kRankExited;
-      head = who + " exited: ";
-    } else if (gone) {
-      v.cls = VerdictClass::kRankCrashed;
-      inferred_dead_.insert(x);
-      head = who + (rx.fatal_signal != 0
-                        ? " crashed (" + base::signalName(rx.fatal_signal) + "): "
-                        : " died without an exit mark (killed, e.g. SIGKILL or out of memory): ");
-    } else {
-      v.cls = VerdictClass::kRankStuckInHost;
-      head = who + " is alive but stuck in host code: ";
-    }
-    v.ranks = {rx.global_rank};
-    v.comm_id = at->comm_id;
-    v.seq = at->op_seq;
-    v.op = at->op;
-    v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
-    v.headline = head + lastOpPhrase(rx, last);
-    // From the culprit outward: "rank 1 waits for it in ...; ranks 0,2 wait for rank 1 in ...".
-    for (auto it = links.rbegin(); it != links.rend(); ++it) {
-      std::string link = it->first;
-      link.replace(
-          link.find("%s"), 2,
-          it->second == x ? "it" : "rank " + std::to_string(set_.ranks[it->second].global_rank));
-      v.headline += "; " + link;
-    }
-    v.headline += "; " + outer;
-    return true;
+    if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) return x;
+    if (its_pending->comm_id == at->comm_id) return std::nullopt;
+    cur = x;
+    at = its_pending;
   }
-  return false;
+  return std::nullopt;
+}
+
+bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,
+                           Verdict& v) {
+  std::vector<ChainLink> links;  // outermost first
+  const EventRecord* at = &pending;
+  const std::optional<size_t> end = chainEnd(self, at, links);
+  if (!end) return false;
+  const size_t x = *end;
+  const RankData& rx = set_.ranks[x];
+  const std::string who = "rank " + std::to_string(rx.global_rank);
+  const EventRecord* last = newestCommOp(rx);
+  std::string head;
+  if (rx.exited) {
+    v.cls = VerdictClass::kRankExited;
+    head = who + " exited: ";
+  } else if (rx.fatal_signal != 0 || dead(x)) {
+    v.cls = VerdictClass::kRankCrashed;
+    inferred_dead_.insert(x);
+    head = who + (rx.fatal_signal != 0
+                      ? " crashed (" + base::signalName(rx.fatal_signal) + "): "
+                      : " died without an exit mark (killed, e.g. SIGKILL or out of memory): ");
+  } else {
+    v.cls = VerdictClass::kRankStuckInHost;
+    head = who + " is alive but stuck in host code: ";
+  }
+  v.ranks = {rx.global_rank};
+  v.comm_id = at->comm_id;
+  v.seq = at->op_seq;
+  v.op = at->op;
+  v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
+  v.headline = head + lastOpPhrase(rx, last);
+  // From the culprit outward: "rank 1 waits for it in ...; ranks 0,2 wait for rank 1 in ...".
+  for (auto it = links.rbegin(); it != links.rend(); ++it) {
+    std::string link = it->what;
+    link.replace(link.find("%s"), 2,
+                 it->waits_for == x
+                     ? "it"
+                     : "rank " + std::to_string(set_.ranks[it->waits_for].global_rank));
+    v.headline += "; " + link;
+  }
+  v.headline += "; " + outer;
+  return true;
 }
 
 std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) const {
