@@ -73,6 +73,12 @@ class Converter {
   std::string stack_key_;          // reused by internStackByText
   std::vector<uint64_t> ids_key_;  // reused by internStack
   std::map<std::vector<uint64_t>, uint32_t> stack_of_ids_;
+  // By string node (pickles): the parsed profiling name, the comm (index in out_.comms, or
+  // npos), the state and the dtype code.
+  fr::ByString<ParsedName> names_;
+  fr::ByString<size_t> comm_by_name_;
+  fr::ByString<EventState> states_;
+  fr::ByString<int> dtypes_;
 };
 
 template <class V>
@@ -111,17 +117,20 @@ base::Status Converter<V>::readGroups(V pg_config) {
 template <class V>
 uint32_t Converter<V>::internStack(V frames) {
   if constexpr (std::is_same_v<V, PickleValue>) {
-    // Memoized strings: the same frames are the same string nodes, found without reading them.
+    // Memoized strings: the same frames are the same key and value nodes, found without reading
+    // them. Each frame is its number of pairs, then its (key node, value) pairs in order: the
+    // same sequence is the same text (a different one may still be, and is found by text).
     ids_key_.clear();
     for (size_t k = 0; k < frames.size(); ++k) {
       const V f = frames.at(k);
       if (!f.isDict()) continue;
-      for (const char* field : {"name", "filename", "line"}) {
-        const std::optional<V> v = f.find(field);
+      ids_key_.push_back(f.size());
+      for (size_t i = 0; i < f.size(); ++i) {
+        const V v = f.valueAt(i);
+        ids_key_.push_back(f.keyAt(i).id());
         // An integer (the line) and a node never share a key: odd and even.
-        ids_key_.push_back(!v           ? 1
-                           : v->isInt() ? static_cast<uint64_t>(v->integer()) << 1 | 1
-                                        : uint64_t{v->id()} << 1);
+        ids_key_.push_back(v.isInt() ? static_cast<uint64_t>(v.integer()) << 1 | 1
+                                     : uint64_t{v.id()} << 1);
       }
     }
     if (const auto it = stack_of_ids_.find(ids_key_); it != stack_of_ids_.end()) return it->second;
@@ -171,17 +180,21 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
     return fail("entry " + std::to_string(position) + ": " + why);
   };
   if (!e.value) return bad("not a dict");
-  const ParsedName name = parseProfilingName(e.stringOf(fr::kProfilingName));
-  std::string_view pg_name;
-  if (const auto& pg = e.fields[fr::kProcessGroup];
-      pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString()) {
-    pg_name = pg->at(0).str();
+  const auto& profiling = e.fields[fr::kProfilingName];
+  const ParsedName name = profiling ? names_.get(*profiling, parseProfilingName) : ParsedName();
+  const auto& pg = e.fields[fr::kProcessGroup];
+  const bool has_pg = pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString();
+  constexpr size_t kNoComm = std::string::npos;
+  const auto commOf = [&](std::string_view pg_name) {
+    const auto it = comm_of_pg_.find(pg_name);
+    return it == comm_of_pg_.end() ? kNoComm : it->second;
+  };
+  const size_t comm_index = has_pg ? comm_by_name_.get(pg->at(0), commOf) : commOf("");
+  if (comm_index == kNoComm) {
+    return bad("process group '" + std::string(has_pg ? pg->at(0).str() : "") +
+               "' is not in pg_config");
   }
-  const auto cit = comm_of_pg_.find(pg_name);
-  if (cit == comm_of_pg_.end()) {
-    return bad("process group '" + std::string(pg_name) + "' is not in pg_config");
-  }
-  const Comm& comm = out_.comms[cit->second];
+  const Comm& comm = out_.comms[comm_index];
   const int64_t seq = e.intOf(fr::kCollectiveSeq, 0);
   if (name.coalesced_marker) {
     // From format 2.7 the ops of a coalesced group precede their marker, sharing its seq.
@@ -195,10 +208,13 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   ev.comm_index = comm.index;
   ev.rank = comm.rank;
   ev.nranks = comm.nranks;
-  const std::string_view state = e.stringOf(fr::kState);
-  ev.state = state == "completed" ? EventState::kCompleted
-             : state == "started" ? EventState::kStarted
-                                  : EventState::kEnqueued;
+  const auto stateOf = [](std::string_view state) {
+    return state == "completed" ? EventState::kCompleted
+           : state == "started" ? EventState::kStarted
+                                : EventState::kEnqueued;
+  };
+  const auto& state = e.fields[fr::kState];
+  ev.state = state ? states_.get(*state, stateOf) : EventState::kEnqueued;
   if (isP2p(ev.op)) {
     ev.peer = name.peer;
     ev.op_seq = ++p2p_seq_[{comm.comm_id, name.peer, ev.op == OpType::kSend}];
@@ -210,7 +226,7 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
     ev.count = firstTensorElements(*sizes);
   if (const auto& dtypes = e.fields[fr::kInputDtypes];
       dtypes && dtypes->isSequence() && dtypes->size() > 0 && dtypes->at(0).isString()) {
-    ev.dtype = dtypeCode(dtypes->at(0).str());
+    ev.dtype = dtypes_.get(dtypes->at(0), dtypeCode);
   }
   ev.enqueue_ns = e.intOf(fr::kCreated, 0);
   ev.start_ns = e.intOf(fr::kStarted, 0);  // null (pickle) or 0 (JSON)
@@ -360,10 +376,19 @@ base::StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, cons
     NCCLREC_ASSIGN_OR_RETURN(const Json dump, parseFlightRecorderJson(bytes, path));
     return flightRecorderToModel(dump, path, global_rank);
   }
-  // The pickle is converted from its decoded form directly: no JSON document in between.
-  NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path));
-  Converter<PickleValue> c(path, global_rank);
-  return c.run(doc.root());
+  // The pickle is converted from its decoded form directly: no JSON document in between. Each
+  // thread decodes into one doc, file after file: its pages are touched once, not per file.
+  // The doc of a file over 64 MiB is given back once converted.
+  thread_local PickleDoc doc;
+  base::Status decoded = decodePickleInto(data, size, path, &doc);
+  std::optional<base::StatusOr<RankData>> out;
+  if (decoded.ok()) {
+    Converter<PickleValue> c(path, global_rank);
+    out.emplace(c.run(doc.root()));
+  }
+  if (size > (64u << 20)) doc = PickleDoc();
+  if (!out) return decoded;
+  return std::move(*out);
 }
 
 base::StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,

@@ -9,6 +9,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -150,6 +151,36 @@ class FieldCache {
  private:
   static constexpr uint8_t kUnknown = 0xff;
   std::vector<uint8_t> known_;  // by node id
+};
+
+// A value computed from a string once per string node of a pickle (a pickler writes each
+// distinct string once and refers back to it, so an entry's profiling name, group and dtype are
+// a few nodes met again and again); computed every time from JSON. Direct-mapped: a slot that two
+// nodes share is computed again, never wrong.
+template <class T>
+class ByString {
+ public:
+  template <class F>
+  T get(PickleValue s, F&& make) {
+    Slot& slot = slots_[s.id() % kSlots];
+    if (slot.id != s.id()) {
+      slot.value = make(s.str());
+      slot.id = s.id();
+    }
+    return slot.value;
+  }
+  template <class F>
+  T get(JsonRef s, F&& make) {
+    return make(s.str());
+  }
+
+ private:
+  static constexpr size_t kSlots = 64;
+  struct Slot {
+    uint32_t id = std::numeric_limits<uint32_t>::max();  // no node has it
+    T value{};
+  };
+  std::array<Slot, kSlots> slots_{};
 };
 
 inline Entry<PickleValue> entryOf(PickleValue e, FieldCache& cache) {
