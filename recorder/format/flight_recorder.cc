@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,15 @@ uint64_t firstTensorElements(V sizes) {
   return n;
 }
 
+// FNV-1a over the words of a stack's key (internStack).
+struct WordsHash {
+  size_t operator()(const std::vector<uint64_t>& words) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const uint64_t w : words) h = (h ^ w) * 0x100000001b3ull;
+    return static_cast<size_t>(h);
+  }
+};
+
 template <class V>
 class Converter {
  public:
@@ -72,7 +82,7 @@ class Converter {
   std::map<std::string, uint32_t, std::less<>> stack_ids_;
   std::string stack_key_;          // reused by internStackByText
   std::vector<uint64_t> ids_key_;  // reused by internStack
-  std::map<std::vector<uint64_t>, uint32_t> stack_of_ids_;
+  std::unordered_map<std::vector<uint64_t>, uint32_t, WordsHash> stack_of_ids_;
   // By string node (pickles): the parsed profiling name, the comm (index in out_.comms, or
   // npos), the state and the dtype code.
   fr::ByString<ParsedName> names_;

@@ -65,7 +65,7 @@ inline std::string text(JsonRef v) { return v.text(); }
 
 // Integers are numbers in the pickle and sometimes strings in the JSON form (pg_status).
 template <class V>
-std::optional<int64_t> asInt(V v) {
+[[gnu::always_inline]] inline std::optional<int64_t> asInt(V v) {
   if (v.isInt()) return v.integer();
   if (v.isString()) {
     const std::string_view s = v.str();
