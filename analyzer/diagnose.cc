@@ -94,7 +94,9 @@ void Engine::buildStreams() {
   }
 }
 
-int64_t pendingSince(const CommStreams& c) {
+namespace {
+
+int64_t scanPendingSince(const CommStreams& c) {
   int64_t t = INT64_MAX;
   for (const Stream& s : c.streams) {
     for (const Op& o : s.ops) {
@@ -104,7 +106,10 @@ int64_t pendingSince(const CommStreams& c) {
   return t;
 }
 
+}  // namespace
+
 void Engine::orderComms() {
+  for (CommStreams& c : comms_) c.pending_since = scanPendingSince(c);
   for (const CommStreams& c : comms_) order_.push_back(&c);
   // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
   // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,

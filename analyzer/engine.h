@@ -59,7 +59,8 @@ struct Stream {
 
 struct CommStreams {
   uint64_t comm_id = 0;
-  std::vector<Stream> streams;  // one per process holding the communicator
+  std::vector<Stream> streams;        // one per process holding the communicator
+  int64_t pending_since = INT64_MAX;  // pendingSince(), found once the streams are built
 };
 
 struct ShapeKey {
@@ -248,7 +249,8 @@ class Engine {
 // followed", root_cause.cc).
 void becomeCause(Verdict& v, Verdict cause);
 
-// When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none.
-int64_t pendingSince(const CommStreams& c);
+// When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none. Found once
+// per communicator when the engine is built (a rule may ask often; each scan reads every op).
+inline int64_t pendingSince(const CommStreams& c) { return c.pending_since; }
 
 }  // namespace ncclrec::analyzer::engine
