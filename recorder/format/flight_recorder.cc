@@ -4,6 +4,7 @@
 #include "recorder/format/flight_recorder.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -47,12 +48,14 @@ uint64_t firstTensorElements(V sizes) {
   return n;
 }
 
-// FNV-1a over the words of a stack's key (internStack).
+// FNV-1a over the words of a stack's key (internStack), in four independent lanes.
 struct WordsHash {
   size_t operator()(const std::vector<uint64_t>& words) const {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const uint64_t w : words) h = (h ^ w) * 0x100000001b3ull;
-    return static_cast<size_t>(h);
+    constexpr uint64_t kPrime = 0x100000001b3ull;
+    uint64_t h[4] = {0xcbf29ce484222325ull, 1, 2, words.size()};
+    for (size_t k = 0; k < words.size(); ++k) h[k % 4] = (h[k % 4] ^ words[k]) * kPrime;
+    return static_cast<size_t>(h[0] ^ std::rotl(h[1], 16) ^ std::rotl(h[2], 32) ^
+                               std::rotl(h[3], 48));
   }
 };
 
@@ -80,8 +83,10 @@ class Converter {
   std::set<std::pair<uint64_t, int64_t>> coalesced_;       // the same, of each end marker
   std::map<std::tuple<uint64_t, int, bool>, uint64_t> p2p_seq_;
   std::map<std::string, uint32_t, std::less<>> stack_ids_;
-  std::string stack_key_;          // reused by internStackByText
-  std::vector<uint64_t> ids_key_;  // reused by internStack
+  std::string stack_key_;               // reused by internStackByText
+  std::vector<uint64_t> ids_key_;       // reused by internStack
+  std::vector<uint64_t> last_ids_key_;  // internStack's previous key and its stack
+  uint32_t last_stack_id_ = 0;
   std::unordered_map<std::vector<uint64_t>, uint32_t, WordsHash> stack_of_ids_;
   // By string node (pickles): the parsed profiling name, the comm (index in out_.comms, or
   // npos), the state and the dtype code.
@@ -143,9 +148,13 @@ uint32_t Converter<V>::internStack(V frames) {
                                      : uint64_t{v.id()} << 1);
       }
     }
-    if (const auto it = stack_of_ids_.find(ids_key_); it != stack_of_ids_.end()) return it->second;
-    const uint32_t id = internStackByText(frames);
-    stack_of_ids_.emplace(ids_key_, id);
+    // Most entries repeat the stack of the one before: no hashing then.
+    if (ids_key_ == last_ids_key_) return last_stack_id_;
+    const auto it = stack_of_ids_.find(ids_key_);
+    const uint32_t id = it != stack_of_ids_.end() ? it->second : internStackByText(frames);
+    if (it == stack_of_ids_.end()) stack_of_ids_.emplace(ids_key_, id);
+    last_ids_key_ = ids_key_;
+    last_stack_id_ = id;
     return id;
   }
   return internStackByText(frames);
@@ -189,10 +198,10 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   const auto bad = [&](const std::string& why) {
     return fail("entry " + std::to_string(position) + ": " + why);
   };
-  if (!e.value) return bad("not a dict");
-  const auto& profiling = e.fields[fr::kProfilingName];
+  if (!e.dict) return bad("not a dict");
+  const std::optional<V> profiling = e.field(fr::kProfilingName);
   const ParsedName name = profiling ? names_.get(*profiling, parseProfilingName) : ParsedName();
-  const auto& pg = e.fields[fr::kProcessGroup];
+  const std::optional<V> pg = e.field(fr::kProcessGroup);
   const bool has_pg = pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString();
   constexpr size_t kNoComm = std::string::npos;
   const auto commOf = [&](std::string_view pg_name) {
@@ -223,7 +232,7 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
            : state == "started" ? EventState::kStarted
                                 : EventState::kEnqueued;
   };
-  const auto& state = e.fields[fr::kState];
+  const std::optional<V> state = e.field(fr::kState);
   ev.state = state ? states_.get(*state, stateOf) : EventState::kEnqueued;
   if (isP2p(ev.op)) {
     ev.peer = name.peer;
@@ -231,10 +240,10 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   } else {
     ev.op_seq = static_cast<uint64_t>(std::max<int64_t>(0, seq));
   }
-  if (const auto& sizes =
-          e.fields[ev.op == OpType::kReduceScatter ? fr::kOutputSizes : fr::kInputSizes])
+  if (const std::optional<V> sizes =
+          e.field(ev.op == OpType::kReduceScatter ? fr::kOutputSizes : fr::kInputSizes))
     ev.count = firstTensorElements(*sizes);
-  if (const auto& dtypes = e.fields[fr::kInputDtypes];
+  if (const std::optional<V> dtypes = e.field(fr::kInputDtypes);
       dtypes && dtypes->isSequence() && dtypes->size() > 0 && dtypes->at(0).isString()) {
     ev.dtype = dtypes_.get(dtypes->at(0), dtypeCode);
   }
@@ -242,7 +251,7 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   ev.start_ns = e.intOf(fr::kStarted, 0);  // null (pickle) or 0 (JSON)
   ev.end_ns = e.intOf(fr::kCompleted, 0);
   ev.tid = static_cast<uint32_t>(e.intOf(fr::kThreadId, 0));
-  if (const auto& frames = e.fields[fr::kFrames]; frames && frames->isSequence())
+  if (const std::optional<V> frames = e.field(fr::kFrames); frames && frames->isSequence())
     ev.stack_id = internStack(*frames);
   out_.dump_ns = std::max({out_.dump_ns, ev.enqueue_ns, ev.start_ns, ev.end_ns});
   out_.events.push_back(ev);

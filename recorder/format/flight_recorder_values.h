@@ -127,14 +127,36 @@ inline Field fieldOf(std::string_view key) {
   return kOther;
 }
 
+// An entry's fields (the last of a key wins, as in Python). The JSON form's.
 template <class V>
 struct Entry {
-  std::optional<V> value;  // nullopt when the entry is not a dict
+  bool dict = false;  // false when the entry is not a dict
   std::array<std::optional<V>, kFieldCount> fields;
+  std::optional<V> field(Field f) const { return fields[f]; }
   int64_t intOf(Field f, int64_t fallback) const {
     return fields[f] ? asInt(*fields[f]).value_or(fallback) : fallback;
   }
   std::string_view stringOf(Field f) const { return fields[f] ? fields[f]->str() : ""; }
+};
+
+// A pickle's: node indexes, 64 bytes in all (a dump's entries are all held at once).
+template <>
+struct Entry<PickleValue> {
+  static constexpr uint32_t kAbsent = std::numeric_limits<uint32_t>::max();
+  const PickleDoc* doc = nullptr;  // nullptr when the entry is not a dict
+  bool dict = false;
+  std::array<uint32_t, kFieldCount> nodes;
+  Entry() { nodes.fill(kAbsent); }
+  std::optional<PickleValue> field(Field f) const {
+    if (nodes[f] == kAbsent) return std::nullopt;
+    return PickleValue(doc, nodes[f]);
+  }
+  int64_t intOf(Field f, int64_t fallback) const {
+    return nodes[f] == kAbsent ? fallback : asInt(PickleValue(doc, nodes[f])).value_or(fallback);
+  }
+  std::string_view stringOf(Field f) const {
+    return nodes[f] == kAbsent ? "" : PickleValue(doc, nodes[f]).str();
+  }
 };
 
 // fieldOf with a memory for pickles: torch's and Python's picklers write each key string once and
@@ -186,10 +208,11 @@ class ByString {
 inline Entry<PickleValue> entryOf(PickleValue e, FieldCache& cache) {
   Entry<PickleValue> out;
   if (!e.isDict()) return out;
-  out.value = e;
+  out.doc = e.doc();
+  out.dict = true;
   for (size_t k = 0; k < e.size(); ++k) {
     // The last one wins, as in Python.
-    if (const Field f = cache.of(e.keyAt(k)); f != kOther) out.fields[f] = e.valueAt(k);
+    if (const Field f = cache.of(e.keyAt(k)); f != kOther) out.nodes[f] = e.valueAt(k).id();
   }
   return out;
 }
@@ -197,7 +220,7 @@ inline Entry<PickleValue> entryOf(PickleValue e, FieldCache& cache) {
 inline Entry<JsonRef> entryOf(JsonRef e, FieldCache&) {
   Entry<JsonRef> out;
   if (!e.isDict()) return out;
-  out.value = e;
+  out.dict = true;
   forEachPair(e, [&](std::string_view key, JsonRef value) {
     if (const Field f = fieldOf(key); f != kOther) out.fields[f] = value;
   });

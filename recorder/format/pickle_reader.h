@@ -51,6 +51,7 @@ class PickleValue {
   PickleValue(const PickleDoc* doc, uint32_t node) : doc_(doc), node_(node) {}
   PickleKind kind() const { return node().kind; }
   uint32_t id() const { return node_; }  // equal ids: the same value (a memoized string, say)
+  const PickleDoc* doc() const { return doc_; }
   bool isDict() const { return kind() == PickleKind::kDict; }
   bool isSequence() const { return kind() == PickleKind::kList || kind() == PickleKind::kTuple; }
   bool isString() const { return kind() == PickleKind::kStr; }
