@@ -92,7 +92,13 @@ class Machine {
   [[gnu::always_inline]] bool push(Kind kind, int64_t i = 0, uint64_t first = 0,
                                    uint32_t count = 0) {
     stack_.push_back(static_cast<uint32_t>(doc_.nodes.size()));
-    doc_.nodes.emplace_back(kind, count, first, i);  // in place: no copy through memory
+    // Built in place, field by field: copying in one built aside went through memory and cost
+    // about a sixth of the decoding (perf).
+    PickleNode& n = doc_.nodes.emplace_back();
+    n.kind = kind;
+    n.count = count;
+    n.first = first;
+    n.i = i;
     return true;
   }
   bool pushContainer(Kind kind) { return push(kind, 0, doc_.items.size()); }
