@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -78,8 +79,10 @@ void Engine::buildStreams() {
   for (CommStreams& c : comms_) {
     size_t start_seq = 0;
     for (Stream& s : c.streams) {
-      std::stable_sort(s.ops.begin(), s.ops.end(),
-                       [](const Op& a, const Op& b) { return a.e->op_seq < b.e->op_seq; });
+      const auto bySeq = [](const Op& a, const Op& b) { return a.e->op_seq < b.e->op_seq; };
+      // Mostly in order already: a check costs one pass, the sort several.
+      if (!std::is_sorted(s.ops.begin(), s.ops.end(), bySeq))
+        std::stable_sort(s.ops.begin(), s.ops.end(), bySeq);
       if (!s.ops.empty()) start_seq = std::max<size_t>(start_seq, s.ops.front().e->op_seq);
     }
     // A ring that wrapped lost the oldest ops: compare from the first seq every rank still holds.
@@ -96,20 +99,28 @@ void Engine::buildStreams() {
 
 namespace {
 
-int64_t scanPendingSince(const CommStreams& c) {
+// The earliest enqueue time and the lowest seq of the ops of `c` still pending; INT64_MAX and
+// UINT64_MAX when none is.
+std::pair<int64_t, uint64_t> scanPending(const CommStreams& c) {
   int64_t t = INT64_MAX;
+  uint64_t seq = UINT64_MAX;
   for (const Stream& s : c.streams) {
     for (const Op& o : s.ops) {
-      if (isIncomplete(*o.e)) t = std::min(t, o.e->enqueue_ns);
+      if (!isIncomplete(*o.e)) continue;
+      t = std::min(t, o.e->enqueue_ns);
+      seq = std::min(seq, o.e->op_seq);
     }
   }
-  return t;
+  return {t, seq};
 }
 
 }  // namespace
 
 void Engine::orderComms() {
-  for (CommStreams& c : comms_) c.pending_since = scanPendingSince(c);
+  std::vector<uint64_t> first_pending(comms_.size());  // by comm index
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    std::tie(comms_[i].pending_since, first_pending[i]) = scanPending(comms_[i]);
+  }
   for (const CommStreams& c : comms_) order_.push_back(&c);
   // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
   // starts (rank_blocked_elsewhere names the blocked rank and both ops), so B comes after A,
@@ -121,16 +132,11 @@ void Engine::orderComms() {
     }
   }
   std::set<const CommStreams*> waited_on;
-  for (const CommStreams& a : comms_) {
-    uint64_t first_pending = UINT64_MAX;
+  for (size_t ai = 0; ai < comms_.size(); ++ai) {
+    const CommStreams& a = comms_[ai];
+    if (first_pending[ai] == UINT64_MAX) continue;
     for (const Stream& s : a.streams) {
-      for (const Op& o : s.ops) {
-        if (isIncomplete(*o.e)) first_pending = std::min(first_pending, o.e->op_seq);
-      }
-    }
-    if (first_pending == UINT64_MAX) continue;
-    for (const Stream& s : a.streams) {
-      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending) continue;  // issued it
+      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending[ai]) continue;  // issued it
       const auto it = pending_in.find(s.rank);
       if (it == pending_in.end()) continue;
       for (const CommStreams* b : it->second) {
