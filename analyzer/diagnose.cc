@@ -30,7 +30,11 @@ Engine::Engine(const format::LoadedSet& set, const DiagnoseOptions& options,
 uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
   const uint32_t cache_key = e.stack_id ^ (static_cast<uint32_t>(e.op) << 24);
-  if (const auto it = cache.find(cache_key); it != cache.end()) return it->second;
+  if (last_site_.rank == rank && last_site_.key == cache_key) return last_site_.site;
+  if (const auto it = cache.find(cache_key); it != cache.end()) {
+    last_site_ = {rank, cache_key, it->second};
+    return it->second;
+  }
   const std::string key = callSiteKey(callSiteOf(set_.ranks[rank], e, callsites_.rule()));
   const auto [it, inserted] =
       sites_.emplace(std::make_pair(e.op, key), static_cast<uint32_t>(sites_.size()));

@@ -239,6 +239,11 @@ class Engine {
   std::vector<CommStreams> comms_;
   std::vector<const CommStreams*> order_;                           // commOrder()
   std::vector<std::unordered_map<uint32_t, uint32_t>> site_cache_;  // per rank: stack id -> site
+  // siteOf's last answer: consecutive events mostly share rank, stack and op.
+  struct {
+    size_t rank = SIZE_MAX;
+    uint32_t key = 0, site = 0;
+  } last_site_;
   std::map<std::pair<OpType, std::string>, uint32_t> sites_;
   std::vector<uint32_t> loc_of_site_;
   std::map<std::string, uint32_t> locs_;
