@@ -1,9 +1,10 @@
-// decodePickle and parsePickle (pickle_reader.h). Values are nodes of a PickleDoc, so a memoized
-// dict filled after it was memoized (EMPTY_DICT, BINPUT, ..., SETITEMS) is seen filled by every
-// later BINGET, as in Python. Every opcode adds at most one node, so nodes are bounded by the input
-// size; container elements by PickleLimits (a container filled in several batches between others
-// is moved to the end of `items`), and so is parsePickle's expansion to JSON. No allocation per
-// string or per container: strings stay in the input, elements in one vector.
+// decodePickle (pickle_reader.h; parsePickle is in pickle_json.cc). Values are nodes of a
+// PickleDoc, so a memoized dict filled after it was memoized (EMPTY_DICT, BINPUT, ..., SETITEMS)
+// is seen filled by every later BINGET, as in Python. Every opcode adds at most one node, so nodes
+// are bounded by the input size; container elements by PickleLimits (a container filled in
+// several batches between others is moved to the end of `items`), and so is parsePickle's
+// expansion to JSON. No allocation per string or per container: strings stay in the input,
+// elements in one vector.
 #include "recorder/format/pickle_reader.h"
 
 #include <array>
@@ -15,8 +16,6 @@
 
 namespace ncclrec::format {
 namespace {
-
-using Json = nlohmann::json;
 
 using Kind = PickleKind;
 
@@ -67,6 +66,12 @@ class Machine {
     marks_.clear();
     memo_.clear();
     items_budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * size;
+    // Upper bounds are the input size (one node per opcode); these cover a Flight Recorder dump.
+    doc_.nodes.reserve(size / 6);
+    doc_.items.reserve(size / 8);
+    memo_.reserve(size / 16);
+    stack_.reserve(256);
+    marks_.reserve(64);
   }
 
   base::Status run();
@@ -329,12 +334,6 @@ constexpr std::array<uint8_t, 256> kHandlerOf = [] {
       &&other,  &&binget, &&long_binput, &&binput,           &&memoize,  &&empty_list, &&empty_dict,
       &&mark,   &&append, &&setitem,     &&appends,          &&setitems, &&binint1,    &&binint2,
       &&binint, &&long1,  &&binunicode,  &&short_binunicode, &&tuple_n,  &&boolean};
-  // Upper bounds are the input size (one node per opcode); these cover a Flight Recorder dump.
-  doc_.nodes.reserve(size_ / 6);
-  doc_.items.reserve(size_ / 8);
-  memo_.reserve(size_ / 16);
-  stack_.reserve(256);
-  marks_.reserve(64);
   const uint8_t* b = nullptr;
   uint8_t op = 0;
   size_t from = 0;
@@ -411,68 +410,6 @@ failed:
   return base::Status::error(std::move(error_));
 }
 
-// parsePickle's expansion: every shared reference copied, bounded by `budget` nodes and depth.
-class JsonExpander {
- public:
-  JsonExpander(const std::string& path, const PickleLimits& limits, size_t input_size)
-      : path_(path), limits_(limits) {
-    budget_ = limits.min_value_nodes + limits.value_nodes_per_byte * input_size;
-  }
-  base::Status expand(PickleValue v, size_t depth, Json* out);
-
- private:
-  base::Status fail(const std::string& why) const {
-    return base::Status::error(path_ + ": " + why);
-  }
-  const std::string& path_;
-  const PickleLimits& limits_;
-  size_t budget_ = 0;
-};
-
-base::Status JsonExpander::expand(PickleValue v, size_t depth, Json* out) {
-  if (budget_ == 0) return fail("value expands past the size limit (shared references?)");
-  --budget_;
-  if (depth > limits_.max_depth) {
-    return fail("nesting deeper than " + std::to_string(limits_.max_depth) +
-                " (or a container that holds itself)");
-  }
-  switch (v.kind()) {
-    case Kind::kNull:
-      *out = nullptr;
-      return base::okStatus();
-    case Kind::kBool:
-      *out = v.integer() != 0;
-      return base::okStatus();
-    case Kind::kInt:
-      *out = v.integer();
-      return base::okStatus();
-    case Kind::kFloat:
-      *out = v.real();
-      return base::okStatus();
-    case Kind::kStr:
-      *out = std::string(v.str());
-      return base::okStatus();
-    case Kind::kList:
-    case Kind::kTuple:
-      *out = Json::array();
-      for (size_t k = 0; k < v.size(); ++k) {
-        Json item;
-        NCCLREC_RETURN_IF_ERROR(expand(v.at(k), depth + 1, &item));
-        out->push_back(std::move(item));
-      }
-      return base::okStatus();
-    case Kind::kDict:
-      *out = Json::object();
-      for (size_t k = 0; k < v.size(); ++k) {
-        Json item;
-        NCCLREC_RETURN_IF_ERROR(expand(v.valueAt(k), depth + 1, &item));
-        (*out)[std::string(v.keyAt(k).str())] = std::move(item);
-      }
-      return base::okStatus();
-  }
-  return fail("internal error: unknown node");
-}
-
 }  // namespace
 
 base::Status decodePickleInto(const void* data, size_t size, const std::string& path,
@@ -486,15 +423,6 @@ base::StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std:
   PickleDoc doc;
   NCCLREC_RETURN_IF_ERROR(decodePickleInto(data, size, path, &doc, limits));
   return doc;
-}
-
-base::StatusOr<nlohmann::json> parsePickle(const void* data, size_t size, const std::string& path,
-                                           const PickleLimits& limits) {
-  NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path, limits));
-  JsonExpander expander(path, limits, size);
-  Json out;
-  NCCLREC_RETURN_IF_ERROR(expander.expand(doc.root(), 0, &out));
-  return out;
 }
 
 bool looksLikePickle(std::string_view bytes) {
