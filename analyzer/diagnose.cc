@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,7 +30,11 @@ Engine::Engine(const format::LoadedSet& set, const DiagnoseOptions& options,
 uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
   const uint32_t cache_key = e.stack_id ^ (static_cast<uint32_t>(e.op) << 24);
-  if (const auto it = cache.find(cache_key); it != cache.end()) return it->second;
+  if (last_site_.rank == rank && last_site_.key == cache_key) return last_site_.site;
+  if (const auto it = cache.find(cache_key); it != cache.end()) {
+    last_site_ = {rank, cache_key, it->second};
+    return it->second;
+  }
   const std::string key = callSiteKey(callSiteOf(set_.ranks[rank], e, callsites_.rule()));
   const auto [it, inserted] =
       sites_.emplace(std::make_pair(e.op, key), static_cast<uint32_t>(sites_.size()));
@@ -78,8 +83,10 @@ void Engine::buildStreams() {
   for (CommStreams& c : comms_) {
     size_t start_seq = 0;
     for (Stream& s : c.streams) {
-      std::stable_sort(s.ops.begin(), s.ops.end(),
-                       [](const Op& a, const Op& b) { return a.e->op_seq < b.e->op_seq; });
+      const auto bySeq = [](const Op& a, const Op& b) { return a.e->op_seq < b.e->op_seq; };
+      // Mostly in order already: a check costs one pass, the sort several.
+      if (!std::is_sorted(s.ops.begin(), s.ops.end(), bySeq))
+        std::stable_sort(s.ops.begin(), s.ops.end(), bySeq);
       if (!s.ops.empty()) start_seq = std::max<size_t>(start_seq, s.ops.front().e->op_seq);
     }
     // A ring that wrapped lost the oldest ops: compare from the first seq every rank still holds.
@@ -94,17 +101,30 @@ void Engine::buildStreams() {
   }
 }
 
-int64_t pendingSince(const CommStreams& c) {
+namespace {
+
+// The earliest enqueue time and the lowest seq of the ops of `c` still pending; INT64_MAX and
+// UINT64_MAX when none is.
+std::pair<int64_t, uint64_t> scanPending(const CommStreams& c) {
   int64_t t = INT64_MAX;
+  uint64_t seq = UINT64_MAX;
   for (const Stream& s : c.streams) {
     for (const Op& o : s.ops) {
-      if (isIncomplete(*o.e)) t = std::min(t, o.e->enqueue_ns);
+      if (!isIncomplete(*o.e)) continue;
+      t = std::min(t, o.e->enqueue_ns);
+      seq = std::min(seq, o.e->op_seq);
     }
   }
-  return t;
+  return {t, seq};
 }
 
+}  // namespace
+
 void Engine::orderComms() {
+  std::vector<uint64_t> first_pending(comms_.size());  // by comm index
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    std::tie(comms_[i].pending_since, first_pending[i]) = scanPending(comms_[i]);
+  }
   for (const CommStreams& c : comms_) order_.push_back(&c);
   // A rank blocked in comm B while comm A's pending op waits for it: A is where the chain of waits
   // starts, so B comes after A, whichever of the two ops was enqueued first (the truncation on A
@@ -116,16 +136,11 @@ void Engine::orderComms() {
     }
   }
   std::set<const CommStreams*> waited_on;
-  for (const CommStreams& a : comms_) {
-    uint64_t first_pending = UINT64_MAX;
+  for (size_t ai = 0; ai < comms_.size(); ++ai) {
+    const CommStreams& a = comms_[ai];
+    if (first_pending[ai] == UINT64_MAX) continue;
     for (const Stream& s : a.streams) {
-      for (const Op& o : s.ops) {
-        if (isIncomplete(*o.e)) first_pending = std::min(first_pending, o.e->op_seq);
-      }
-    }
-    if (first_pending == UINT64_MAX) continue;
-    for (const Stream& s : a.streams) {
-      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending) continue;  // issued it
+      if (!s.ops.empty() && s.ops.back().e->op_seq >= first_pending[ai]) continue;  // issued it
       const auto it = pending_in.find(s.rank);
       if (it == pending_in.end()) continue;
       for (const CommStreams* b : it->second) {

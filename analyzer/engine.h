@@ -59,7 +59,8 @@ struct Stream {
 
 struct CommStreams {
   uint64_t comm_id = 0;
-  std::vector<Stream> streams;  // one per process holding the communicator
+  std::vector<Stream> streams;        // one per process holding the communicator
+  int64_t pending_since = INT64_MAX;  // pendingSince(), found once the streams are built
 };
 
 struct ShapeKey {
@@ -255,6 +256,11 @@ class Engine {
   std::vector<CommStreams> comms_;
   std::vector<const CommStreams*> order_;                           // commOrder()
   std::vector<std::unordered_map<uint32_t, uint32_t>> site_cache_;  // per rank: stack id -> site
+  // siteOf's last answer: consecutive events mostly share rank, stack and op.
+  struct {
+    size_t rank = SIZE_MAX;
+    uint32_t key = 0, site = 0;
+  } last_site_;
   std::map<std::pair<OpType, std::string>, uint32_t> sites_;
   std::vector<uint32_t> loc_of_site_;
   std::map<std::string, uint32_t> locs_;
@@ -265,7 +271,8 @@ class Engine {
 // followed", root_cause.cc).
 void becomeCause(Verdict& v, Verdict cause);
 
-// When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none.
-int64_t pendingSince(const CommStreams& c);
+// When `c` has an op pending, the earliest enqueue time of one; INT64_MAX when none. Found once
+// per communicator when the engine is built (a rule may ask often; each scan reads every op).
+inline int64_t pendingSince(const CommStreams& c) { return c.pending_since; }
 
 }  // namespace ncclrec::analyzer::engine

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
   std::map<uint64_t, size_t> members;
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     uint64_t last_comm = 0;
+    // A rank's ops on one communicator come in seq order: the next one's slot is found from the
+    // last one's in constant time (a hint), not by a search.
+    std::map<uint64_t, Slot>* by_seq = nullptr;
+    std::map<uint64_t, Slot>::iterator next;
     for (const format::EventRecord& e : set.ranks[i].events) {
       if (!format::isCollective(e.op) || e.comm_id == 0 || e.enqueue_ns <= 0 ||
           e.state != format::EventState::kCompleted) {
@@ -52,8 +57,12 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
       if (e.comm_id != last_comm) {
         ++members[e.comm_id];
         last_comm = e.comm_id;
+        by_seq = &slots[e.comm_id];
+        next = by_seq->end();
       }
-      Slot& s = slots[e.comm_id][e.op_seq];
+      const auto at = by_seq->try_emplace(next, e.op_seq);
+      next = std::next(at);
+      Slot& s = at->second;
       ++s.ranks;
       s.earliest = std::min(s.earliest, e.enqueue_ns);
       if (e.enqueue_ns > s.latest) {

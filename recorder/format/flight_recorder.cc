@@ -4,12 +4,14 @@
 #include "recorder/format/flight_recorder.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <optional>
 #include <set>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,6 +48,17 @@ uint64_t firstTensorElements(V sizes) {
   return n;
 }
 
+// FNV-1a over the words of a stack's key (internStack), in four independent lanes.
+struct WordsHash {
+  size_t operator()(const std::vector<uint64_t>& words) const {
+    constexpr uint64_t kPrime = 0x100000001b3ull;
+    uint64_t h[4] = {0xcbf29ce484222325ull, 1, 2, words.size()};
+    for (size_t k = 0; k < words.size(); ++k) h[k % 4] = (h[k % 4] ^ words[k]) * kPrime;
+    return static_cast<size_t>(h[0] ^ std::rotl(h[1], 16) ^ std::rotl(h[2], 32) ^
+                               std::rotl(h[3], 48));
+  }
+};
+
 template <class V>
 class Converter {
  public:
@@ -70,9 +83,17 @@ class Converter {
   std::set<std::pair<uint64_t, int64_t>> coalesced_;       // the same, of each end marker
   std::map<std::tuple<uint64_t, int, bool>, uint64_t> p2p_seq_;
   std::map<std::string, uint32_t, std::less<>> stack_ids_;
-  std::string stack_key_;          // reused by internStackByText
-  std::vector<uint64_t> ids_key_;  // reused by internStack
-  std::map<std::vector<uint64_t>, uint32_t> stack_of_ids_;
+  std::string stack_key_;               // reused by internStackByText
+  std::vector<uint64_t> ids_key_;       // reused by internStack
+  std::vector<uint64_t> last_ids_key_;  // internStack's previous key and its stack
+  uint32_t last_stack_id_ = 0;
+  std::unordered_map<std::vector<uint64_t>, uint32_t, WordsHash> stack_of_ids_;
+  // By string node (pickles): the parsed profiling name, the comm (index in out_.comms, or
+  // npos), the state and the dtype code.
+  fr::ByString<ParsedName> names_;
+  fr::ByString<size_t> comm_by_name_;
+  fr::ByString<EventState> states_;
+  fr::ByString<int> dtypes_;
 };
 
 template <class V>
@@ -111,22 +132,29 @@ base::Status Converter<V>::readGroups(V pg_config) {
 template <class V>
 uint32_t Converter<V>::internStack(V frames) {
   if constexpr (std::is_same_v<V, PickleValue>) {
-    // Memoized strings: the same frames are the same string nodes, found without reading them.
+    // Memoized strings: the same frames are the same key and value nodes, found without reading
+    // them. Each frame is its number of pairs, then its (key node, value) pairs in order: the
+    // same sequence is the same text (a different one may still be, and is found by text).
     ids_key_.clear();
     for (size_t k = 0; k < frames.size(); ++k) {
       const V f = frames.at(k);
       if (!f.isDict()) continue;
-      for (const char* field : {"name", "filename", "line"}) {
-        const std::optional<V> v = f.find(field);
+      ids_key_.push_back(f.size());
+      for (size_t i = 0; i < f.size(); ++i) {
+        const V v = f.valueAt(i);
+        ids_key_.push_back(f.keyAt(i).id());
         // An integer (the line) and a node never share a key: odd and even.
-        ids_key_.push_back(!v           ? 1
-                           : v->isInt() ? static_cast<uint64_t>(v->integer()) << 1 | 1
-                                        : uint64_t{v->id()} << 1);
+        ids_key_.push_back(v.isInt() ? static_cast<uint64_t>(v.integer()) << 1 | 1
+                                     : uint64_t{v.id()} << 1);
       }
     }
-    if (const auto it = stack_of_ids_.find(ids_key_); it != stack_of_ids_.end()) return it->second;
-    const uint32_t id = internStackByText(frames);
-    stack_of_ids_.emplace(ids_key_, id);
+    // Most entries repeat the stack of the one before: no hashing then.
+    if (ids_key_ == last_ids_key_) return last_stack_id_;
+    const auto it = stack_of_ids_.find(ids_key_);
+    const uint32_t id = it != stack_of_ids_.end() ? it->second : internStackByText(frames);
+    if (it == stack_of_ids_.end()) stack_of_ids_.emplace(ids_key_, id);
+    last_ids_key_ = ids_key_;
+    last_stack_id_ = id;
     return id;
   }
   return internStackByText(frames);
@@ -170,18 +198,22 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   const auto bad = [&](const std::string& why) {
     return fail("entry " + std::to_string(position) + ": " + why);
   };
-  if (!e.value) return bad("not a dict");
-  const ParsedName name = parseProfilingName(e.stringOf(fr::kProfilingName));
-  std::string_view pg_name;
-  if (const auto& pg = e.fields[fr::kProcessGroup];
-      pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString()) {
-    pg_name = pg->at(0).str();
+  if (!e.dict) return bad("not a dict");
+  const std::optional<V> profiling = e.field(fr::kProfilingName);
+  const ParsedName name = profiling ? names_.get(*profiling, parseProfilingName) : ParsedName();
+  const std::optional<V> pg = e.field(fr::kProcessGroup);
+  const bool has_pg = pg && pg->isSequence() && pg->size() > 0 && pg->at(0).isString();
+  constexpr size_t kNoComm = std::string::npos;
+  const auto commOf = [&](std::string_view pg_name) {
+    const auto it = comm_of_pg_.find(pg_name);
+    return it == comm_of_pg_.end() ? kNoComm : it->second;
+  };
+  const size_t comm_index = has_pg ? comm_by_name_.get(pg->at(0), commOf) : commOf("");
+  if (comm_index == kNoComm) {
+    return bad("process group '" + std::string(has_pg ? pg->at(0).str() : "") +
+               "' is not in pg_config");
   }
-  const auto cit = comm_of_pg_.find(pg_name);
-  if (cit == comm_of_pg_.end()) {
-    return bad("process group '" + std::string(pg_name) + "' is not in pg_config");
-  }
-  const Comm& comm = out_.comms[cit->second];
+  const Comm& comm = out_.comms[comm_index];
   const int64_t seq = e.intOf(fr::kCollectiveSeq, 0);
   if (name.coalesced_marker) {
     // From format 2.7 the ops of a coalesced group precede their marker, sharing its seq.
@@ -195,28 +227,31 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   ev.comm_index = comm.index;
   ev.rank = comm.rank;
   ev.nranks = comm.nranks;
-  const std::string_view state = e.stringOf(fr::kState);
-  ev.state = state == "completed" ? EventState::kCompleted
-             : state == "started" ? EventState::kStarted
-                                  : EventState::kEnqueued;
+  const auto stateOf = [](std::string_view state) {
+    return state == "completed" ? EventState::kCompleted
+           : state == "started" ? EventState::kStarted
+                                : EventState::kEnqueued;
+  };
+  const std::optional<V> state = e.field(fr::kState);
+  ev.state = state ? states_.get(*state, stateOf) : EventState::kEnqueued;
   if (isP2p(ev.op)) {
     ev.peer = name.peer;
     ev.op_seq = ++p2p_seq_[{comm.comm_id, name.peer, ev.op == OpType::kSend}];
   } else {
     ev.op_seq = static_cast<uint64_t>(std::max<int64_t>(0, seq));
   }
-  if (const auto& sizes =
-          e.fields[ev.op == OpType::kReduceScatter ? fr::kOutputSizes : fr::kInputSizes])
+  if (const std::optional<V> sizes =
+          e.field(ev.op == OpType::kReduceScatter ? fr::kOutputSizes : fr::kInputSizes))
     ev.count = firstTensorElements(*sizes);
-  if (const auto& dtypes = e.fields[fr::kInputDtypes];
+  if (const std::optional<V> dtypes = e.field(fr::kInputDtypes);
       dtypes && dtypes->isSequence() && dtypes->size() > 0 && dtypes->at(0).isString()) {
-    ev.dtype = dtypeCode(dtypes->at(0).str());
+    ev.dtype = dtypes_.get(dtypes->at(0), dtypeCode);
   }
   ev.enqueue_ns = e.intOf(fr::kCreated, 0);
   ev.start_ns = e.intOf(fr::kStarted, 0);  // null (pickle) or 0 (JSON)
   ev.end_ns = e.intOf(fr::kCompleted, 0);
   ev.tid = static_cast<uint32_t>(e.intOf(fr::kThreadId, 0));
-  if (const auto& frames = e.fields[fr::kFrames]; frames && frames->isSequence())
+  if (const std::optional<V> frames = e.field(fr::kFrames); frames && frames->isSequence())
     ev.stack_id = internStack(*frames);
   out_.dump_ns = std::max({out_.dump_ns, ev.enqueue_ns, ev.start_ns, ev.end_ns});
   out_.events.push_back(ev);
@@ -360,10 +395,19 @@ base::StatusOr<RankData> parseFlightRecorder(const void* data, size_t size, cons
     NCCLREC_ASSIGN_OR_RETURN(const Json dump, parseFlightRecorderJson(bytes, path));
     return flightRecorderToModel(dump, path, global_rank);
   }
-  // The pickle is converted from its decoded form directly: no JSON document in between.
-  NCCLREC_ASSIGN_OR_RETURN(const PickleDoc doc, decodePickle(data, size, path));
-  Converter<PickleValue> c(path, global_rank);
-  return c.run(doc.root());
+  // The pickle is converted from its decoded form directly: no JSON document in between. Each
+  // thread decodes into one doc, file after file: its pages are touched once, not per file.
+  // The doc of a file over 64 MiB is given back once converted.
+  thread_local PickleDoc doc;
+  base::Status decoded = decodePickleInto(data, size, path, &doc);
+  std::optional<base::StatusOr<RankData>> out;
+  if (decoded.ok()) {
+    Converter<PickleValue> c(path, global_rank);
+    out.emplace(c.run(doc.root()));
+  }
+  if (size > (64u << 20)) doc = PickleDoc();
+  if (!out) return decoded;
+  return std::move(*out);
 }
 
 base::StatusOr<RankData> flightRecorderToModel(const nlohmann::json& dump, const std::string& path,

@@ -9,6 +9,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -64,7 +65,7 @@ inline std::string text(JsonRef v) { return v.text(); }
 
 // Integers are numbers in the pickle and sometimes strings in the JSON form (pg_status).
 template <class V>
-std::optional<int64_t> asInt(V v) {
+[[gnu::always_inline]] inline std::optional<int64_t> asInt(V v) {
   if (v.isInt()) return v.integer();
   if (v.isString()) {
     const std::string_view s = v.str();
@@ -126,14 +127,36 @@ inline Field fieldOf(std::string_view key) {
   return kOther;
 }
 
+// An entry's fields (the last of a key wins, as in Python). The JSON form's.
 template <class V>
 struct Entry {
-  std::optional<V> value;  // nullopt when the entry is not a dict
+  bool dict = false;  // false when the entry is not a dict
   std::array<std::optional<V>, kFieldCount> fields;
+  std::optional<V> field(Field f) const { return fields[f]; }
   int64_t intOf(Field f, int64_t fallback) const {
     return fields[f] ? asInt(*fields[f]).value_or(fallback) : fallback;
   }
   std::string_view stringOf(Field f) const { return fields[f] ? fields[f]->str() : ""; }
+};
+
+// A pickle's: node indexes, 64 bytes in all (a dump's entries are all held at once).
+template <>
+struct Entry<PickleValue> {
+  static constexpr uint32_t kAbsent = std::numeric_limits<uint32_t>::max();
+  const PickleDoc* doc = nullptr;  // nullptr when the entry is not a dict
+  bool dict = false;
+  std::array<uint32_t, kFieldCount> nodes;
+  Entry() { nodes.fill(kAbsent); }
+  std::optional<PickleValue> field(Field f) const {
+    if (nodes[f] == kAbsent) return std::nullopt;
+    return PickleValue(doc, nodes[f]);
+  }
+  int64_t intOf(Field f, int64_t fallback) const {
+    return nodes[f] == kAbsent ? fallback : asInt(PickleValue(doc, nodes[f])).value_or(fallback);
+  }
+  std::string_view stringOf(Field f) const {
+    return nodes[f] == kAbsent ? "" : PickleValue(doc, nodes[f]).str();
+  }
 };
 
 // fieldOf with a memory for pickles: torch's and Python's picklers write each key string once and
@@ -152,13 +175,44 @@ class FieldCache {
   std::vector<uint8_t> known_;  // by node id
 };
 
+// A value computed from a string once per string node of a pickle (a pickler writes each
+// distinct string once and refers back to it, so an entry's profiling name, group and dtype are
+// a few nodes met again and again); computed every time from JSON. Direct-mapped: a slot that two
+// nodes share is computed again, never wrong.
+template <class T>
+class ByString {
+ public:
+  template <class F>
+  T get(PickleValue s, F&& make) {
+    Slot& slot = slots_[s.id() % kSlots];
+    if (slot.id != s.id()) {
+      slot.value = make(s.str());
+      slot.id = s.id();
+    }
+    return slot.value;
+  }
+  template <class F>
+  T get(JsonRef s, F&& make) {
+    return make(s.str());
+  }
+
+ private:
+  static constexpr size_t kSlots = 64;
+  struct Slot {
+    uint32_t id = std::numeric_limits<uint32_t>::max();  // no node has it
+    T value{};
+  };
+  std::array<Slot, kSlots> slots_{};
+};
+
 inline Entry<PickleValue> entryOf(PickleValue e, FieldCache& cache) {
   Entry<PickleValue> out;
   if (!e.isDict()) return out;
-  out.value = e;
+  out.doc = e.doc();
+  out.dict = true;
   for (size_t k = 0; k < e.size(); ++k) {
     // The last one wins, as in Python.
-    if (const Field f = cache.of(e.keyAt(k)); f != kOther) out.fields[f] = e.valueAt(k);
+    if (const Field f = cache.of(e.keyAt(k)); f != kOther) out.nodes[f] = e.valueAt(k).id();
   }
   return out;
 }
@@ -166,7 +220,7 @@ inline Entry<PickleValue> entryOf(PickleValue e, FieldCache& cache) {
 inline Entry<JsonRef> entryOf(JsonRef e, FieldCache&) {
   Entry<JsonRef> out;
   if (!e.isDict()) return out;
-  out.value = e;
+  out.dict = true;
   forEachPair(e, [&](std::string_view key, JsonRef value) {
     if (const Field f = fieldOf(key); f != kOther) out.fields[f] = value;
   });

@@ -64,15 +64,6 @@ OpType opFromName(std::string_view name) {
   return OpType::kUnknown;
 }
 
-bool isCollective(OpType op) { return op >= OpType::kAllReduce && op <= OpType::kScatter; }
-
-bool isP2p(OpType op) { return op == OpType::kSend || op == OpType::kRecv; }
-
-bool hasRoot(OpType op) {
-  return op == OpType::kBroadcast || op == OpType::kBcast || op == OpType::kReduce ||
-         op == OpType::kGather || op == OpType::kScatter;
-}
-
 bool isCommLifecycle(OpType op) {
   switch (op) {
     case OpType::kCommInitRank:

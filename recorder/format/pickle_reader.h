@@ -51,6 +51,7 @@ class PickleValue {
   PickleValue(const PickleDoc* doc, uint32_t node) : doc_(doc), node_(node) {}
   PickleKind kind() const { return node().kind; }
   uint32_t id() const { return node_; }  // equal ids: the same value (a memoized string, say)
+  const PickleDoc* doc() const { return doc_; }
   bool isDict() const { return kind() == PickleKind::kDict; }
   bool isSequence() const { return kind() == PickleKind::kList || kind() == PickleKind::kTuple; }
   bool isString() const { return kind() == PickleKind::kStr; }
@@ -72,7 +73,8 @@ class PickleValue {
 };
 
 // A decoded pickle: every value once, shared references shared (a memoized value read twice is
-// one node). Strings are not copied: the input must outlive the doc.
+// one node). Strings are not copied: the input must outlive the doc. A doc decoded into again
+// keeps its memory (a reader of many files decodes them all into one, with no fresh pages).
 struct PickleDoc {
   PickleValue root() const { return PickleValue(this, root_node); }
 
@@ -80,6 +82,9 @@ struct PickleDoc {
   std::vector<PickleNode> nodes;
   std::vector<uint32_t> items;  // container elements, by node index
   uint32_t root_node = 0;
+  // The decoder's working space (stack, MARK positions, memo), kept here only for reuse.
+  std::vector<uint32_t> work_stack, work_memo;
+  std::vector<size_t> work_marks;
 };
 
 // The accessors are inline: the conversion calls them a few dozen times per entry.
@@ -125,6 +130,9 @@ inline std::optional<PickleValue> PickleValue::find(std::string_view key) const 
 // min_value_nodes + value_nodes_per_byte * size elements in all.
 base::StatusOr<PickleDoc> decodePickle(const void* data, size_t size, const std::string& path,
                                        const PickleLimits& limits = {});
+// The same into `doc`, whose memory is reused; on failure *doc holds no value to read.
+base::Status decodePickleInto(const void* data, size_t size, const std::string& path,
+                              PickleDoc* doc, const PickleLimits& limits = {});
 
 // Reads one pickled value as JSON (decodePickle, then expanded): tuples become JSON arrays,
 // None becomes null. A value that holds itself or expands (shared references) past the limits

@@ -201,6 +201,58 @@ TEST(PickleReader, ContainersFilledInTurnsKeepTheirItemsInOrder) {
       << bounded.status().message();
 }
 
+// MARKs are kept apart from the values: each opcode still sees one where Python's would.
+TEST(PickleReader, AMarkIsNeverTakenForAValue) {
+  struct Case {
+    std::string pickle;
+    const char* error;  // nullptr: decodes
+  };
+  const Case cases[] = {
+      {ops({0x80, 2, '}', '(', '(', 0x8c, 1, 'k', 'K', 1, 'u', '.'}), "SETITEMS without a dict"},
+      {ops({0x80, 2, ']', '(', 'a', '.'}), "APPEND on a short stack"},
+      {ops({0x80, 2, ']', 'K', 1, '(', 'a', '.'}), "APPEND on a short stack"},
+      {ops({0x80, 2, '}', 0x8c, 1, 'k', '(', 'K', 1, 's', '.'}), "SETITEM on a short stack"},
+      {ops({0x80, 2, 'K', 1, '(', 'K', 2, 0x86, '.'}), "tuple of more values"},
+      {ops({0x80, 2, '(', 0x94, '.'}), "memo store with nothing to store"},
+      {ops({0x80, 2, 'K', 1, 'e', '.'}), "no MARK before this opcode"},
+      {ops({0x80, 2, '(', '.'}), "STOP with nothing to return"},
+      // A MARK below the values: the values are still a tuple, then STOP returns it.
+      {ops({0x80, 2, '(', 'K', 1, 'K', 2, 0x86, '.'}), nullptr},
+      {ops({0x80, 2, ']', '(', 'K', 1, 'K', 2, 'e', '.'}), nullptr},
+  };
+  for (const Case& c : cases) {
+    auto v = parse(c.pickle);
+    if (c.error == nullptr) {
+      EXPECT_TRUE(v.ok()) << v.status().message();
+    } else {
+      ASSERT_FALSE(v.ok()) << c.error;
+      EXPECT_NE(v.status().message().find(c.error), std::string::npos) << v.status().message();
+    }
+  }
+}
+
+// One doc decoded into again and again (one per reading thread): a failure in between leaves
+// nothing behind, and each result is the fresh decode's.
+TEST(PickleReader, ADocDecodedIntoAgainGivesWhatAFreshOneGives) {
+  PickleDoc doc;
+  ASSERT_TRUE(decodePickleInto(kProto4.data(), kProto4.size(), "a", &doc).ok());
+  const std::string bad = ops({0x80, 2, ']', 'K', 1, '(', 'a', '.'});
+  EXPECT_FALSE(decodePickleInto(bad.data(), bad.size(), "b", &doc).ok());
+  const std::string list = ops({0x80, 2, ']', 'q', 0, '(', 'K', 7, 'h', 0, 'e', '.'});
+  ASSERT_TRUE(decodePickleInto(list.data(), list.size(), "c", &doc).ok());
+  const PickleValue root = doc.root();
+  ASSERT_TRUE(root.isSequence());
+  ASSERT_EQ(root.size(), 2u);
+  EXPECT_EQ(root.at(0).integer(), 7);
+  EXPECT_EQ(root.at(1).id(), root.id());  // the list holds itself, as the pickle says
+  ASSERT_TRUE(decodePickleInto(kProto2.data(), kProto2.size(), "d", &doc).ok());
+  auto fresh = decodePickle(kProto2.data(), kProto2.size(), "d");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(doc.nodes.size(), fresh->nodes.size());
+  EXPECT_EQ(doc.items, fresh->items);
+  EXPECT_EQ(doc.root().find("c")->str(), "\xc3\xa9");
+}
+
 TEST(PickleReader, TellsPicklesByTheirFirstBytes) {
   EXPECT_TRUE(looksLikePickle(kProto2));
   EXPECT_TRUE(looksLikePickle(kProto4));

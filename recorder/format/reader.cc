@@ -30,9 +30,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The file in one read() where the kernel allows: a dump is written whole and then renamed into
-// place, so its size is known and fixed (a file that shrinks meanwhile is read to its new end).
-base::StatusOr<std::string> readWholeFile(const std::string& path) {
+// The file in one read() where the kernel allows, into `buf` from its start (its size never
+// shrinks: a buffer reused file after file is allocated and zeroed once). A dump is written whole
+// and then renamed into place, so its size is known and fixed (a file that shrinks meanwhile is
+// read to its new end). Returns the bytes read, a view of `buf`.
+base::StatusOr<std::string_view> readWholeFileInto(const std::string& path, std::string* buf) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return base::Status::error(path + ": " + std::strerror(errno));
@@ -43,18 +45,33 @@ base::StatusOr<std::string> readWholeFile(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (buf->size() < size) buf->resize(size);
   size_t used = 0;
-  while (used < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + used, bytes.size() - used);
+  while (used < size) {
+    const ssize_t n = ::read(fd, buf->data() + used, size - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(std::string("read error: ") + std::strerror(errno));
     if (n == 0) break;
     used += static_cast<size_t>(n);
   }
   ::close(fd);
-  bytes.resize(used);
+  return std::string_view(buf->data(), used);
+}
+
+base::StatusOr<std::string> readWholeFile(const std::string& path) {
+  std::string bytes;
+  NCCLREC_ASSIGN_OR_RETURN(const std::string_view read, readWholeFileInto(path, &bytes));
+  bytes.resize(read.size());
   return bytes;
+}
+
+// A Flight Recorder dump's bytes, in a buffer of the calling thread that the next call reuses
+// (a buffer over 64 MiB is given back after its file is read; see parseFlightRecorder).
+base::StatusOr<std::string_view> readFlightRecorderFile(const std::string& path) {
+  thread_local std::string buf;
+  if (buf.size() > (64u << 20)) std::string().swap(buf);
+  return readWholeFileInto(path, &buf);
 }
 
 base::StatusOr<std::string> readPrefix(const std::string& path, size_t n) {
@@ -144,10 +161,10 @@ constexpr size_t kSniffBytes = 64;
 base::StatusOr<std::optional<RankData>> loadIfFlightRecorder(const std::string& path) {
   NCCLREC_ASSIGN_OR_RETURN(const std::string prefix, readPrefix(path, kSniffBytes));
   if (!looksLikeFlightRecorder(prefix)) return std::optional<RankData>();
-  NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+  NCCLREC_ASSIGN_OR_RETURN(const std::string_view bytes, readFlightRecorderFile(path));
   if (!looksLikePickle(bytes)) {
     // A trace or verdict saved beside the dumps may be large: no DOM for JSON without the key.
-    if (bytes.find("\"pg_config\"") == std::string::npos) return std::optional<RankData>();
+    if (bytes.find("\"pg_config\"") == std::string_view::npos) return std::optional<RankData>();
     base::StatusOr<nlohmann::json> doc = parseFlightRecorderJson(bytes, path);
     if (!doc.ok() || !doc->is_object() || !doc->contains("pg_config")) {
       return std::optional<RankData>();
@@ -198,7 +215,7 @@ base::StatusOr<RankData> loadFile(const std::string& path) {
   }
   if (prefix.empty()) return base::Status::error(path + ": empty file");
   if (looksLikeFlightRecorder(prefix)) {
-    NCCLREC_ASSIGN_OR_RETURN(const std::string bytes, readWholeFile(path));
+    NCCLREC_ASSIGN_OR_RETURN(const std::string_view bytes, readFlightRecorderFile(path));
     NCCLREC_ASSIGN_OR_RETURN(RankData data, parseFlightRecorder(bytes.data(), bytes.size(), path,
                                                                 rankFromFileName(path)));
     data.source_path = path;
