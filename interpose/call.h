@@ -20,6 +20,8 @@ class ReentryGuard {
   ReentryGuard(const ReentryGuard&) = delete;
   ReentryGuard& operator=(const ReentryGuard&) = delete;
   bool nested() const { return depth_ > 1; }
+  // How many shim wrappers the calling thread is inside (0: the call did not come through them).
+  static int depth() { return depth_; }
 
  private:
   static thread_local int depth_ __attribute__((tls_model("initial-exec")));
