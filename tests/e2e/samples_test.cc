@@ -47,6 +47,9 @@ constexpr int kRanks = 4;
 struct Sample {
   std::string name;
   std::string binding;  // Python: "handle" or "global"; empty for a C++ sample
+  // Plugin-only mode: no LD_PRELOAD; libncclrec.so is NCCL's profiler plugin
+  // (NCCL_PROFILER_PLUGIN), the way to record programs that link NCCL statically.
+  bool plugin_only = false;
 
   bool python() const { return !binding.empty(); }
   std::string sourceDir() const {
@@ -60,7 +63,8 @@ struct Sample {
 };
 
 void PrintTo(const Sample& sample, std::ostream* os) {
-  *os << (sample.python() ? "python " + sample.name + " (" + sample.binding + ")" : sample.name);
+  *os << (sample.python() ? "python " + sample.name + " (" + sample.binding + ")" : sample.name)
+      << (sample.plugin_only ? " as profiler plugin" : "");
 }
 
 std::vector<std::string> splitList(const std::string& csv) {
@@ -115,12 +119,17 @@ SampleRun runSample(const ncclrec::support::TempDir& dir, const Sample& sample,
             "--run-id",
             kRunId};
   for (const std::string& arg : sample.command(mode)) o.argv.push_back(arg);
-  o.ld_preload = NCCLREC_SHIM;
   o.env = {{"NCCLREC_DIR", dir.path() + "/dumps"},
            {"NCCLREC_HOST_STALL", std::to_string(kHostStallS)},
            {"NCCLREC_POLL_MS", "100"}};
-  o.unset_env = {"CXXRUN_STORE", "CXXRUN_TOKEN", "NCCLREC_RUN_ID", "HOSTNCCL_TIMEOUT",
-                 "NCCLREC_TIMEOUT"};
+  o.unset_env = {"CXXRUN_STORE",     "CXXRUN_TOKEN",    "NCCLREC_RUN_ID",
+                 "HOSTNCCL_TIMEOUT", "NCCLREC_TIMEOUT", "NCCL_PROFILER_PLUGIN"};
+  if (sample.plugin_only) {
+    o.unset_env.push_back("LD_PRELOAD");
+    o.env["NCCL_PROFILER_PLUGIN"] = NCCLREC_SHIM;
+  } else {
+    o.ld_preload = NCCLREC_SHIM;
+  }
   if (sample.python()) {
     // The Python samples share the unique id through a file; no bytecode in the source tree.
     o.env["NCCLREC_SAMPLE_ID_FILE"] = dir.path() + "/unique.id";
@@ -275,6 +284,21 @@ INSTANTIATE_TEST_SUITE_P(Samples, SampleTest, ::testing::ValuesIn(cxxSamples()),
 INSTANTIATE_TEST_SUITE_P(PythonSamples, SampleTest, ::testing::ValuesIn(pythonSamples()),
                          [](const ::testing::TestParamInfo<Sample>& p) {
                            return p.param.name + "_" + p.param.binding;
+                         });
+
+// Plugin-only mode (no LD_PRELOAD, NCCL_PROFILER_PLUGIN=libncclrec.so): C++ samples, and Python
+// samples binding NCCL through a library handle (ctypes.CDLL: dlopen + dlsym, the stand-in for a
+// program whose NCCL a preload cannot reach). Test names: PluginOnly/...<name>[_<binding>].
+std::vector<Sample> pluginOnlySamples() {
+  std::vector<Sample> out;
+  for (const std::string& name : splitList(NCCLREC_PLUGIN_SAMPLES)) out.push_back({name, "", true});
+  for (const std::string& name : splitList(NCCLREC_PLUGIN_PYTHON_SAMPLES))
+    out.push_back({name, "handle", true});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(PluginOnly, SampleTest, ::testing::ValuesIn(pluginOnlySamples()),
+                         [](const ::testing::TestParamInfo<Sample>& p) {
+                           return p.param.name + (p.param.python() ? "_" + p.param.binding : "");
                          });
 
 }  // namespace
