@@ -15,13 +15,18 @@
 //                   (nChannels 0, or no KernelCh in the mask) the Coll/P2p stop completes it
 //   finalize        the communicator is marked destroyed
 //
-// Under LD_PRELOAD the wrappers already record every call; a CollApi/P2pApi event raised inside a
-// wrapper (ReentryGuard depth > 0) is not recorded a second time.
+// Under LD_PRELOAD the wrappers record every call. A CollApi/P2pApi event raised inside a wrapper
+// (CurrentCall) is not recorded a second time: the plugin takes over that op's completion instead
+// (the wrapper's ring slot travels here through the thread-local CurrentCall), unless CUDA
+// markers already time it. NCCLREC_COMPLETION=profiler makes the shim select itself
+// (NCCL_PROFILER_PLUGIN=STATIC_PLUGIN, when the user chose no plugin) before NCCL's first init,
+// and turns CUDA markers off.
 //
 // Record path (everything but init/finalize): no allocation, lock or log. Ops live in a fixed
 // pool reused round-robin; an op still in flight when the pool wraps (kPoolSize later ops) is
 // no longer followed and stays incomplete in the record.
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -52,6 +57,7 @@ struct Op {
   Tag task{Kind::kTask, this};
   Tag channel{Kind::kChannel, this};
   CallHandle call;
+  bool from_shim = false;  // recorded by a wrapper: its peer and sequence number are known
   std::atomic<int> channels_expected{0};
   std::atomic<int> channels_stopped{0};
   std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
@@ -62,8 +68,9 @@ struct Op {
 constexpr uint32_t kPoolSize = 8192;  // power of two
 Op gPool[kPoolSize];
 std::atomic<uint64_t> gNext{0};
-Tag gGroupOuter{Kind::kGroup, nullptr};  // NCCL's implicit group of a lone call
-Tag gGroupUser{Kind::kGroup, nullptr};   // a user's ncclGroupStart/End
+Tag gGroupOuter{Kind::kGroup, nullptr};   // NCCL's implicit group of a lone call
+Tag gGroupUser{Kind::kGroup, nullptr};    // a user's ncclGroupStart/End
+Tag gGroupShim{Kind::kIgnored, nullptr};  // a group the wrappers already track
 Tag gIgnored{Kind::kIgnored, nullptr};
 
 // One per communicator (the plugin context); also the handle the recorder files it under.
@@ -71,7 +78,12 @@ struct PluginComm {
   uint64_t comm_id;
   int rank;
   int nranks;
+  bool shim;  // the wrappers registered it (and record its life cycle)
 };
+
+// Set by the communicator-creating wrappers: the shim is preloaded and registers communicators
+// itself, so init must not register them a second time.
+std::atomic<bool> gShimCreatesComms{false};
 
 OpType opOf(const char* func) {
   char name[40] = "nccl";
@@ -105,9 +117,32 @@ void maybeFinish(Op* op) {
 }
 
 // The API event of one op: recorded now, on the calling thread (the user's call is on the stack).
+Op* claimOp() {
+  Op* op = &gPool[gNext.fetch_add(1, std::memory_order_relaxed) & (kPoolSize - 1)];
+  op->channels_expected.store(0, std::memory_order_relaxed);
+  op->channels_stopped.store(0, std::memory_order_relaxed);
+  op->channels_ok.store(0, std::memory_order_relaxed);
+  op->task_stopped.store(false, std::memory_order_relaxed);
+  op->done.store(false, std::memory_order_relaxed);
+  return op;
+}
+
+// An API event inside a wrapper: the op is the wrapper's; its completion becomes ours.
+void* adoptShimCall() {
+  CallHandle* shim = ncclrec::interpose::CurrentCall::get();
+  if (shim == nullptr || shim->slot == nullptr || shim->timed_by_cuda) return &gIgnored;
+  Op* op = claimOp();
+  op->call = *shim;
+  op->from_shim = true;
+  shim->profiler_completes = true;
+  Recorder::addEventFlags(op->call, ncclrec::format::kEventProfilerTimed);
+  return &op->api;
+}
+
 __attribute__((always_inline)) inline void* startApi(PluginComm* comm, const ncclProfDescr& d) {
   Recorder* r = Recorder::get();
-  if (r == nullptr || ncclrec::interpose::ReentryGuard::depth() > 0) return &gIgnored;
+  if (r == nullptr) return &gIgnored;
+  if (ncclrec::interpose::ReentryGuard::depth() > 0) return adoptShimCall();
   const bool coll = d.type == ncclProfCollApi;
   ncclrec::recorder::OpArgs a;
   a.op = opOf(coll ? d.collApi.func : d.p2pApi.func);
@@ -119,15 +154,13 @@ __attribute__((always_inline)) inline void* startApi(PluginComm* comm, const ncc
   a.peer = coll ? (ncclrec::format::hasRoot(a.op) ? d.collApi.root : -1) : -1;
   a.deferred = true;
   // The peer of a send/recv is only in the P2p event (at the group's launch): filled in there.
-  Op* op = &gPool[gNext.fetch_add(1, std::memory_order_relaxed) & (kPoolSize - 1)];
-  op->channels_expected.store(0, std::memory_order_relaxed);
-  op->channels_stopped.store(0, std::memory_order_relaxed);
-  op->channels_ok.store(0, std::memory_order_relaxed);
-  op->task_stopped.store(false, std::memory_order_relaxed);
-  op->done.store(false, std::memory_order_relaxed);
+  Op* op = claimOp();
+  op->from_shim = false;
   op->call = r->begin(a, ncclrec::interpose::kShimFrames);
+  uint32_t flags = ncclrec::format::kEventProfilerTimed;
   if (coll ? d.collApi.graphCaptured : d.p2pApi.graphCaptured)
-    Recorder::addEventFlags(op->call, ncclrec::format::kEventGraphCaptured);
+    flags |= ncclrec::format::kEventGraphCaptured;
+  Recorder::addEventFlags(op->call, flags);
   return &op->api;
 }
 
@@ -141,12 +174,14 @@ void* startTask(const ncclProfDescr& d) {
   if (op == nullptr) return &gIgnored;
   const int channels = d.type == ncclProfColl ? d.coll.nChannels : d.p2p.nChannels;
   op->channels_expected.store(channels, std::memory_order_relaxed);
-  if (d.type == ncclProfP2p) Recorder::setP2pPeer(op->call, d.p2p.peer);
+  if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
   Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
   return &op->task;
 }
 
-int gMask = 0;  // the events asked for at every init
+// The events asked for at every init.
+constexpr int kMask = ncclProfGroupApi | ncclProfCollApi | ncclProfP2pApi | ncclProfColl |
+                      ncclProfP2p | ncclProfKernelCh;
 
 ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char* name,
                         int /*nnodes*/, int nranks, int rank, ncclProfLogFn /*log*/) {
@@ -154,8 +189,12 @@ ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char*
   *mask = 0;
   Recorder* r = Recorder::get();
   if (r == nullptr) return ncclSuccess;  // disabled, or said why once: NCCL runs unprofiled
-  auto* comm = new (std::nothrow) PluginComm{comm_id, rank, nranks};
+  const bool shim = gShimCreatesComms.load();
+  auto* comm = new (std::nothrow) PluginComm{comm_id, rank, nranks, shim};
   if (comm == nullptr) return ncclSuccess;
+  *mask = kMask;
+  *context = comm;
+  if (shim) return ncclSuccess;
   ncclrec::recorder::OpArgs creator;
   creator.op = OpType::kCommInitRank;
   creator.comm_id = comm_id;
@@ -166,10 +205,6 @@ ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char*
   r->commCreated(comm, creator, call.index, 0, -1, -1, ncclSuccess, r->identifyDevice(-1, nullptr),
                  name != nullptr && *name ? name : nullptr);
   r->end(call, ncclSuccess);
-  gMask = ncclProfGroupApi | ncclProfCollApi | ncclProfP2pApi | ncclProfColl | ncclProfP2p |
-          ncclProfKernelCh;
-  *mask = gMask;
-  *context = comm;
   return ncclSuccess;
 }
 
@@ -178,7 +213,9 @@ ncclResult_t pluginStart(void* context, void** handle, ncclProfDescr* d) {
   if (context == nullptr || d == nullptr) return ncclSuccess;
   switch (d->type) {
     case ncclProfGroupApi:
-      if (d->groupApi.groupDepth > 1) {
+      if (ncclrec::interpose::ReentryGuard::depth() > 0) {
+        *handle = &gGroupShim;
+      } else if (d->groupApi.groupDepth > 1) {
         if (Recorder* r = Recorder::get()) r->groupStarted();
         *handle = &gGroupUser;
       } else {
@@ -235,13 +272,36 @@ ncclResult_t pluginState(void* handle, ncclProfState state, ncclProfStateArgs* /
 
 ncclResult_t pluginFinalize(void* context) {
   auto* comm = static_cast<PluginComm*>(context);
-  if (comm == nullptr) return ncclSuccess;
+  if (comm == nullptr || comm->shim) return ncclSuccess;
   if (Recorder* r = Recorder::get()) r->commEnded(comm, ncclrec::format::kCommDestroyed);
   // The PluginComm stays allocated: the comm table may still name it (as a dead handle).
   return ncclSuccess;
 }
 
 }  // namespace
+
+void ncclrec::interpose::selectProfilerPlugin() {
+  gShimCreatesComms.store(true);
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;
+  Recorder* r = Recorder::get();
+  if (r == nullptr || r->params().completion != ncclrec::recorder::CompletionChoice::kProfiler)
+    return;
+  const char* chosen = std::getenv("NCCL_PROFILER_PLUGIN");
+  if (chosen == nullptr || *chosen == '\0') {
+    // Read by NCCL at this first init, on this thread: no other thread reads it concurrently
+    // unless the program itself races NCCL inits, which NCCL does not support either.
+    setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
+    NCCLREC_INFO(kLogInit,
+                 "NCCLREC_COMPLETION=profiler: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN (libncclrec.so)");
+  } else if (std::strcmp(chosen, "STATIC_PLUGIN") != 0 &&
+             std::strstr(chosen, "ncclrec") == nullptr) {
+    NCCLREC_WARN(kLogInit,
+                 "NCCLREC_COMPLETION=profiler but NCCL_PROFILER_PLUGIN=%s is the user's: ops "
+                 "complete when their call returns",
+                 chosen);
+  }
+}
 
 NCCLREC_EXPORT ncclProfPlugin ncclProfiler_v5 = {"ncclrec",  pluginInit,  pluginStart,
                                                  pluginStop, pluginState, pluginFinalize};

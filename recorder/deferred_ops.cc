@@ -34,7 +34,10 @@ void Recorder::setP2pPeer(const CallHandle& call, int peer) {
 }
 
 void Recorder::opCompleted(const CallHandle& call, int result) {
-  if (call.slot == nullptr) return;
+  if (call.slot == nullptr || !format::slotHolds(call.slot, call.index)) return;
+  // Already ended (a failed call, completed by end()): the first word stays.
+  const auto state = static_cast<EventState>(atomicField(call.slot->state).load());
+  if (state == EventState::kCompleted || state == EventState::kFailed) return;
   const int64_t now = realtimeNs();
   if (format::slotHolds(call.slot, call.index) &&
       atomicField(call.slot->start_ns).load(std::memory_order_relaxed) == 0) {

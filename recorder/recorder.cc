@@ -161,7 +161,10 @@ bool Recorder::init(std::string* error) {
   }
   if (h->stack_depth > 0) stacks_ = std::make_unique<StackTable>(h);
   writeModuleMap(h);
-  if (params_.completion != CompletionChoice::kHost) {
+  // profiler: NCCL's profiler callbacks complete the ops (interpose/profiler_plugin.cc), else
+  // the call's return does; no CUDA markers.
+  if (params_.completion != CompletionChoice::kHost &&
+      params_.completion != CompletionChoice::kProfiler) {
     std::string why;
     const bool full = params_.completion == CompletionChoice::kCudaFull;
     cuda_ = CudaCompletion::create(
@@ -298,6 +301,11 @@ void Recorder::end(CallHandle& call, int result) {
   format::Event* e = call.slot;
   const bool ok = acceptedResult(result);
   const auto op = static_cast<OpType>(e->op);
+  if (call.profiler_completes && ok) {
+    if (format::slotHolds(e, call.index))
+      atomicField(e->result).store(result, std::memory_order_relaxed);
+    return;
+  }
   GroupState* g = tls_group;
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.

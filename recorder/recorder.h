@@ -61,6 +61,9 @@ struct CallHandle {
   int32_t cuda_ticket = -1;
   bool timed_by_cuda = false;
   CommState* comm = nullptr;  // the op's communicator, when the recorder knows it
+  // NCCL's profiler callbacks took over the op's completion (interpose/profiler_plugin.cc): end()
+  // and the group end leave a successful op to them.
+  bool profiler_completes = false;
 };
 
 class Recorder {
