@@ -134,5 +134,5 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("ncclrec-bench: plugin recorded=%zu completed=%zu\n", ops, completed);
-  return reporter.plugin_ns > 0 && ops > 0 && completed == ops ? 0 : 3;
+  return reporter.plugin_ns > 0 && reporter.empty_ns > 0 && ops > 0 && completed == ops ? 0 : 3;
 }
