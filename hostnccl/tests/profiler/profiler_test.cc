@@ -1,8 +1,8 @@
 // hostnccl as the driver of NCCL profiler plugins: the event stream a plugin sees (order, fields,
 // parent links, sequence numbers), the activation mask, and plugins that fail or cannot load.
 // Ranks are processes running profiler_worker; the plugin is event_log_plugin.so.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
