@@ -60,7 +60,12 @@ void SiteRule::candidates(const std::vector<format::Frame>& frames,
     out->push_back(static_cast<uint32_t>(first_python));
     return;
   }
-  for (size_t i = 0; i < frames.size(); ++i) out->push_back(static_cast<uint32_t>(i));
+  // A stack recorded inside NCCL (plugin-only mode: NCCL's profiler callbacks run below its API
+  // entry point) starts with NCCL's own frames, and ours: the user's code begins after them.
+  size_t first = 0;
+  while (first < frames.size() && baseName(frames[first].module).rfind("libnccl", 0) == 0) ++first;
+  if (first == frames.size()) first = 0;
+  for (size_t i = first; i < frames.size(); ++i) out->push_back(static_cast<uint32_t>(i));
 }
 
 namespace {

@@ -49,6 +49,18 @@ TEST(SiteRuleTest, EveryPythonFrameALibraryFrameGivesTheInnermostPythonFrame) {
   EXPECT_EQ(rule.siteFrame(frames), 0);
 }
 
+TEST(SiteRuleTest, NcclFramesAboveTheUserAreSkipped) {
+  // Recorded in NCCL's profiler callback (plugin-only mode): NCCL's frames come first.
+  const std::vector<Frame> frames = {
+      native("/opt/nccl/lib/libnccl.so.2", 0x181e2, "ncclProfilerStartCollApiEvent"),
+      native("/opt/nccl/lib/libnccl.so.2", 0xa825, "ncclAllReduce"),
+      native("/job/train", 0x3797, "trainStep"), native("/job/train", 0x353e, "main")};
+  EXPECT_EQ(SiteRule().siteFrame(frames), 2);
+  // A stack of NCCL frames only keeps them (nothing better to name).
+  const std::vector<Frame> only = {frames[0], frames[1]};
+  EXPECT_EQ(SiteRule().siteFrame(only), 0);
+}
+
 TEST(SiteRuleTest, LibraryFramesAddPatterns) {
   const std::vector<Frame> frames =
       stack({py("/job/nccl_bindings/comm.py", "Comm.all_reduce", 12),

@@ -81,39 +81,39 @@ size_t ranksOf(ncclComm_t comm) { return isLiveComm(comm) ? static_cast<size_t>(
 }  // namespace
 
 HOSTNCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
-             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclAllReduce", OpKind::kAllReduce, kSendAll | kRecvAll, 1, 1, true, false};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, op, -1});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, op, -1, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
-             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclBroadcast", OpKind::kBroadcast, kSendRoot | kRecvAll, 1, 1, false, true};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
-             ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclBcast", OpKind::kBroadcast, kSendRoot | kRecvAll, 1, 1, false, true};
-  return issue(k, {k.kind, comm, buff, buff, count, datatype, ncclSum, root});
+  return issue(k, {k.kind, comm, buff, buff, count, datatype, ncclSum, root, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-             cudaStream_t /*stream*/) {
+             cudaStream_t stream) {
   Check k{"ncclReduce", OpKind::kReduce, kSendAll | kRecvRoot, 1, 1, true, true};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, op, root});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, op, root, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
-             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclAllGather", OpKind::kAllGather, kSendAll | kRecvAll, 1, ranksOf(comm), false, false};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
              size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-             cudaStream_t /*stream*/) {
+             cudaStream_t stream) {
   Check k{"ncclReduceScatter",
           OpKind::kReduceScatter,
           kSendAll | kRecvAll,
@@ -121,37 +121,37 @@ HOSTNCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbu
           1,
           true,
           false};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, recvcount, datatype, op, -1});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, recvcount, datatype, op, -1, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
-             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclAlltoAll", OpKind::kAlltoAll, kSendAll | kRecvAll,
           ranksOf(comm),  ranksOf(comm),     false,
           false};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, -1});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, -1, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
-             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclGather", OpKind::kGather, kSendAll | kRecvRoot, 1, ranksOf(comm), false, true};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
-             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t /*stream*/) {
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclScatter", OpKind::kScatter, kSendRoot | kRecvAll, ranksOf(comm), 1, false, true};
-  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root});
+  return issue(k, {k.kind, comm, sendbuff, recvbuff, count, datatype, ncclSum, root, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
-             int peer, ncclComm_t comm, cudaStream_t /*stream*/) {
+             int peer, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclSend", OpKind::kSend, kSendAll, 1, 1, false, true};
-  return issue(k, {k.kind, comm, sendbuff, nullptr, count, datatype, ncclSum, peer});
+  return issue(k, {k.kind, comm, sendbuff, nullptr, count, datatype, ncclSum, peer, stream});
 }
 
 HOSTNCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
-             int peer, ncclComm_t comm, cudaStream_t /*stream*/) {
+             int peer, ncclComm_t comm, cudaStream_t stream) {
   Check k{"ncclRecv", OpKind::kRecv, kRecvAll, 1, 1, false, true};
-  return issue(k, {k.kind, comm, nullptr, recvbuff, count, datatype, ncclSum, peer});
+  return issue(k, {k.kind, comm, nullptr, recvbuff, count, datatype, ncclSum, peer, stream});
 }

@@ -43,6 +43,8 @@ struct OpArgs {
   ncclDataType_t dtype;
   ncclRedOp_t op;
   int root;
+  void* stream = nullptr;   // as the caller passed it, for the profiler's API events
+  void* profApi = nullptr;  // the profiler's CollApi/P2pApi event (profiler.h), parent of Coll/P2p
 };
 
 // Runs a collective to completion on the calling thread, consuming the next collective sequence

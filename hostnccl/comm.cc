@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "hostnccl/errors.h"
+#include "hostnccl/profiler.h"
 #include "hostnccl/transfer.h"
 
 namespace ncclrec::hostnccl {
@@ -33,6 +34,7 @@ void closeQuietly(const std::shared_ptr<gloo::rendezvous::Context>& context) {
 }  // namespace
 
 Comm::~Comm() {
+  prof::commFinalize(*this);
   magic = 0;
   try {
     context.reset();

@@ -68,6 +68,12 @@ class Comm {
   std::vector<PreMulSumOp> preMulSumOps;
   // Reused temporary space of the collectives (one operation at a time per communicator).
   std::vector<unsigned char> scratch;
+  // The profiler plugin's state for this communicator (profiler.h): its context and event mask
+  // from init, and the per-collective-type sequence numbers of Coll events.
+  void* profContext = nullptr;
+  int profMask = 0;
+  bool profInited = false;
+  uint64_t profCollSeq[16] = {};
 
   // --- shared with ncclCommAbort / ncclCommRevoke, guarded by mu_ ---
   // Called by an operation before it posts transfers; false (with an error set) if the

@@ -9,6 +9,7 @@
 
 #include "hostnccl/async.h"
 #include "hostnccl/errors.h"
+#include "hostnccl/profiler.h"
 #include "hostnccl/reduce_ops.h"
 #include "hostnccl/transfer.h"
 
@@ -53,6 +54,14 @@ ncclResult_t matchSelf(Comm& c, const std::vector<const OpArgs*>& ops) {
   return ncclSuccess;
 }
 
+// A collective between its profiler events.
+ncclResult_t runProfiled(const OpArgs& a) {
+  prof::OpEvents e = prof::opStart(a);
+  ncclResult_t rc = runCollective(a);
+  prof::opDone(a, e, rc == ncclSuccess);
+  return rc;
+}
+
 // Runs one communicator's share of a group: posts all its point-to-point messages first (they
 // never block), then the collectives in issue order, then waits for the messages.
 ncclResult_t runOnComm(Comm& c, const std::vector<const OpArgs*>& ops) {
@@ -72,6 +81,11 @@ ncclResult_t runOnComm(Comm& c, const std::vector<const OpArgs*>& ops) {
           firstP2p->kind == OpKind::kSend ? c.sendSeq[firstP2p->root] : c.recvSeq[firstP2p->root];
     }
     Transfer p2p(c, firstP2p ? opKindName(firstP2p->kind) : "p2p", p2pSeq);
+    // Profiler events: a p2p operation runs from its post until the group's messages are in.
+    std::vector<prof::OpEvents> p2pEvents;
+    for (const OpArgs* a : ops) {
+      if (isP2p(*a)) p2pEvents.push_back(prof::opStart(*a));
+    }
     if (firstP2p != nullptr) {
       rc = matchSelf(c, ops);
       if (rc == ncclSuccess) {
@@ -82,9 +96,13 @@ ncclResult_t runOnComm(Comm& c, const std::vector<const OpArgs*>& ops) {
     }
     for (const OpArgs* a : ops) {
       if (rc != ncclSuccess) break;
-      if (!isP2p(*a)) rc = runCollective(*a);
+      if (!isP2p(*a)) rc = runProfiled(*a);
     }
     if (rc == ncclSuccess) rc = p2p.wait();
+    size_t i = 0;
+    for (const OpArgs* a : ops) {
+      if (isP2p(*a)) prof::opDone(*a, p2pEvents[i++], rc == ncclSuccess);
+    }
   }
   c.leave();
   return rc;
@@ -133,10 +151,12 @@ ncclResult_t runNow(const OpArgs& a) {
     return runOnComm(*a.comm, one);
   }
   if (ncclResult_t rc = a.comm->enter(opKindName(a.kind)); rc != ncclSuccess) return rc;
-  ncclResult_t rc = runCollective(a);
+  ncclResult_t rc = runProfiled(a);
   a.comm->leave();
   return rc;
 }
+
+ncclResult_t runGroup();
 
 }  // namespace
 
@@ -150,6 +170,45 @@ ncclResult_t groupEnd() {
     return fail(ncclInvalidUsage, "ncclGroupEnd: not inside a group (no ncclGroupStart)");
   }
   if (--tGroup.depth > 0) return ncclSuccess;
+  prof::groupEndEnter();
+  ncclResult_t rc = runGroup();
+  prof::groupDone();
+  return rc;
+}
+
+ncclResult_t groupDiscard() {
+  if (tGroup.depth == 0) {
+    return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: not inside a group");
+  }
+  if (--tGroup.depth == 0) {
+    tGroup.ops.clear();
+    prof::groupDone();
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t submit(const OpArgs& in) {
+  OpArgs a = in;
+  prof::apiStart(a, tGroup.depth);
+  if (tGroup.depth > 0) {
+    tGroup.ops.push_back(a);
+    prof::apiStop(a);
+    return ncclSuccess;
+  }
+  // A lone call is NCCL's implicit group of one: its API event ends before the operation runs.
+  prof::apiStop(a);
+  prof::groupEndEnter();
+  ncclResult_t rc = a.comm->blocking ? runNow(a)
+                                     : launchAsync(
+                                           {a.comm}, [a] { return runNow(a); }, opKindName(a.kind));
+  prof::groupDone();
+  return rc;
+}
+
+namespace {
+
+// The outermost ncclGroupEnd: runs what the group queued.
+ncclResult_t runGroup() {
   std::vector<OpArgs> ops;
   ops.swap(tGroup.ops);
   if (ops.empty()) return ncclSuccess;
@@ -171,24 +230,6 @@ ncclResult_t groupEnd() {
       comms, [shared] { return runAll(*shared); }, "ncclGroupEnd");
 }
 
-ncclResult_t groupDiscard() {
-  if (tGroup.depth == 0) {
-    return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: not inside a group");
-  }
-  if (--tGroup.depth == 0) tGroup.ops.clear();
-  return ncclSuccess;
-}
-
-ncclResult_t submit(const OpArgs& a) {
-  if (tGroup.depth > 0) {
-    tGroup.ops.push_back(a);
-    return ncclSuccess;
-  }
-  if (!a.comm->blocking) {
-    return launchAsync(
-        {a.comm}, [a] { return runNow(a); }, opKindName(a.kind));
-  }
-  return runNow(a);
-}
+}  // namespace
 
 }  // namespace ncclrec::hostnccl

@@ -16,6 +16,7 @@
 #include "hostnccl/config.h"
 #include "hostnccl/device.h"
 #include "hostnccl/errors.h"
+#include "hostnccl/profiler.h"
 #include "hostnccl/store.h"
 
 namespace ncclrec::hostnccl {
@@ -141,6 +142,7 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   } catch (const std::exception& e) {
     return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, e.what());
   }
+  prof::commInit(*comm);
   logInfo("comm %016llx rank %d/%d ready", static_cast<unsigned long long>(comm->hash), rank,
           nranks);
   if (owned) {

@@ -20,10 +20,31 @@ class ReentryGuard {
   ReentryGuard(const ReentryGuard&) = delete;
   ReentryGuard& operator=(const ReentryGuard&) = delete;
   bool nested() const { return depth_ > 1; }
+  // How many shim wrappers the calling thread is inside (0: the call did not come through them).
+  static int depth() { return depth_; }
 
  private:
   static thread_local int depth_ __attribute__((tls_model("initial-exec")));
 };
+
+// The shim's recorded call in progress on this thread, for NCCL's profiler callbacks raised inside
+// it (profiler_plugin.cc): they take over its completion instead of recording it again.
+class CurrentCall {
+ public:
+  explicit CurrentCall(recorder::CallHandle* call) : prev_(current_) { current_ = call; }
+  ~CurrentCall() { current_ = prev_; }
+  CurrentCall(const CurrentCall&) = delete;
+  CurrentCall& operator=(const CurrentCall&) = delete;
+  static recorder::CallHandle* get() { return current_; }
+
+ private:
+  recorder::CallHandle* prev_;
+  static thread_local recorder::CallHandle* current_ __attribute__((tls_model("initial-exec")));
+};
+
+// NCCLREC_COMPLETION=profiler: before the process's first communicator init, makes the shim
+// NCCL's profiler plugin (NCCL_PROFILER_PLUGIN=STATIC_PLUGIN) unless the user chose one.
+void selectProfilerPlugin();
 
 // Records `args` around `forward()`; `after(recorder, call, result)` runs after the real call
 // (comm registration and the like), before the event is completed.
@@ -34,6 +55,7 @@ __attribute__((always_inline)) inline ncclResult_t recordCall(const recorder::Op
   recorder::Recorder* r = guard.nested() ? nullptr : recorder::Recorder::get();
   if (r == nullptr) return forward();
   recorder::CallHandle call = r->begin(args, kShimFrames);
+  CurrentCall current(&call);
   const ncclResult_t result = forward();
   after(r, call, result);
   r->end(call, result);

@@ -117,6 +117,7 @@ NCCLREC_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 NCCLREC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
                                              int rank) {
   NCCLREC_REAL_OR_RETURN(ncclCommInitRank);
+  ncclrec::interpose::selectProfilerPlugin();
   return initRank(OpType::kCommInitRank, comm, nranks, &commId, sizeof(commId), rank, nullptr,
                   [&] { return real_fn(comm, nranks, commId, rank); });
 }
@@ -125,6 +126,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
                                                    ncclUniqueId commId, int rank,
                                                    ncclConfig_t* config) {
   NCCLREC_REAL_OR_RETURN(ncclCommInitRankConfig);
+  ncclrec::interpose::selectProfilerPlugin();
   return initRank(OpType::kCommInitRankConfig, comm, nranks, &commId, sizeof(commId), rank, config,
                   [&] { return real_fn(comm, nranks, commId, rank, config); });
 }
@@ -133,6 +135,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nr
                                                      int nId, ncclUniqueId* commIds,
                                                      ncclConfig_t* config) {
   NCCLREC_REAL_OR_RETURN(ncclCommInitRankScalable);
+  ncclrec::interpose::selectProfilerPlugin();
   const size_t bytes = commIds != nullptr && nId > 0 ? sizeof(ncclUniqueId) * nId : 0;
   return initRank(OpType::kCommInitRankScalable, newcomm, nranks, commIds, bytes, myrank, config,
                   [&] { return real_fn(newcomm, nranks, myrank, nId, commIds, config); });
@@ -140,6 +143,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nr
 
 NCCLREC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   NCCLREC_REAL_OR_RETURN(ncclCommInitAll);
+  ncclrec::interpose::selectProfilerPlugin();
   Recorder* r = Recorder::get();
   const uint32_t call_index = r != nullptr ? r->nextInitAllIndex() : 0;
   const uint64_t id = ncclrec::recorder::commIdForInitAll(getpid(), call_index, ndev);
@@ -160,6 +164,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const i
 NCCLREC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                           ncclConfig_t* config) {
   NCCLREC_REAL_OR_RETURN(ncclCommSplit);
+  ncclrec::interpose::selectProfilerPlugin();
   Recorder* r = Recorder::get();
   ncclrec::recorder::CommState* parent = r != nullptr ? r->findComm(comm) : nullptr;
   const uint64_t parent_id = parent != nullptr ? parent->comm_id : 0;
@@ -186,6 +191,7 @@ NCCLREC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
                                            int excludeRanksCount, ncclComm_t* newcomm,
                                            ncclConfig_t* config, int shrinkFlags) {
   NCCLREC_REAL_OR_RETURN(ncclCommShrink);
+  ncclrec::interpose::selectProfilerPlugin();
   Recorder* r = Recorder::get();
   ncclrec::recorder::CommState* parent = r != nullptr ? r->findComm(comm) : nullptr;
   const uint64_t parent_id = parent != nullptr ? parent->comm_id : 0;

@@ -10,6 +10,7 @@ using ncclrec::recorder::OpArgs;
 using ncclrec::recorder::Recorder;
 
 thread_local int ncclrec::interpose::ReentryGuard::depth_ = 0;
+thread_local CallHandle* ncclrec::interpose::CurrentCall::current_ = nullptr;
 
 namespace {
 

@@ -8,7 +8,7 @@
 namespace ncclrec::recorder {
 
 enum class UnwindChoice { kAuto, kLibunwind, kFramePointer };
-enum class CompletionChoice { kAuto, kHost, kCuda, kCudaFull };  // the table's order
+enum class CompletionChoice { kAuto, kHost, kCuda, kCudaFull, kProfiler };  // the table's order
 
 struct Params {
   std::string dir;

@@ -161,7 +161,10 @@ bool Recorder::init(std::string* error) {
   }
   if (h->stack_depth > 0) stacks_ = std::make_unique<StackTable>(h);
   writeModuleMap(h);
-  if (params_.completion != CompletionChoice::kHost) {
+  // profiler: NCCL's profiler callbacks complete the ops (interpose/profiler_plugin.cc), else
+  // the call's return does; no CUDA markers.
+  if (params_.completion != CompletionChoice::kHost &&
+      params_.completion != CompletionChoice::kProfiler) {
     std::string why;
     const bool full = params_.completion == CompletionChoice::kCudaFull;
     cuda_ = CudaCompletion::create(
@@ -250,13 +253,13 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
       (py_depth == python_depth_ && py_depth > 0))
     flags |= format::kEventStackTruncated;
   // CUDA markers go around calls that launch work now; grouped ops launch at GroupEnd.
-  if (cuda_ && group_depth == 0 && takesStream(a.op)) {
+  if (cuda_ && group_depth == 0 && takesStream(a.op) && !a.deferred) {
     call.cuda_ticket = cuda_->beforeCall(const_cast<void*>(a.stream));
     call.timed_by_cuda = call.cuda_ticket >= 0;
   }
   if (call.timed_by_cuda) flags |= format::kEventCudaTimed;
   e->flags = flags;
-  e->start_ns = call.timed_by_cuda ? 0 : now;
+  e->start_ns = call.timed_by_cuda || a.deferred ? 0 : now;
   e->end_ns = 0;
   e->result = 0;
   e->state = static_cast<uint8_t>(EventState::kEnqueued);
@@ -298,6 +301,11 @@ void Recorder::end(CallHandle& call, int result) {
   format::Event* e = call.slot;
   const bool ok = acceptedResult(result);
   const auto op = static_cast<OpType>(e->op);
+  if (call.profiler_completes && ok) {
+    if (format::slotHolds(e, call.index))
+      atomicField(e->result).store(result, std::memory_order_relaxed);
+    return;
+  }
   GroupState* g = tls_group;
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.

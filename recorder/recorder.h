@@ -48,6 +48,9 @@ struct OpArgs {
   uint64_t comm_id = 0;
   int rank = -1;
   int nranks = 0;
+  // Completion comes from elsewhere (NCCL's profiler callbacks, opStarted/opCompleted): begin()
+  // leaves the op enqueued with no start time and no CUDA markers.
+  bool deferred = false;
 };
 
 // What begin() hands to end(). Lives on the caller's stack.
@@ -58,6 +61,9 @@ struct CallHandle {
   int32_t cuda_ticket = -1;
   bool timed_by_cuda = false;
   CommState* comm = nullptr;  // the op's communicator, when the recorder knows it
+  // NCCL's profiler callbacks took over the op's completion (interpose/profiler_plugin.cc): end()
+  // and the group end leave a successful op to them.
+  bool profiler_completes = false;
 };
 
 class Recorder {
@@ -75,6 +81,13 @@ class Recorder {
   static void setEventAux64(const CallHandle& call, uint64_t value);
   static void setEventDevice(const CallHandle& call, int32_t device);
   static void addEventFlags(const CallHandle& call, uint32_t flags);
+  // A deferred op (OpArgs::deferred) began running / ended; any thread, record-path rules. Each is
+  // a no-op when the slot was reused meanwhile; opStarted also when the op already ended.
+  static void opStarted(const CallHandle& call, int64_t now_ns);
+  void opCompleted(const CallHandle& call, int result);
+  // A deferred send/recv whose peer NCCL names only at launch (the profiler's P2p event): sets
+  // the peer and takes the op's per-peer sequence number then.
+  static void setP2pPeer(const CallHandle& call, int peer);
 
   // Groups (called by the GroupStart/GroupEnd wrappers around the real call).
   void groupStarted();

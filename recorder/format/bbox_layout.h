@@ -52,6 +52,8 @@ inline constexpr uint32_t kEventAsyncError = 1u << 3;  // GetAsyncError reported
 // Issued on a stream capturing a CUDA graph: its work runs at graph launches, not tracked here;
 // complete once the watchdog saw its marker was captured.
 inline constexpr uint32_t kEventGraphCaptured = 1u << 4;
+// Started and completed by NCCL's profiler callbacks (Coll/P2p and KernelCh events).
+inline constexpr uint32_t kEventProfilerTimed = 1u << 5;
 
 // Flags on CommRecord::state (live: updated with atomic or-stores).
 inline constexpr uint32_t kCommInitialized = 1u << 0;

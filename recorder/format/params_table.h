@@ -67,9 +67,10 @@ struct ParamSpec {
   X(NCCLREC_DUMP_ON_EXIT, kBool, "1", "", "Write a final dump, marked exited, at normal exit")     \
   X(NCCLREC_FATAL_SIGNALS, kBool, "1", "",                                                         \
     "Mark the black box on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL, then chain the old handler")      \
-  X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda|cuda-full",                               \
+  X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda|cuda-full|profiler",                      \
     "Completion tracking: cuda = a CUDA event after each op on its stream, cuda-full = also one "  \
-    "before it (start seen, not inferred), host = call return, auto = cuda if a driver is found")  \
+    "before it (start seen, not inferred), host = call return, auto = cuda if a driver is found, " \
+    "profiler = NCCL's profiler callbacks (the shim becomes NCCL_PROFILER_PLUGIN if unset)")       \
   X(NCCLREC_CUDA_LIBRARY, kString, "libcuda.so.1", "",                                             \
     "CUDA driver library dlopen'ed for completion tracking")                                       \
   X(NCCLREC_DUMP_LIBRARY, kString, "", "",                                                         \

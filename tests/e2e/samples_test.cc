@@ -20,11 +20,14 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "recorder/format/bbox_layout.h"
+#include "recorder/format/op_type.h"
 #include "recorder/format/reader.h"
 #include "tests/support/process.h"
 
@@ -47,6 +50,12 @@ constexpr int kRanks = 4;
 struct Sample {
   std::string name;
   std::string binding;  // Python: "handle" or "global"; empty for a C++ sample
+  // How libncclrec.so is loaded: preloaded (the wrappers record, completion as NCCLREC_COMPLETION
+  // defaults); plugin-only (no LD_PRELOAD: NCCL_PROFILER_PLUGIN=libncclrec.so records, the way
+  // to record programs that link NCCL statically); or preloaded with
+  // NCCLREC_COMPLETION=profiler (the wrappers record, NCCL's profiler callbacks complete).
+  enum class Way { kPreload, kPluginOnly, kProfilerCompletion } way = Way::kPreload;
+  bool profiler() const { return way != Way::kPreload; }
 
   bool python() const { return !binding.empty(); }
   std::string sourceDir() const {
@@ -60,7 +69,10 @@ struct Sample {
 };
 
 void PrintTo(const Sample& sample, std::ostream* os) {
-  *os << (sample.python() ? "python " + sample.name + " (" + sample.binding + ")" : sample.name);
+  *os << (sample.python() ? "python " + sample.name + " (" + sample.binding + ")" : sample.name)
+      << (sample.way == Sample::Way::kPluginOnly           ? " as profiler plugin"
+          : sample.way == Sample::Way::kProfilerCompletion ? " with profiler completion"
+                                                           : "");
 }
 
 std::vector<std::string> splitList(const std::string& csv) {
@@ -115,12 +127,18 @@ SampleRun runSample(const ncclrec::support::TempDir& dir, const Sample& sample,
             "--run-id",
             kRunId};
   for (const std::string& arg : sample.command(mode)) o.argv.push_back(arg);
-  o.ld_preload = NCCLREC_SHIM;
   o.env = {{"NCCLREC_DIR", dir.path() + "/dumps"},
            {"NCCLREC_HOST_STALL", std::to_string(kHostStallS)},
            {"NCCLREC_POLL_MS", "100"}};
-  o.unset_env = {"CXXRUN_STORE", "CXXRUN_TOKEN", "NCCLREC_RUN_ID", "HOSTNCCL_TIMEOUT",
-                 "NCCLREC_TIMEOUT"};
+  o.unset_env = {"CXXRUN_STORE",     "CXXRUN_TOKEN",    "NCCLREC_RUN_ID",
+                 "HOSTNCCL_TIMEOUT", "NCCLREC_TIMEOUT", "NCCL_PROFILER_PLUGIN"};
+  if (sample.way == Sample::Way::kPluginOnly) {
+    o.unset_env.push_back("LD_PRELOAD");
+    o.env["NCCL_PROFILER_PLUGIN"] = NCCLREC_SHIM;
+  } else {
+    o.ld_preload = NCCLREC_SHIM;
+  }
+  if (sample.way == Sample::Way::kProfilerCompletion) o.env["NCCLREC_COMPLETION"] = "profiler";
   if (sample.python()) {
     // The Python samples share the unique id through a file; no bytecode in the source tree.
     o.env["NCCLREC_SAMPLE_ID_FILE"] = dir.path() + "/unique.id";
@@ -154,6 +172,33 @@ int64_t hangStartNs(const std::string& dump_dir) {
     }
   }
   return start == INT64_MAX ? 0 : start;
+}
+
+// With profiler callbacks in use: each collective and p2p op is recorded once (per communicator,
+// collective sequence numbers 1, 2, 3, ... with no repeat), and each one that completed was
+// completed by the callbacks (kEventProfilerTimed); `completes`: some op must have completed (a
+// faulty run may hang at its first collective).
+void expectProfilerRecording(const std::string& dump_dir, bool completes) {
+  auto loaded = ncclrec::format::loadPaths({dump_dir});
+  ASSERT_TRUE(loaded.ok()) << dump_dir;
+  size_t timed = 0;
+  for (const auto& r : loaded.value().ranks) {
+    std::map<uint64_t, uint64_t> last_seq;
+    for (const auto& e : r.events) {
+      const bool coll = ncclrec::format::isCollective(e.op);
+      if (!coll && !ncclrec::format::isP2p(e.op)) continue;
+      if (coll) {
+        EXPECT_EQ(e.op_seq, last_seq[e.comm_id] + 1)
+            << "rank " << r.global_rank << " event " << e.index << ": recorded twice or skipped";
+        last_seq[e.comm_id] = e.op_seq;
+      }
+      if (e.state != ncclrec::format::EventState::kCompleted) continue;
+      EXPECT_TRUE(e.flags & ncclrec::format::kEventProfilerTimed)
+          << "rank " << r.global_rank << " event " << e.index << " completed without the profiler";
+      ++timed;
+    }
+  }
+  if (completes) EXPECT_GT(timed, 0u);
 }
 
 int64_t mtimeNs(const std::string& path) {
@@ -208,6 +253,7 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
     ranks = doc.value("ranks", Json());
   }
   ASSERT_TRUE(verdict.is_object()) << verdict.dump() << "\n" << run.cxxrun.describe();
+  if (sample.profiler()) expectProfilerRecording(run.dump_dir, false);
   const std::string got = verdict.dump(2);
   EXPECT_EQ(verdict["class"], expected["class"]) << got;
   EXPECT_EQ(verdict["ranks"], expected["ranks"]) << got;
@@ -267,6 +313,7 @@ TEST_P(SampleTest, HealthyRunFinishesWithNoHang) {
   EXPECT_EQ(code, 0) << doc.dump(2);
   EXPECT_EQ(doc["verdict"]["class"], "no_hang") << doc["verdict"].dump(2);
   EXPECT_EQ(doc["ranks"].size(), size_t{kRanks}) << doc["ranks"].dump(2);
+  if (sample.profiler()) expectProfilerRecording(run.dump_dir, true);
 }
 
 // Test names: Samples/...<name> (C++), PythonSamples/...<name>_<binding>.
@@ -275,6 +322,33 @@ INSTANTIATE_TEST_SUITE_P(Samples, SampleTest, ::testing::ValuesIn(cxxSamples()),
 INSTANTIATE_TEST_SUITE_P(PythonSamples, SampleTest, ::testing::ValuesIn(pythonSamples()),
                          [](const ::testing::TestParamInfo<Sample>& p) {
                            return p.param.name + "_" + p.param.binding;
+                         });
+
+// Plugin-only mode (no LD_PRELOAD, NCCL_PROFILER_PLUGIN=libncclrec.so): C++ samples, and Python
+// samples binding NCCL through a library handle (ctypes.CDLL: dlopen + dlsym, the stand-in for a
+// program whose NCCL a preload cannot reach). Test names: PluginOnly/...<name>[_<binding>].
+std::vector<Sample> pluginOnlySamples() {
+  std::vector<Sample> out;
+  for (const std::string& name : splitList(NCCLREC_PLUGIN_SAMPLES))
+    out.push_back({name, "", Sample::Way::kPluginOnly});
+  for (const std::string& name : splitList(NCCLREC_PLUGIN_PYTHON_SAMPLES))
+    out.push_back({name, "handle", Sample::Way::kPluginOnly});
+  return out;
+}
+
+// NCCLREC_COMPLETION=profiler under LD_PRELOAD: every C++ sample (the wrappers record as always).
+std::vector<Sample> profilerCompletionSamples() {
+  std::vector<Sample> out;
+  for (const std::string& name : splitList(NCCLREC_HOST_SAMPLES))
+    out.push_back({name, "", Sample::Way::kProfilerCompletion});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(ProfilerCompletion, SampleTest,
+                         ::testing::ValuesIn(profilerCompletionSamples()),
+                         [](const ::testing::TestParamInfo<Sample>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(PluginOnly, SampleTest, ::testing::ValuesIn(pluginOnlySamples()),
+                         [](const ::testing::TestParamInfo<Sample>& p) {
+                           return p.param.name + (p.param.python() ? "_" + p.param.binding : "");
                          });
 
 }  // namespace

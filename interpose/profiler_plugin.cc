@@ -1,0 +1,309 @@
+// libncclrec.so as NCCL's profiler plugin (NCCL >= 2.28, profiler API v5 and v6; the ABI is
+// hostnccl/include/nccl_profiler.h). Plugin-only mode: NCCL_PROFILER_PLUGIN=/path/libncclrec.so
+// with no LD_PRELOAD records every collective and point-to-point op of programs the shim cannot
+// see (NCCL linked statically, or reached in ways a preload misses).
+//
+//   init            the recorder starts (first time) and the communicator is registered under
+//                   NCCL's commId (equal on all ranks); a kCommInitRank event marks it
+//   CollApi/P2pApi  the op is recorded (Recorder::begin, deferred): call stack and Python frames
+//                   of the calling thread, which is inside the user's NCCL call
+//   GroupApi        groups of depth > 1 (the user's) mark their ops kEventInGroup
+//   Coll/P2p start  the op runs (kStarted); nChannels says how many KernelCh events to expect
+//   KernelCh stop   with the KernelChStop state: one channel done; failed without it
+//   completion      the Coll/P2p event stopped and all its channels stopped (NCCL stops Coll at
+//                   enqueue, hostnccl after the data moved: either order); with no channel
+//                   (nChannels 0, or no KernelCh in the mask) the Coll/P2p stop completes it
+//   finalize        the communicator is marked destroyed
+//
+// Under LD_PRELOAD the wrappers record every call. A CollApi/P2pApi event raised inside a wrapper
+// (CurrentCall) is not recorded a second time: the plugin takes over that op's completion instead
+// (the wrapper's ring slot travels here through the thread-local CurrentCall), unless CUDA
+// markers already time it. NCCLREC_COMPLETION=profiler makes the shim select itself
+// (NCCL_PROFILER_PLUGIN=STATIC_PLUGIN, when the user chose no plugin) before NCCL's first init,
+// and turns CUDA markers off.
+//
+// Record path (everything but init/finalize): no allocation, lock or log. Ops live in a fixed
+// pool reused round-robin; an op still in flight when the pool wraps (kPoolSize later ops) is
+// no longer followed and stays incomplete in the record.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "hostnccl/include/nccl_profiler.h"
+#include "interpose/call.h"
+#include "recorder/clock.h"
+#include "recorder/format/bbox_layout.h"
+#include "recorder/format/op_type.h"
+#include "recorder/log.h"
+
+namespace {
+
+using ncclrec::format::OpType;
+using ncclrec::recorder::CallHandle;
+using ncclrec::recorder::Recorder;
+
+// What a handle we return points at: its first member says which kind of event it is.
+enum class Kind : uint8_t { kGroup, kApi, kTask, kChannel, kIgnored };
+
+struct Op;
+struct Tag {
+  Kind kind;
+  Op* op;
+};
+
+struct Op {
+  Tag api{Kind::kApi, this};
+  Tag task{Kind::kTask, this};
+  Tag channel{Kind::kChannel, this};
+  CallHandle call;
+  bool from_shim = false;  // recorded by a wrapper: its peer and sequence number are known
+  std::atomic<int> channels_expected{0};
+  std::atomic<int> channels_stopped{0};
+  std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
+  std::atomic<bool> task_stopped{false};
+  std::atomic<bool> done{false};
+};
+
+constexpr uint32_t kPoolSize = 8192;  // power of two
+Op gPool[kPoolSize];
+std::atomic<uint64_t> gNext{0};
+Tag gGroupOuter{Kind::kGroup, nullptr};   // NCCL's implicit group of a lone call
+Tag gGroupUser{Kind::kGroup, nullptr};    // a user's ncclGroupStart/End
+Tag gGroupShim{Kind::kIgnored, nullptr};  // a group the wrappers already track
+Tag gIgnored{Kind::kIgnored, nullptr};
+
+// One per communicator (the plugin context); also the handle the recorder files it under.
+struct PluginComm {
+  uint64_t comm_id;
+  int rank;
+  int nranks;
+  bool shim;  // the wrappers registered it (and record its life cycle)
+};
+
+// Set by the communicator-creating wrappers: the shim is preloaded and registers communicators
+// itself, so init must not register them a second time.
+std::atomic<bool> gShimCreatesComms{false};
+
+OpType opOf(const char* func) {
+  char name[40] = "nccl";
+  if (func == nullptr || std::strlen(func) > sizeof(name) - 5) return OpType::kUnknown;
+  std::strcpy(name + 4, func);
+  return ncclrec::format::opFromName(name);
+}
+
+int dtypeOf(const char* name) {
+  static const char* const kNames[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
+                                       "ncclUint32",   "ncclInt64",      "ncclUint64",
+                                       "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
+                                       "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+  for (int i = 0; i < 12; ++i) {
+    if (name != nullptr && std::strcmp(name, kNames[i]) == 0) return i;
+  }
+  return -1;
+}
+
+void finish(Op* op) {
+  if (op->done.exchange(true)) return;
+  const int result =
+      op->channels_ok.load() < op->channels_stopped.load() ? ncclInternalError : ncclSuccess;
+  if (Recorder* r = Recorder::get()) r->opCompleted(op->call, result);
+}
+
+// Completion rule (file comment): called after each stop of the op's task or channels.
+void maybeFinish(Op* op) {
+  if (!op->task_stopped.load()) return;
+  if (op->channels_stopped.load() >= op->channels_expected.load()) finish(op);
+}
+
+// The API event of one op: recorded now, on the calling thread (the user's call is on the stack).
+Op* claimOp() {
+  Op* op = &gPool[gNext.fetch_add(1, std::memory_order_relaxed) & (kPoolSize - 1)];
+  op->channels_expected.store(0, std::memory_order_relaxed);
+  op->channels_stopped.store(0, std::memory_order_relaxed);
+  op->channels_ok.store(0, std::memory_order_relaxed);
+  op->task_stopped.store(false, std::memory_order_relaxed);
+  op->done.store(false, std::memory_order_relaxed);
+  return op;
+}
+
+// An API event inside a wrapper: the op is the wrapper's; its completion becomes ours.
+void* adoptShimCall() {
+  CallHandle* shim = ncclrec::interpose::CurrentCall::get();
+  if (shim == nullptr || shim->slot == nullptr || shim->timed_by_cuda) return &gIgnored;
+  Op* op = claimOp();
+  op->call = *shim;
+  op->from_shim = true;
+  shim->profiler_completes = true;
+  Recorder::addEventFlags(op->call, ncclrec::format::kEventProfilerTimed);
+  return &op->api;
+}
+
+__attribute__((always_inline)) inline void* startApi(PluginComm* comm, const ncclProfDescr& d) {
+  Recorder* r = Recorder::get();
+  if (r == nullptr) return &gIgnored;
+  if (ncclrec::interpose::ReentryGuard::depth() > 0) return adoptShimCall();
+  const bool coll = d.type == ncclProfCollApi;
+  ncclrec::recorder::OpArgs a;
+  a.op = opOf(coll ? d.collApi.func : d.p2pApi.func);
+  if (a.op == OpType::kUnknown) return &gIgnored;
+  a.comm = comm;
+  a.count = coll ? d.collApi.count : d.p2pApi.count;
+  a.dtype = dtypeOf(coll ? d.collApi.datatype : d.p2pApi.datatype);
+  a.stream = coll ? d.collApi.stream : d.p2pApi.stream;
+  a.peer = coll ? (ncclrec::format::hasRoot(a.op) ? d.collApi.root : -1) : -1;
+  a.deferred = true;
+  // The peer of a send/recv is only in the P2p event (at the group's launch): filled in there.
+  Op* op = claimOp();
+  op->from_shim = false;
+  op->call = r->begin(a, ncclrec::interpose::kShimFrames);
+  uint32_t flags = ncclrec::format::kEventProfilerTimed;
+  if (coll ? d.collApi.graphCaptured : d.p2pApi.graphCaptured)
+    flags |= ncclrec::format::kEventGraphCaptured;
+  Recorder::addEventFlags(op->call, flags);
+  return &op->api;
+}
+
+Op* opOfParent(void* parent) {
+  auto* tag = static_cast<Tag*>(parent);
+  return tag != nullptr && tag->kind == Kind::kApi ? tag->op : nullptr;
+}
+
+void* startTask(const ncclProfDescr& d) {
+  Op* op = opOfParent(d.parentObj);
+  if (op == nullptr) return &gIgnored;
+  const int channels = d.type == ncclProfColl ? d.coll.nChannels : d.p2p.nChannels;
+  op->channels_expected.store(channels, std::memory_order_relaxed);
+  if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
+  Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
+  return &op->task;
+}
+
+// The events asked for at every init.
+constexpr int kMask = ncclProfGroupApi | ncclProfCollApi | ncclProfP2pApi | ncclProfColl |
+                      ncclProfP2p | ncclProfKernelCh;
+
+ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char* name,
+                        int /*nnodes*/, int nranks, int rank, ncclProfLogFn /*log*/) {
+  *context = nullptr;
+  *mask = 0;
+  Recorder* r = Recorder::get();
+  if (r == nullptr) return ncclSuccess;  // disabled, or said why once: NCCL runs unprofiled
+  const bool shim = gShimCreatesComms.load();
+  auto* comm = new (std::nothrow) PluginComm{comm_id, rank, nranks, shim};
+  if (comm == nullptr) return ncclSuccess;
+  *mask = kMask;
+  *context = comm;
+  if (shim) return ncclSuccess;
+  ncclrec::recorder::OpArgs creator;
+  creator.op = OpType::kCommInitRank;
+  creator.comm_id = comm_id;
+  creator.aux64 = comm_id;
+  creator.rank = rank;
+  creator.nranks = nranks;
+  CallHandle call = r->begin(creator, ncclrec::interpose::kShimFrames);
+  r->commCreated(comm, creator, call.index, 0, -1, -1, ncclSuccess, r->identifyDevice(-1, nullptr),
+                 name != nullptr && *name ? name : nullptr);
+  r->end(call, ncclSuccess);
+  return ncclSuccess;
+}
+
+ncclResult_t pluginStart(void* context, void** handle, ncclProfDescr* d) {
+  *handle = &gIgnored;
+  if (context == nullptr || d == nullptr) return ncclSuccess;
+  switch (d->type) {
+    case ncclProfGroupApi:
+      if (ncclrec::interpose::ReentryGuard::depth() > 0) {
+        *handle = &gGroupShim;
+      } else if (d->groupApi.groupDepth > 1) {
+        if (Recorder* r = Recorder::get()) r->groupStarted();
+        *handle = &gGroupUser;
+      } else {
+        *handle = &gGroupOuter;
+      }
+      break;
+    case ncclProfCollApi:
+    case ncclProfP2pApi:
+      *handle = startApi(static_cast<PluginComm*>(context), *d);
+      break;
+    case ncclProfColl:
+    case ncclProfP2p:
+      *handle = startTask(*d);
+      break;
+    case ncclProfKernelCh:
+      if (auto* tag = static_cast<Tag*>(d->parentObj); tag != nullptr && tag->kind == Kind::kTask)
+        *handle = &tag->op->channel;
+      break;
+    default:
+      break;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t pluginStop(void* handle) {
+  auto* tag = static_cast<Tag*>(handle);
+  if (tag == nullptr) return ncclSuccess;
+  switch (tag->kind) {
+    case Kind::kGroup:
+      if (tag == &gGroupUser) {
+        if (Recorder* r = Recorder::get()) r->groupEnded(ncclSuccess, false);
+      }
+      break;
+    case Kind::kTask:
+      tag->op->task_stopped.store(true);
+      maybeFinish(tag->op);
+      break;
+    case Kind::kChannel:
+      tag->op->channels_stopped.fetch_add(1);
+      maybeFinish(tag->op);
+      break;
+    default:
+      break;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t pluginState(void* handle, ncclProfState state, ncclProfStateArgs* /*args*/) {
+  auto* tag = static_cast<Tag*>(handle);
+  if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop)
+    tag->op->channels_ok.fetch_add(1);
+  return ncclSuccess;
+}
+
+ncclResult_t pluginFinalize(void* context) {
+  auto* comm = static_cast<PluginComm*>(context);
+  if (comm == nullptr || comm->shim) return ncclSuccess;
+  if (Recorder* r = Recorder::get()) r->commEnded(comm, ncclrec::format::kCommDestroyed);
+  // The PluginComm stays allocated: the comm table may still name it (as a dead handle).
+  return ncclSuccess;
+}
+
+}  // namespace
+
+void ncclrec::interpose::selectProfilerPlugin() {
+  gShimCreatesComms.store(true);
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;
+  Recorder* r = Recorder::get();
+  if (r == nullptr || r->params().completion != ncclrec::recorder::CompletionChoice::kProfiler)
+    return;
+  const char* chosen = std::getenv("NCCL_PROFILER_PLUGIN");
+  if (chosen == nullptr || *chosen == '\0') {
+    // Read by NCCL at this first init, on this thread: no other thread reads it concurrently
+    // unless the program itself races NCCL inits, which NCCL does not support either.
+    setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
+    NCCLREC_INFO(kLogInit,
+                 "NCCLREC_COMPLETION=profiler: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN (libncclrec.so)");
+  } else if (std::strcmp(chosen, "STATIC_PLUGIN") != 0 &&
+             std::strstr(chosen, "ncclrec") == nullptr) {
+    NCCLREC_WARN(kLogInit,
+                 "NCCLREC_COMPLETION=profiler but NCCL_PROFILER_PLUGIN=%s is the user's: ops "
+                 "complete when their call returns",
+                 chosen);
+  }
+}
+
+NCCLREC_EXPORT ncclProfPlugin ncclProfiler_v5 = {"ncclrec",  pluginInit,  pluginStart,
+                                                 pluginStop, pluginState, pluginFinalize};
+NCCLREC_EXPORT ncclProfPlugin ncclProfiler_v6 = {"ncclrec",  pluginInit,  pluginStart,
+                                                 pluginStop, pluginState, pluginFinalize};
