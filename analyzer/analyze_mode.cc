@@ -4,6 +4,7 @@
 #include <set>
 
 #include "analyzer/exit_codes.h"
+#include "analyzer/launcher_facts.h"
 #include "analyzer/trace.h"
 #include "analyzer/whereabouts.h"
 
@@ -53,6 +54,8 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
       return kExitBadInput;
     }
   }
+  // A directory cxxrun reported on holds what it saw of the processes (killed by SIGKILL...).
+  for (const std::string& path : paths) applyWorkerEnds(*set, workerEndsFromReport(path));
   const CallSites sites(set->ranks, options.diagnose.library_frames);
   const Verdict v = diagnose(*set, options.diagnose, sites);
   if (options.trace) {

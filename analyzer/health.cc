@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
   std::map<uint64_t, std::map<uint64_t, Slot>> slots;
   std::map<uint64_t, size_t> members;
   for (size_t i = 0; i < set.ranks.size(); ++i) {
+    std::set<uint64_t> holds;  // the communicators this rank counted itself a member of
     uint64_t last_comm = 0;
     // A rank's ops on one communicator come in seq order: the next one's slot is found from the
     // last one's in constant time (a hint), not by a search.
@@ -55,7 +57,7 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
         continue;
       }
       if (e.comm_id != last_comm) {
-        ++members[e.comm_id];
+        if (holds.insert(e.comm_id).second) ++members[e.comm_id];  // once per rank
         last_comm = e.comm_id;
         by_seq = &slots[e.comm_id];
         next = by_seq->end();

@@ -44,6 +44,19 @@ TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   EXPECT_EQ(close.diagnose().cls, VerdictClass::kNoHang) << close.diagnose().headline;
 }
 
+TEST(DiagnoseTest, SlowRankSeenThroughInterleavedCommunicators) {
+  // Each step uses two communicators in turn; rank 2 is late to every op. Each rank counts once
+  // as a member of each communicator, however often it switches between them.
+  Job job(3);
+  std::vector<Op> steps;
+  for (int i = 0; i < 10; ++i) steps.insert(steps.end(), {{kTrain}, pairOp(kPair)});
+  for (int r = 0; r < 3; ++r) job.ops(r, steps);
+  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 20'000'000;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+}
+
 // A trainer whose rank 3 sleeps before each step: it is late only to the step's first
 // collective, and who is last at the other two varies, so it is last in about half of them (under
 // kSlowShare), but nearly all the waiting is for it.

@@ -182,5 +182,20 @@ TEST(DiagnoseTest, RankBlockedWhereSeveralRanksAreMissingIsBlockedElsewhere) {
   EXPECT_NE(v.headline.find("; there it waits for ranks 3-4"), std::string::npos) << v.headline;
 }
 
+TEST(DiagnoseTest, ARankBlockedElsewhereForTheRankInHostCodeIsNotNamedWithIt) {
+  // Faultgen seed 883: rank 2 waits in A#3 for ranks 0 and 1; rank 0 is in host code; rank 1 went
+  // on to B#2, where it waits for rank 0. Only rank 0 stopped of its own accord.
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(3);
+  job.ops(0, {{kTrain}, on_b, {kTrain}});
+  job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true);
+  job.ops(2, repeat({kTrain}, 3), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -13,8 +13,10 @@
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
 #include "analyzer/events.h"
+#include "analyzer/launcher_facts.h"
 #include "analyzer/report.h"
 #include "recorder/format/base/clock.h"
+#include "recorder/format/base/text.h"
 #include "recorder/format/reader.h"
 #include "recorder/format/recording_files.h"
 
@@ -221,6 +223,13 @@ Report buildReport(const HangReportInput& in) {
   std::vector<format::RankData> ranks;
   auto loaded = format::loadPaths(rep.dirs);
   if (loaded.ok()) {
+    // What this launcher saw: a rank killed by SIGKILL left no mark, and its peers may have
+    // dumped before its heartbeat went stale.
+    std::vector<analyzer::WorkerEnd> ends;
+    for (const WorkerInfo& w : in.workers) {
+      if (!w.running) ends.push_back({w.pid, w.host, base::signalNumber(w.ended)});
+    }
+    analyzer::applyWorkerEnds(*loaded, ends);
     // The analyzer's verdict first: the one line that says why the job is stuck.
     const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
     std::ostringstream text;

@@ -69,16 +69,6 @@ bool sameCall(const Issued& a, const Issued& b) {
 
 bool isP2pOp(Op op) { return op == Op::kSend || op == Op::kRecv; }
 
-// The rank of global rank `rank` in its group of communicator family `comm`, -1 when none.
-int rankInGroup(const Program& p, int comm, int rank) {
-  if (comm < 0 || comm >= static_cast<int>(p.comms.size())) return -1;
-  for (const std::vector<int>& g : p.comms[size_t(comm)].groups) {
-    const auto it = std::find(g.begin(), g.end(), rank);
-    if (it != g.end()) return static_cast<int>(it - g.begin());
-  }
-  return -1;
-}
-
 // The class of two collectives that meet at one slot: the first argument that differs.
 const char* mismatchClass(const Call& culprit, const Call& others) {
   if (culprit.op != others.op) return "op_mismatch";
@@ -173,9 +163,12 @@ std::optional<SkipSeenAsMismatch> skipSeenAsMismatch(const Program& p) {
       skipped.grouped || isP2pOp(skipped.call.op))
     return std::nullopt;
   // And only where every peer blocks at the slot: a broadcast or reduce whose root is another
-  // rank lets the peers that only talk to the root go on, and their next call shows the skip.
+  // rank lets the peers that only talk to the root go on, and their next call shows the skip —
+  // unless the root is the only peer (a group of two: it blocks at the slot as well).
   const bool rooted = skipped.call.op == Op::kBroadcast || skipped.call.op == Op::kReduce;
-  if (rooted && rankInGroup(p, skipped.call.comm, f.rank) != skipped.call.root) return std::nullopt;
+  int me = -1;
+  const size_t members = groupOf(p, skipped.call.comm, f.rank, &me).size();
+  if (rooted && me != skipped.call.root && members > 2) return std::nullopt;
   const char* cls = mismatchClass(next.call, skipped.call);
   if (cls == nullptr) return std::nullopt;
   SkipSeenAsMismatch out;

@@ -181,6 +181,20 @@ TEST(FaultgenDescribe, ASkipFollowedAtOnceByAnotherCollectiveIsExpectedAsTheMism
   EXPECT_TRUE(d["expected"].contains("because"));
 }
 
+// Seed 922: in a group of two, rank 1 skips reduceLoss()'s reduce (root: rank 0) and its next call
+// is reduceScatterGrads()' reduce-scatter on the same communicator. The root is its only peer and
+// blocks at the slot: the records show the same mismatch as for an unrooted collective.
+TEST(FaultgenDescribe, ASkippedRootedCollectiveWhoseRootIsTheOnlyPeerIsSeenAsAMismatch) {
+  const Program p = generate(922, 0, FaultKind::kNone, false);  // the seed's own fault
+  ASSERT_EQ(p.fault.kind, FaultKind::kSkipped);
+  int me = -1;
+  ASSERT_EQ(groupOf(p, p.fault.comm, p.fault.rank, &me).size(), 2u);
+  const auto seen = skipSeenAsMismatch(p);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->cls, "op_mismatch");
+  EXPECT_EQ(seen->sites, (std::vector<std::string>{"reduceScatterGrads", "reduceLoss"}));
+}
+
 // Any skip whose culprit goes on elsewhere first (another communicator, a send or receive, a
 // group) keeps the fault kind's own class.
 TEST(FaultgenDescribe, OtherSkipsKeepSkippedCollective) {

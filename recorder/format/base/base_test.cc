@@ -31,6 +31,10 @@ TEST(BaseTest, Names) {
   EXPECT_EQ(base::signalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(base::signalName(SIGUSR2), "SIGUSR2");
   EXPECT_EQ(base::signalName(0), "signal 0");
+  EXPECT_EQ(base::signalNumber("SIGKILL"), SIGKILL);
+  EXPECT_EQ(base::signalNumber(base::signalName(SIGSEGV)), SIGSEGV);
+  EXPECT_EQ(base::signalNumber("exit code 1"), 0);
+  EXPECT_EQ(base::signalNumber(""), 0);
   char host[256] = {};
   ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
   EXPECT_EQ(base::hostName(), host);

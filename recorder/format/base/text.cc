@@ -20,6 +20,13 @@ std::string signalName(int sig) {
   return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
 }
 
+int signalNumber(const std::string& name) {
+  for (int sig = 1; sig < 65; ++sig) {
+    if (signalName(sig) == name) return sig;
+  }
+  return 0;
+}
+
 std::string hostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "unknown-host";

@@ -17,6 +17,10 @@ std::string shortHex(uint64_t v);
 // "SIGKILL", or "signal 77" for a number with no name.
 std::string signalName(int sig);
 
+// The number signalName() gives that name to ("SIGKILL" -> 9, "signal 77" -> 77); 0 for anything
+// else.
+int signalNumber(const std::string& name);
+
 // This host's name (gethostname), or "unknown-host" when it has none.
 std::string hostName();
 
