@@ -223,8 +223,10 @@ class Engine {
     size_t waits_for = 0;
   };
   // The rank where the chain from `self`, blocked in `at`, ends: one that stopped (exited,
-  // crashed, or in no NCCL op); nullopt when a link waits for several ranks, for a new call site,
-  // or comes back (a cycle). `at` becomes the op the last link waits in; `links` gets the links.
+  // crashed, or in no NCCL op) and that every branch leads to (a link may wait for several ranks,
+  // blocked in turn for that one); nullopt when two ranks stopped, a link waits for a new call
+  // site, or a branch comes back (a cycle). `at` becomes the op the last link waits in; `links`
+  // gets the links from `self` to it.
   std::optional<size_t> chainEnd(size_t self, const EventRecord*& at,
                                  std::vector<ChainLink>& links) const;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,

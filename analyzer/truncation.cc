@@ -1,6 +1,8 @@
 // Classifying a stream that stopped while others wait: exited, crashed, blocked elsewhere, or
 // stuck in host code.
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -172,49 +174,82 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
 
 std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
                                        std::vector<ChainLink>& links) const {
-  constexpr int kMaxHops = 8;
+  constexpr size_t kMaxNodes = 64;
+  // The blocked ranks reached from `self`, breadth first: each waits in `op` for the ranks of its
+  // communicator that have not issued it; `parent` is the node whose op waits for it.
+  struct Node {
+    size_t rank;
+    const EventRecord* op;
+    size_t parent;
+  };
+  std::vector<Node> nodes = {{self, at, SIZE_MAX}};
   std::set<size_t> seen = {self};
-  size_t cur = self;
-  for (int hop = 0; hop < kMaxHops; ++hop) {
-    const auto there = std::find_if(comms_.begin(), comms_.end(),
-                                    [&](const CommStreams& c) { return c.comm_id == at->comm_id; });
-    if (there == comms_.end() || !format::isCollective(at->op)) return std::nullopt;
+  std::optional<size_t> end;
+  size_t end_parent = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node node = nodes[i];
+    const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
+      return c.comm_id == node.op->comm_id;
+    });
+    if (there == comms_.end() || !format::isCollective(node.op->op)) return std::nullopt;
     const Stream* mine = nullptr;
-    std::vector<size_t> behind;  // streams that have not issued at's seq
+    std::vector<const Stream*> behind;  // streams that have not issued the op's seq
     for (const Stream& st : there->streams) {
-      if (st.rank == cur) {
+      if (st.rank == node.rank) {
         mine = &st;
-      } else if (st.ops.empty() || st.ops.back().e->op_seq < at->op_seq) {
-        behind.push_back(&st - there->streams.data());
+      } else if (st.ops.empty() || st.ops.back().e->op_seq < node.op->op_seq) {
+        behind.push_back(&st);
       }
     }
-    if (behind.size() != 1 || mine == nullptr) return std::nullopt;
-    const Stream& next = there->streams[behind.front()];
-    // The op waited in repeats one from the same call site that the next rank answered before;
-    // a new call site would make the chain's link the one that deviated (a gated collective).
-    const auto pos =
-        std::find_if(mine->ops.begin(), mine->ops.end(), [&](const Op& o) { return o.e == at; });
-    const uint64_t answered = next.ops.empty() ? 0 : next.ops.back().e->op_seq;
-    if (pos == mine->ops.end() || std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
-          return o.site == pos->site && o.e->op_seq <= answered;
-        })) {
-      return std::nullopt;
+    if (behind.empty() || mine == nullptr) return std::nullopt;
+    const auto pos = std::find_if(mine->ops.begin(), mine->ops.end(),
+                                  [&](const Op& o) { return o.e == node.op; });
+    if (pos == mine->ops.end()) return std::nullopt;
+    for (const Stream* next : behind) {
+      // The op waited in repeats one from the same call site that this rank answered before; a
+      // new call site would make the waiting rank the one that deviated (a gated collective).
+      const uint64_t answered = next->ops.empty() ? 0 : next->ops.back().e->op_seq;
+      if (std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
+            return o.site == pos->site && o.e->op_seq <= answered;
+          })) {
+        return std::nullopt;
+      }
+      const size_t x = next->rank;
+      const RankData& rx = set_.ranks[x];
+      const EventRecord* its_pending = newestPendingCommOp(rx);
+      if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) {
+        if (end && *end != x) return std::nullopt;  // two ranks stopped: no one end
+        if (!end) end_parent = i;
+        end = x;
+        continue;
+      }
+      if (its_pending->comm_id == node.op->comm_id) return std::nullopt;
+      if (!seen.insert(x).second) {
+        // Reached twice: a cycle when it leads back to a rank on the way here.
+        for (size_t j = i; j != SIZE_MAX; j = nodes[j].parent) {
+          if (nodes[j].rank == x) return std::nullopt;
+        }
+        continue;
+      }
+      if (nodes.size() >= kMaxNodes) return std::nullopt;
+      nodes.push_back({x, its_pending, i});
     }
-    const size_t x = next.rank;
-    if (!seen.insert(x).second) return std::nullopt;  // a cycle: the wait-cycle rules judge it
-    links.push_back({"rank " + std::to_string(set_.ranks[cur].global_rank) + " waits for %s in " +
-                         std::string(format::opName(at->op)) + " #" + std::to_string(at->op_seq) +
-                         " on comm " + shortCommId(at->comm_id) + " from " +
-                         describeCallSite(siteAt(set_.ranks[cur], *at)),
-                     x});
-    const RankData& rx = set_.ranks[x];
-    const EventRecord* its_pending = newestPendingCommOp(rx);
-    if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) return x;
-    if (its_pending->comm_id == at->comm_id) return std::nullopt;
-    cur = x;
-    at = its_pending;
   }
-  return std::nullopt;
+  if (!end) return std::nullopt;
+  // The links from `self` to the rank at the end, outermost first.
+  std::vector<size_t> path;
+  for (size_t j = end_parent; j != SIZE_MAX; j = nodes[j].parent) path.push_back(j);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const Node& n = nodes[*it];
+    const size_t waits_for = std::next(it) == path.rend() ? *end : nodes[*std::next(it)].rank;
+    links.push_back({"rank " + std::to_string(set_.ranks[n.rank].global_rank) +
+                         " waits for %s in " + std::string(format::opName(n.op->op)) + " #" +
+                         std::to_string(n.op->op_seq) + " on comm " + shortCommId(n.op->comm_id) +
+                         " from " + describeCallSite(siteAt(set_.ranks[n.rank], *n.op)),
+                     waits_for});
+  }
+  at = nodes[end_parent].op;
+  return end;
 }
 
 bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,

@@ -197,5 +197,25 @@ TEST(DiagnoseTest, ARankBlockedElsewhereForTheRankInHostCodeIsNotNamedWithIt) {
   EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
 }
 
+TEST(DiagnoseTest, BranchesOfAChainThatMeetAtOneStoppedRankNameIt) {
+  // Faultgen seed 796: rank 1 waits in B#2 for ranks 3 and 4; rank 4 waits in C#2 for rank 3,
+  // which is in host code. Every branch ends at rank 3.
+  Op on_b{kLoss, 1}, on_c{kPair, 1};
+  on_b.comm = kOtherComm;
+  on_c.comm = 0xdead0000;
+  Job job(5);
+  job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true);
+  job.ops(3, {on_b, on_c});
+  job.ops(4, {on_b, on_c, on_c}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_NE(v.headline.find("; rank 1 waits for it in ncclAllReduce #2 on comm beef0000"),
+            std::string::npos)
+      << v.headline;
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer
