@@ -29,6 +29,8 @@ std::vector<WorkerEnd> workerEndsFromReport(const std::string& dir) {
         !w.contains("ended") || !w["ended"].is_string()) {
       continue;
     }
+    // Ended by the launcher's own signal, when it stopped the job: not a fact about the rank.
+    if (w.contains("stopped") && w["stopped"].is_boolean() && w["stopped"].get<bool>()) continue;
     WorkerEnd end;
     end.pid = w["pid"].get<int>();
     end.signal = base::signalNumber(w["ended"].get<std::string>());

@@ -22,8 +22,9 @@ struct WorkerEnd {
 // a rank that wrote a dump was alive then, and a launcher stops ranks after their dumps.
 void applyWorkerEnds(format::LoadedSet& set, const std::vector<WorkerEnd>& ends);
 
-// The ends cxxrun wrote in `dir`/report.json (`ranks[]`: pid, host, "ended": "SIGKILL"); empty
-// when there is no such file or it is not cxxrun's report. Never fails: the facts are optional.
+// The ends cxxrun wrote in `dir`/report.json (`ranks[]`: pid, host, "ended": "SIGKILL"), except
+// those of workers it stopped itself ("stopped": true); empty when there is no such file or it is
+// not cxxrun's report. Never fails: the facts are optional.
 std::vector<WorkerEnd> workerEndsFromReport(const std::string& dir);
 
 }  // namespace ncclrec::analyzer

@@ -57,7 +57,8 @@ TEST(LauncherFactsTest, EndsAreReadFromCxxrunsReport) {
   std::ofstream(dir.file("report.json")) << R"({"ranks": [{"rank": 0, "pid": 100, "running": true},
                        {"rank": 3, "pid": 103, "running": false, "ended": "SIGKILL"},
                        {"rank": 2, "pid": 102, "running": false, "ended": "exit code 1"},
-                       {"rank": 1, "pid": 101, "host": "node-b", "ended": "SIGSEGV"}]})";
+                       {"rank": 1, "pid": 101, "host": "node-b", "ended": "SIGSEGV"},
+                       {"rank": 4, "pid": 104, "ended": "SIGTERM", "stopped": true}]})";
   const std::vector<WorkerEnd> ends = workerEndsFromReport(dir.path());
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_EQ(ends[0].pid, 103);

@@ -55,6 +55,7 @@ struct Worker {
   int rank = 0;
   pid_t pid = -1;
   bool running = false;
+  bool stopped = false;  // it ended after this agent began stopping the workers (its own signal)
   int status = 0;
   Stream out, err;
 };

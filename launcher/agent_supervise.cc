@@ -125,6 +125,7 @@ std::vector<WorkerInfo> Agent::workerInfos() const {
     info.local_rank = w.local_rank;
     info.pid = w.pid;
     info.running = w.running;
+    info.stopped = w.stopped;
     info.node = o_.node_rank;
     info.host = host_;
     if (!w.running) {

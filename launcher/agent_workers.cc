@@ -186,6 +186,7 @@ void Agent::reap() {
     int status = 0;
     if (waitpid(w.pid, &status, WNOHANG) != w.pid) continue;
     w.running = false;
+    w.stopped = stopping_;
     w.status = status;
     const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (failed && !stopping_)
@@ -216,6 +217,7 @@ void Agent::stopWorkers() {
       if (!w.running) continue;
       waitpid(w.pid, &w.status, 0);
       w.running = false;
+      w.stopped = true;
     }
   }
   pump(0);

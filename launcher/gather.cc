@@ -77,7 +77,8 @@ base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& p
                                    {"local_rank", w.local_rank},
                                    {"pid", w.pid},
                                    {"running", w.running},
-                                   {"ended", w.ended}});
+                                   {"ended", w.ended},
+                                   {"stopped", w.stopped}});
   }
   manifest["files"] = Json::array();
   manifest["warnings"] = Json::array();
@@ -137,6 +138,7 @@ base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& sto
     info.pid = static_cast<int>(intField(w, "pid", 0));
     info.running = boolField(w, "running");
     info.ended = strField(w, "ended");
+    info.stopped = boolField(w, "stopped");
     info.node = out.node_rank;
     info.host = out.host;
     out.workers.push_back(std::move(info));

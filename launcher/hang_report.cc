@@ -175,6 +175,7 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
     j["pid"] = w.pid;
     j["running"] = w.running;
     if (!w.running) j["ended"] = w.ended;
+    if (w.stopped) j["stopped"] = true;
     const format::RankData* rec = nullptr;
     if (w.host.empty()) {
       if (auto it = by_pid.find(w.pid); it != by_pid.end()) rec = it->second;
@@ -227,7 +228,7 @@ Report buildReport(const HangReportInput& in) {
     // dumped before its heartbeat went stale.
     std::vector<analyzer::WorkerEnd> ends;
     for (const WorkerInfo& w : in.workers) {
-      if (!w.running) ends.push_back({w.pid, w.host, base::signalNumber(w.ended)});
+      if (!w.running && !w.stopped) ends.push_back({w.pid, w.host, base::signalNumber(w.ended)});
     }
     analyzer::applyWorkerEnds(*loaded, ends);
     // The analyzer's verdict first: the one line that says why the job is stuck.

@@ -19,7 +19,8 @@ struct WorkerInfo {
   int local_rank = -1;
   int pid = 0;
   bool running = true;
-  std::string ended;     // "exit code 1", "signal 9 (SIGKILL)" when not running
+  std::string ended;     // "exit code 1", "SIGKILL" when not running
+  bool stopped = false;  // it ended once the launcher began stopping the workers (its signal)
   int node = 0;          // node rank of the agent that started it
   std::string host;      // that agent's host name; "" matches a recording of that pid on any host
   bool no_data = false;  // a rank of a node that sent nothing: pid and state are unknown

@@ -164,11 +164,14 @@ std::optional<SkipSeenAsMismatch> skipSeenAsMismatch(const Program& p) {
     return std::nullopt;
   // And only where every peer blocks at the slot: a broadcast or reduce whose root is another
   // rank lets the peers that only talk to the root go on, and their next call shows the skip —
-  // unless the root is the only peer (a group of two: it blocks at the slot as well).
+  // unless the root of a reduce is the only peer (a group of two): it waits for the culprit's
+  // data at the slot. The root of a broadcast only sends, and goes on (seed 782).
   const bool rooted = skipped.call.op == Op::kBroadcast || skipped.call.op == Op::kReduce;
   int me = -1;
-  const size_t members = groupOf(p, skipped.call.comm, f.rank, &me).size();
-  if (rooted && me != skipped.call.root && members > 2) return std::nullopt;
+  const bool pair = groupOf(p, skipped.call.comm, f.rank, &me).size() == 2;
+  if (rooted && me != skipped.call.root && !(pair && skipped.call.op == Op::kReduce)) {
+    return std::nullopt;
+  }
   const char* cls = mismatchClass(next.call, skipped.call);
   if (cls == nullptr) return std::nullopt;
   SkipSeenAsMismatch out;
