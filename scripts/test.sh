@@ -40,7 +40,8 @@ cmake -S "$root" -B "$build" -G Ninja -DNCCLREC_SANITIZE="$sanitize" -DCMAKE_BUI
 cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_watchdog_alloc_test \
   ncclrec_interpose_test ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl \
   ncclrec_fake_cuda ncclrec_print_frames ncclrec_python_layout_print \
-  hostnccl_test hostnccl_conformance_test hostnccl_conformance_worker ncclrec-analyze
+  hostnccl_test hostnccl_conformance_test hostnccl_conformance_worker hostnccl_profiler_test \
+  ncclrec_symbolize_test ncclrec-analyze
 cd "$build"
 exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python|hostnccl' \
   -LE samples
