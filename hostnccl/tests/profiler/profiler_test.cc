@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -45,7 +47,17 @@ Ranks runRanks(const std::string& scenario, int n, const std::vector<std::string
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> envs;
-    for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+    // The given variables replace inherited ones of the same name (the first one counts).
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view var(*e);
+      const std::string_view name = var.substr(0, var.find('='));
+      if (std::none_of(env.begin(), env.end(), [&](const std::string& v) {
+            return v.size() > name.size() && v.compare(0, name.size(), name) == 0 &&
+                   v[name.size()] == '=';
+          })) {
+        envs.emplace_back(*e);
+      }
+    }
     envs.insert(envs.end(), env.begin(), env.end());
     envs.push_back("PROFTEST_LOG=" + (run.dir / ("events." + std::to_string(r))).string());
     std::vector<char*> envp;
@@ -231,9 +243,16 @@ TEST(ProfilerPlugin, NoneAndUnsetLoadNothing) {
 }
 
 TEST(ProfilerPlugin, StaticPluginIsFoundInTheGlobalScope) {
+  // Under AddressSanitizer the preloaded plugin comes before libasan in the initial library
+  // list, which it refuses unless told that this is meant.
+  const char* inherited = std::getenv("ASAN_OPTIONS");
+  const std::string asan =
+      std::string("ASAN_OPTIONS=") +
+      (inherited != nullptr && *inherited != '\0' ? inherited + std::string(":") : std::string()) +
+      "verify_asan_link_order=0";
   Ranks run = runRanks(
       "two", 2,
-      {"NCCL_PROFILER_PLUGIN=STATIC_PLUGIN", std::string("LD_PRELOAD=") + PROFILER_PLUGIN});
+      {"NCCL_PROFILER_PLUGIN=STATIC_PLUGIN", std::string("LD_PRELOAD=") + PROFILER_PLUGIN, asan});
   EXPECT_EQ(count(run.log(0), "init ctx="), 2) << run.err(0);
   EXPECT_EQ(count(run.log(0), "KernelCh channel=0"), 2) << run.log(0);
 }
