@@ -66,7 +66,8 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
     if (!std::binary_search(v.waiting.begin(), v.waiting.end(), r.global_rank)) continue;
     const EventRecord* e = newestCommOp(r);
     if (e == nullptr) continue;
-    groups[{e->comm_id, e->op_seq, e->op, lostPeer(*e), describeCallSite(callSiteOf(r, *e, sites))}]
+    groups[{e->commId(), e->op_seq, e->op, lostPeer(*e),
+            describeCallSite(callSiteOf(r, *e, sites))}]
         .push_back(r.global_rank);
   }
   const bool one = v.waiting.size() == 1;

@@ -135,8 +135,8 @@ void renumberP2p(RankData& r) {
   std::map<std::pair<OpType, int>, uint64_t> per_peer;
   uint64_t collectives = 0;
   for (EventRecord& e : r.events) {
-    e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer}}] : ++collectives;
-    if (!format::isP2p(e.op)) e.peer = -1;
+    e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer()}}] : ++collectives;
+    if (!format::isP2p(e.op)) e.setPeer(-1);
   }
 }
 
@@ -193,7 +193,7 @@ TEST(BlameTest, ReceiverBehindABlockedRelayIsNotTheCulprit) {
   job.ops(2, {p2p(OpType::kRecv, 1), p2p(OpType::kSend, 3), p2p(OpType::kRecv, 1)}, true);
   job.ops(3, {p2p(OpType::kRecv, 2), p2p(OpType::kRecv, 2)}, true);
   // Stage 3's wait is the older one: it is looked at first and found to be a symptom.
-  job.rank(3).events.back().enqueue_ns = kT0;
+  job.rank(3).events.back().setEnqueueNs(kT0);
   for (int r = 0; r < 4; ++r) renumberP2p(job.rank(r));
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;

@@ -40,8 +40,8 @@ void nameFromFrame(CallSite& site) {
 CallSite callSiteOf(const format::RankData& rank, const format::EventRecord& event,
                     const SiteRule& rule) {
   CallSite site;
-  if (event.stack_id == format::kNoStack) return site;
-  const auto it = rank.stacks.find(event.stack_id);
+  if (event.stackId() == format::kNoStack) return site;
+  const auto it = rank.stacks.find(event.stackId());
   if (it == rank.stacks.end() || it->second.frames.empty()) return site;
   site.frames = it->second.frames;
   site.frame = rule.siteFrame(site.frames);

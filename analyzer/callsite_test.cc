@@ -32,7 +32,7 @@ TEST(CallSiteTest, FromTheInnermostFrame) {
   st.frames.push_back({0x2000, "/opt/app/train", 0x1000, "main", "/src/train.cc", 80});
   r.stacks[4] = st;
   format::EventRecord e;
-  e.stack_id = 4;
+  e.setStackId(4);
   const CallSite s = callSiteOf(r, e, kRule);
   EXPECT_EQ(s.function, "trainStep(int)");
   EXPECT_EQ(s.line, 27);
@@ -48,7 +48,7 @@ TEST(CallSiteTest, FromTheInnermostFrame) {
   other.stacks[4].frames[0].address = 0x9999234;
   EXPECT_EQ(callSiteKey(callSiteOf(other, e, kRule)), callSiteKey(raw));
 
-  e.stack_id = 99;
+  e.setStackId(99);
   EXPECT_FALSE(callSiteOf(r, e, kRule).known());
   EXPECT_EQ(describeCallSite(callSiteOf(r, e, kRule)), "unknown call site");
 }
@@ -64,7 +64,7 @@ TEST(CallSiteTest, APythonUserFrame) {
                {0x7f0000001000, "/usr/bin/python3.11", 0x1000, "_PyEval_EvalFrameDefault", "", 0}};
   r.stacks[1] = st;
   format::EventRecord e;
-  e.stack_id = 1;
+  e.setStackId(1);
   const CallSite s = callSiteOf(r, e, kRule);
   EXPECT_TRUE(s.python);
   EXPECT_EQ(s.frame, 1);
@@ -95,12 +95,12 @@ TEST(CallSiteTest, APythonThreadWithoutPythonFrames) {
   r.stacks[2] = st;
   r.stacks[3] = format::Stack{3, {}, false};
   format::EventRecord e;
-  e.stack_id = 2;
+  e.setStackId(2);
   const CallSite s = callSiteOf(r, e, kRule);
   EXPECT_FALSE(s.python);
   EXPECT_EQ(s.frame, 0);
   EXPECT_EQ(describeCallSite(s), "launch() ext.cc:12");
-  e.stack_id = 3;
+  e.setStackId(3);
   EXPECT_FALSE(callSiteOf(r, e, kRule).known());
 }
 
@@ -127,7 +127,7 @@ TEST(CallSiteTest, BorrowedNamesNameTheCallSiteFrame) {
   }
   const CallSites sites(ranks);
   format::EventRecord e;
-  e.stack_id = 1;
+  e.setStackId(1);
   const CallSite s = callSiteOf(ranks[1], e, sites);
   EXPECT_EQ(s.frame, 1);
   EXPECT_EQ(describeCallSite(s), "saveCheckpoint() t.cc:33");

@@ -31,14 +31,14 @@ std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
     if (j == i || theirs == nullptr) continue;
     if (std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end())
       continue;
-    const auto members = f.members.find(theirs->comm_id);
+    const auto members = f.members.find(theirs->commId());
     if (members == f.members.end()) continue;
     std::vector<int> ahead;
     bool alone_behind = true;
     for (int m : members->second) {
-      const auto p = f.process_of.find({theirs->comm_id, m});
+      const auto p = f.process_of.find({theirs->commId(), m});
       if (p == f.process_of.end() || p->second == i) continue;  // no data, or itself
-      const auto r = f.reached.find({p->second, theirs->comm_id});
+      const auto r = f.reached.find({p->second, theirs->commId()});
       if (r == f.reached.end() || r->second < theirs->op_seq) {
         alone_behind = false;
         break;
@@ -58,7 +58,7 @@ bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& 
   const std::string site = describeCallSite(callSiteOf(owner, e, f.sites));
   for (const RankData& r : f.set.ranks) {
     for (const EventRecord& x : r.events) {
-      if (x.comm_id != e.comm_id || x.op != e.op || x.op_seq >= e.op_seq ||
+      if (x.commId() != e.commId() || x.op != e.op || x.op_seq >= e.op_seq ||
           !format::isCollective(x.op)) {
         continue;
       }
@@ -81,10 +81,10 @@ EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) 
     const EventRecord& mine = *f.blocked[cycle[k]];
     const EventRecord& theirs = *f.blocked[cycle[(k + 1) % cycle.size()]];
     table.rows.push_back(
-        {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.comm_id)),
+        {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.commId())),
          TableCell::of(static_cast<int64_t>(mine.op_seq)),
          TableCell::of(evidenceOpOf(r, mine, f.sites)), TableCell::of(int64_t{next.global_rank}),
-         TableCell::of(shortCommId(theirs.comm_id)),
+         TableCell::of(shortCommId(theirs.commId())),
          TableCell::of(static_cast<int64_t>(theirs.op_seq)),
          TableCell::of(evidenceOpOf(next, theirs, f.sites))});
     table.marked.push_back(k == 0);
@@ -114,39 +114,39 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
   for (size_t j : f.waits_for[found->rank]) {
     its_peers.push_back(f.set.ranks[j].global_rank);
     they_wait_for_it = they_wait_for_it && f.blocked[j] != nullptr &&
-                       f.blocked[j]->comm_id == theirs.comm_id &&
+                       f.blocked[j]->commId() == theirs.commId() &&
                        f.blocked[j]->op_seq == theirs.op_seq;
   }
   std::sort(its_peers.begin(), its_peers.end());
   const std::string there =
       "waits in " + opName(mine) + " #" + std::to_string(mine.op_seq) + " on comm " +
-      shortCommId(mine.comm_id) + " from " + describeCallSite(my_site) + " for " +
+      shortCommId(mine.commId()) + " from " + describeCallSite(my_site) + " for " +
       ranksWord(its_peers) +
       (they_wait_for_it ? std::string(its_peers.size() == 1 ? ", which waits" : ", which wait") +
-                              " for it on comm " + shortCommId(theirs.comm_id)
+                              " for it on comm " + shortCommId(theirs.commId())
                         : std::string());
   Verdict v;
   v.ranks = {me.global_rank};
   const std::string who = "rank " + std::to_string(me.global_rank);
   const std::string their_op = opName(theirs) + " #" + std::to_string(theirs.op_seq) + " on comm " +
-                               shortCommId(theirs.comm_id) + " from " +
+                               shortCommId(theirs.commId()) + " from " +
                                describeCallSite(their_site);
   if (!knownBefore(f, me, mine)) {
     // An op of its own, new to that communicator, issued where its peers issue theirs.
     v.cls = VerdictClass::kRankGatedCollective;
-    v.comm_id = mine.comm_id;
+    v.comm_id = mine.commId();
     v.seq = mine.op_seq;
     v.op = mine.op;
     v.site = my_site;
     v.headline = who + " alone issued " + opName(mine) + " #" + std::to_string(mine.op_seq) +
-                 " on comm " + shortCommId(mine.comm_id) + " from " + describeCallSite(my_site) +
+                 " on comm " + shortCommId(mine.commId()) + " from " + describeCallSite(my_site) +
                  " before " + their_op + " that " + ranksWord(found->peers) + " issued; there it " +
                  there;
     v.stacks = {my_site, their_site};
   } else {
     // Skipped, or put off after its next op (two ops swapped): the same until it issues it.
     v.cls = VerdictClass::kSkippedCollective;
-    v.comm_id = theirs.comm_id;
+    v.comm_id = theirs.commId();
     v.seq = theirs.op_seq;
     v.op = theirs.op;
     v.site = their_site;

@@ -47,7 +47,7 @@ const format::Comm* recordOf(const RankData& r, const EventRecord& e) {
   const bool failed = e.state == EventState::kFailed;
   const format::Comm* found = nullptr;
   for (const format::Comm& c : r.comms) {
-    if (c.comm_id == e.comm_id && c.created_by == e.op &&
+    if (c.comm_id == e.commId() && c.created_by == e.op &&
         ((c.state & format::kCommInitFailed) != 0) == failed) {
       found = &c;  // the latest, as `e` is the latest attempt
     }
@@ -76,14 +76,14 @@ std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set, const C
   std::map<uint64_t, std::map<int, Attempt>> attempts;
   for (const RankData& r : set.ranks) {
     for (const EventRecord& e : r.events) {
-      if (!createsFromId(e.op) || e.comm_id == 0 || e.state == EventState::kEmpty) continue;
-      Attempt a{&r, &e, e.device, "", ""};
+      if (!createsFromId(e.op) || e.commId() == 0 || e.state == EventState::kEmpty) continue;
+      Attempt a{&r, &e, e.device(), "", ""};
       if (const format::Comm* c = recordOf(r, e)) {
         if (c->device >= 0) a.device = c->device;
         a.bus_id = c->bus_id;
         a.uuid = c->uuid;
       }
-      attempts[e.comm_id][r.global_rank] = a;
+      attempts[e.commId()][r.global_rank] = a;
     }
   }
   // (comm, host, device key) -> refused attempts: a collision when two ranks or more.
@@ -107,7 +107,7 @@ std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set, const C
   Verdict v;
   v.cls = VerdictClass::kDeviceCollision;
   const Attempt& lead = *collisions.front().front();
-  v.comm_id = lead.event->comm_id;
+  v.comm_id = lead.event->commId();
   v.op = lead.event->op;
   v.site = callSiteOf(*lead.rank, *lead.event, sites);
   v.stacks = {v.site};

@@ -29,7 +29,7 @@ Engine::Engine(const format::LoadedSet& set, const DiagnoseOptions& options,
 
 uint32_t Engine::siteOf(size_t rank, const EventRecord& e) {
   auto& cache = site_cache_[rank];
-  const uint32_t cache_key = e.stack_id ^ (static_cast<uint32_t>(e.op) << 24);
+  const uint32_t cache_key = e.stackId() ^ (static_cast<uint32_t>(e.op) << 24);
   if (last_site_.rank == rank && last_site_.key == cache_key) return last_site_.site;
   if (const auto it = cache.find(cache_key); it != cache.end()) {
     last_site_ = {rank, cache_key, it->second};
@@ -56,27 +56,29 @@ void Engine::buildStreams() {
     std::optional<uint32_t> last_key;
     ShapeKey last_shape{};
     for (const EventRecord& e : set_.ranks[r].events) {
-      if (!format::isCollective(e.op) || e.comm_id == 0 || e.state == EventState::kEmpty ||
+      if (!format::isCollective(e.op) || e.commId() == 0 || e.state == EventState::kEmpty ||
           rejected(e)) {
         continue;
       }
       // Consecutive ops mostly share a communicator and a shape: skip the hash lookups then.
-      if (e.comm_id != last_comm) {
-        auto [cit, new_comm] = comm_index.emplace(e.comm_id, comms_.size());
-        if (new_comm) comms_.push_back(CommStreams{e.comm_id, {}});
+      if (e.commId() != last_comm) {
+        auto [cit, new_comm] = comm_index.emplace(e.commId(), comms_.size());
+        if (new_comm) comms_.push_back(CommStreams{e.commId(), {}});
         CommStreams& c = comms_[cit->second];
         auto [sit, new_stream] = stream_of.emplace(cit->second, c.streams.size());
         if (new_stream) c.streams.push_back(Stream{r, {}});
-        last_comm = e.comm_id;
+        last_comm = e.commId();
         last_stream = {cit->second, sit->second};
       }
       const uint32_t site = siteOf(r, e);
-      const ShapeKey shape{e.op, site, e.count, e.dtype, e.redop, hasRoot(e.op) ? e.peer : -1};
+      const ShapeKey shape{e.op, site, e.count, e.dtype, e.redop, hasRoot(e.op) ? e.peer() : -1};
       if (!last_key || !(shape == last_shape)) {
-        last_key = keys_.emplace(shape, static_cast<uint32_t>(keys_.size())).first->second;
+        const auto [kit, new_key] = keys_.emplace(shape, static_cast<uint32_t>(keys_.size()));
+        if (new_key) site_of_key_.push_back(site);
+        last_key = kit->second;
         last_shape = shape;
       }
-      comms_[last_stream.first].streams[last_stream.second].ops.push_back(Op{&e, *last_key, site});
+      comms_[last_stream.first].streams[last_stream.second].ops.push_back(Op{&e, *last_key});
     }
   }
   // Events come in issue order; seq is what NCCL pairs by, so order by it (stable for equal seq).
@@ -111,7 +113,7 @@ std::pair<int64_t, uint64_t> scanPending(const CommStreams& c) {
   for (const Stream& s : c.streams) {
     for (const Op& o : s.ops) {
       if (!isIncomplete(*o.e)) continue;
-      t = std::min(t, o.e->enqueue_ns);
+      t = std::min(t, o.e->enqueueNs());
       seq = std::min(seq, o.e->op_seq);
     }
   }
@@ -278,7 +280,7 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
           const EventRecord& a = *c.streams[g.streams[0]].ops[p].e;
           const EventRecord& b = *c.streams[groups[0].streams[0]].ops[p].e;
           return a.op == b.op && a.count == b.count && a.dtype == b.dtype && a.redop == b.redop &&
-                 a.peer == b.peer;
+                 a.peer() == b.peer();
         });
         if (!(completed && same_shape)) {
           v = std::move(found);

@@ -183,11 +183,11 @@ TEST(DiagnoseTest, RanksStuckInInitWaitForARankWithNoData) {
   for (int r = 0; r < 2; ++r) {
     EventRecord e;
     e.op = OpType::kCommInitRank;
-    e.comm_id = kComm;
-    e.rank = r;
-    e.nranks = 3;
+    e.setCommId(kComm);
+    e.setRank(r);
+    e.setNranks(3);
     e.state = EventState::kEnqueued;
-    e.enqueue_ns = kT0;
+    e.setEnqueueNs(kT0);
     job.rank(r).events.push_back(e);
   }
   format::LoadedSet set = job.set();
@@ -310,12 +310,12 @@ TEST(DiagnoseTest, P2pSendWithoutAMatchingRecv) {
   job.ops(1, {p2p(OpType::kRecv, 0, 8), {kTrain}}, true);
   job.ops(2, {{kTrain}}, true);
   // The per-peer seq: both of rank 0's sends are to rank 1, #1 and #2.
-  for (EventRecord& e : job.rank(0).events) e.peer = 1;
+  for (EventRecord& e : job.rank(0).events) e.setPeer(1);
   job.rank(0).events[1].op_seq = 2;
-  job.rank(1).events[0].peer = 0;
+  job.rank(1).events[0].setPeer(0);
   job.rank(1).events[1].op_seq = 1;
-  job.rank(1).events[1].peer = -1;
-  job.rank(2).events[0].peer = -1;
+  job.rank(1).events[1].setPeer(-1);
+  job.rank(2).events[0].setPeer(-1);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{0});
@@ -402,17 +402,17 @@ TEST(DiagnoseTest, RandomRecordingsNeverCrash) {
         EventRecord e;
         e.index = static_cast<uint64_t>(i);
         e.op = static_cast<OpType>(1 + pick(13));
-        e.comm_id = pick(6) == 0 ? 0 : (pick(2) ? kComm : kOtherComm);
+        e.setCommId(pick(6) == 0 ? 0 : (pick(2) ? kComm : kOtherComm));
         e.op_seq = static_cast<uint64_t>(pick(6));
-        e.rank = pick(world + 1) - 1;
-        e.peer = pick(world + 1) - 1;
+        e.setRank(pick(world + 1) - 1);
+        e.setPeer(pick(world + 1) - 1);
         e.count = static_cast<uint64_t>(pick(3));
         e.dtype = pick(3) - 1;
         e.state = static_cast<EventState>(pick(5));
         e.result = pick(7);
-        e.stack_id = pick(3) == 0 ? 0 : format::kNoStack;
-        e.enqueue_ns = pick(5) * kSec;
-        e.end_ns = pick(2) ? e.enqueue_ns + 1 : 0;
+        e.setStackId(pick(3) == 0 ? 0 : format::kNoStack);
+        e.setEnqueueNs(pick(5) * kSec);
+        e.setEndNs(pick(2) ? e.enqueueNs() + 1 : 0);
         d.events.push_back(e);
       }
       set.ranks.push_back(std::move(d));

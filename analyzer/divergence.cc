@@ -13,12 +13,12 @@ bool Engine::knownSite(const CommStreams& c, size_t p, uint32_t site,
                        const std::vector<size_t>& other_streams) const {
   const Stream& any = c.streams.front();
   for (size_t i = 0; i < p && i < any.ops.size(); ++i) {
-    if (any.ops[i].site == site) return true;
+    if (opSite(any.ops[i]) == site) return true;
   }
   for (size_t s : other_streams) {
     const auto& ops = c.streams[s].ops;
     for (size_t i = p; i < ops.size(); ++i) {
-      if (ops[i].site == site) return true;
+      if (opSite(ops[i]) == site) return true;
     }
   }
   return false;
@@ -61,9 +61,9 @@ bool wentPastOnOtherComms(const Stream& ds, const std::vector<EventRecord>& even
   const auto gap = [&](size_t a, std::set<Sig>& into) {
     for (size_t k = pos(a) + 1; k < pos(a + 1) && k < events.size(); ++k) {
       const EventRecord& e = events[k];
-      if (e.comm_id == 0 || e.comm_id == ds.ops[a].e->comm_id) continue;
+      if (e.commId() == 0 || e.commId() == ds.ops[a].e->commId()) continue;
       if (format::isCollective(e.op) || format::isP2p(e.op)) {
-        into.insert(Sig{e.comm_id, e.op, e.count, e.dtype, e.stack_id});
+        into.insert(Sig{e.commId(), e.op, e.count, e.dtype, e.stackId()});
       }
     }
   };
@@ -127,7 +127,7 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
       if (h != g) others.insert(others.end(), groups[h].streams.begin(), groups[h].streams.end());
     }
     const Op& op = c.streams[groups[g].streams[0]].ops[p];
-    known[g] = knownSite(c, p, op.site, others);
+    known[g] = knownSite(c, p, opSite(op), others);
   }
   const auto normality = [&](size_t g) {
     return std::make_tuple(predicted && groups[g].key == *predicted, known[g] ? 1 : 0,
@@ -169,14 +169,14 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   if ((ins > 0) + (del > 0) + (sub > 0) == 1) {
     edit = ins > 0 ? Edit::kInsertion : del > 0 ? Edit::kDeletion : Edit::kSubstitution;
   }
-  const bool same_site = loc_of_site_[n.site] == loc_of_site_[d.site];
+  const bool same_site = loc_of_site_[opSite(n)] == loc_of_site_[opSite(d)];
   const bool d_known = known[dev_index];
   // The same collective on a buffer of the same length with another datatype, reduction or root:
   // the same call with other arguments, even when a branch inside the caller issued it from
   // another line (an extra, gated op is rarely the same length as the one it meets).
   const bool other_args = d.e->op == n.e->op && d.e->count == n.e->count &&
                           (d.e->dtype != n.e->dtype || d.e->redop != n.e->redop ||
-                           (hasRoot(d.e->op) && d.e->peer != n.e->peer));
+                           (hasRoot(d.e->op) && d.e->peer() != n.e->peer()));
   const CallSite n_site = siteAt(set_.ranks[ns.rank], *n.e);
   const CallSite d_site = siteAt(set_.ranks[ds.rank], *d.e);
   if (edit == Edit::kNone)
@@ -243,10 +243,10 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
     v.cls = VerdictClass::kRedopMismatch;
     diff = dev_who + "redop " + std::string(format::redOpName(a.redop)) + ", " + norm_who +
            "pass " + std::string(format::redOpName(b.redop));
-  } else if (hasRoot(a.op) && a.peer != b.peer) {
+  } else if (hasRoot(a.op) && a.peer() != b.peer()) {
     v.cls = VerdictClass::kRootMismatch;
-    diff = dev_who + "root " + std::to_string(a.peer) + ", " + norm_who + "pass root " +
-           std::to_string(b.peer);
+    diff = dev_who + "root " + std::to_string(a.peer()) + ", " + norm_who + "pass root " +
+           std::to_string(b.peer());
   } else {
     return false;  // only the call sites differ, and NCCL pairs such ops cleanly
   }

@@ -39,7 +39,7 @@ void pendingTail(Job& job, int rank, size_t n) {
   auto& events = job.rank(rank).events;
   for (size_t i = events.size() - n; i < events.size(); ++i) {
     events[i].state = EventState::kEnqueued;
-    events[i].end_ns = 0;
+    events[i].setEndNs(0);
   }
 }
 

@@ -89,7 +89,7 @@ bool resultKnown(const EventRecord& e) {
 }
 
 bool isComplete(const EventRecord& e) {
-  return e.state == EventState::kCompleted || e.state == EventState::kFailed || e.end_ns > 0;
+  return e.state == EventState::kCompleted || e.state == EventState::kFailed || e.endNs() > 0;
 }
 
 // {"took", "within" or "age", nanoseconds}; nanoseconds < 0 when unknown. An op completed through
@@ -97,14 +97,14 @@ bool isComplete(const EventRecord& e) {
 // (NCCLREC_POLL_MS), so only "completed within this long of its enqueue" is known of it.
 std::pair<std::string_view, int64_t> timing(const RankData& rank, const EventRecord& e) {
   if (isComplete(e) && (e.flags & format::kEventCudaTimed) != 0) {
-    return {"within", e.end_ns > 0 && e.enqueue_ns > 0 ? e.end_ns - e.enqueue_ns : -1};
+    return {"within", e.endNs() > 0 && e.enqueueNs() > 0 ? e.endNs() - e.enqueueNs() : -1};
   }
   if (isComplete(e)) {
-    const int64_t from = e.start_ns != 0 ? e.start_ns : e.enqueue_ns;
-    return {"took", e.end_ns > 0 && from > 0 ? e.end_ns - from : -1};
+    const int64_t from = e.startNs() != 0 ? e.startNs() : e.enqueueNs();
+    return {"took", e.endNs() > 0 && from > 0 ? e.endNs() - from : -1};
   }
   const int64_t now = snapshotTime(rank);
-  return {"age", e.enqueue_ns > 0 && now > 0 ? now - e.enqueue_ns : -1};
+  return {"age", e.enqueueNs() > 0 && now > 0 ? now - e.enqueueNs() : -1};
 }
 
 std::string baseName(const std::string& path) {
@@ -134,7 +134,7 @@ std::vector<const EventRecord*> selectEvents(const RankData& r, const EventsOpti
   const std::string digits = o.comm ? commFilterDigits(*o.comm) : "";
   std::vector<const EventRecord*> out;
   for (const EventRecord& e : r.events) {
-    if (!o.comm || hex16(e.comm_id).starts_with(digits)) out.push_back(&e);
+    if (!o.comm || hex16(e.commId()).starts_with(digits)) out.push_back(&e);
   }
   if (o.last && out.size() > *o.last) out.erase(out.begin(), out.end() - *o.last);
   return out;
@@ -167,8 +167,8 @@ void printText(const std::vector<const RankData*>& ranks, const EventsOptions& o
     out << line;
     for (const EventRecord* e : events) {
       const std::string rank_str =
-          e->rank < 0 ? "-" : std::to_string(e->rank) + "/" + std::to_string(e->nranks);
-      const std::string comm = e->comm_id == 0 ? "-" : hex16(e->comm_id).substr(0, 8);
+          e->rank() < 0 ? "-" : std::to_string(e->rank()) + "/" + std::to_string(e->nranks());
+      const std::string comm = e->commId() == 0 ? "-" : hex16(e->commId()).substr(0, 8);
       const std::string seq = e->op_seq == 0 ? "-" : std::to_string(e->op_seq);
       const auto [what, ns] = timing(*r, *e);
       const std::string time = ns < 0 ? "-" : std::string(what) + " " + formatDuration(ns);
@@ -177,7 +177,7 @@ void printText(const std::vector<const RankData*>& ranks, const EventsOptions& o
           static_cast<unsigned long long>(e->index), std::string(format::opName(e->op)).c_str(),
           comm.c_str(), rank_str.c_str(), seq.c_str(), static_cast<unsigned long long>(e->count),
           std::string(format::dataTypeName(e->dtype)).c_str(),
-          std::string(format::redOpName(e->redop)).c_str(), orDash(e->peer).c_str(),
+          std::string(format::redOpName(e->redop)).c_str(), orDash(e->peer()).c_str(),
           std::string(format::stateName(e->state)).c_str(),
           resultKnown(*e) ? resultName(e->result).c_str() : "-", time.c_str());
       out << line << callSite(*r, *e, rule) << '\n';
@@ -189,30 +189,30 @@ Json eventJson(const RankData& r, const EventRecord& e, const SiteRule& rule) {
   Json j;
   j["index"] = e.index;
   j["op"] = format::opName(e.op);
-  j["comm_id"] = valueOrNull(e.comm_id != 0, hex16(e.comm_id));
-  j["rank"] = e.rank;
-  j["nranks"] = e.nranks;
+  j["comm_id"] = valueOrNull(e.commId() != 0, hex16(e.commId()));
+  j["rank"] = e.rank();
+  j["nranks"] = e.nranks();
   j["seq"] = e.op_seq;
   j["count"] = e.count;
   j["dtype"] = valueOrNull(e.dtype >= 0, format::dataTypeName(e.dtype));
   j["redop"] = valueOrNull(e.redop >= 0, format::redOpName(e.redop));
-  j["peer"] = valueOrNull(e.peer >= 0, e.peer);
+  j["peer"] = valueOrNull(e.peer() >= 0, e.peer());
   j["state"] = format::stateName(e.state);
   j["result"] = valueOrNull(resultKnown(e), resultName(e.result));
   j["result_code"] = valueOrNull(resultKnown(e), e.result);
-  j["device"] = e.device;
-  j["stream"] = e.stream;
-  j["tid"] = e.tid;
+  j["device"] = e.device();
+  j["stream"] = e.stream();
+  j["tid"] = e.tid();
   j["group_depth"] = e.group_depth;
   j["flags"] = e.flags;
-  j["enqueue_ns"] = e.enqueue_ns;
-  j["start_ns"] = e.start_ns;
-  j["end_ns"] = e.end_ns;
+  j["enqueue_ns"] = e.enqueueNs();
+  j["start_ns"] = e.startNs();
+  j["end_ns"] = e.endNs();
   const auto [what, ns] = timing(r, e);
   j[what == "took"     ? "duration_ns"
     : what == "within" ? "completed_within_ns"
                        : "age_ns"] = valueOrNull(ns >= 0, ns);
-  j["stack_id"] = valueOrNull(e.stack_id != format::kNoStack, e.stack_id);
+  j["stack_id"] = valueOrNull(e.stackId() != format::kNoStack, e.stackId());
   j["call_site"] = callSite(r, e, rule);
   return j;
 }
@@ -223,7 +223,7 @@ Json stacksJson(const RankData& r, const std::vector<const EventRecord*>& events
                 const SiteRule& rule) {
   std::set<uint32_t> ids;
   for (const EventRecord* e : events) {
-    if (e->stack_id != format::kNoStack) ids.insert(e->stack_id);
+    if (e->stackId() != format::kNoStack) ids.insert(e->stackId());
   }
   Json stacks = Json::array();
   for (uint32_t id : ids) {
@@ -287,7 +287,7 @@ int64_t snapshotTime(const RankData& r) {
   if (r.source == format::SourceKind::kDump && r.dump_ns > 0) return r.dump_ns;
   // A black box may carry the reason of an older dump (reader.h): its time is only a lower bound.
   int64_t t = std::max({r.heartbeat_ns, r.exit_ns, r.fatal_ns, r.dump_ns});
-  for (const EventRecord& e : r.events) t = std::max({t, e.enqueue_ns, e.start_ns, e.end_ns});
+  for (const EventRecord& e : r.events) t = std::max({t, e.enqueueNs(), e.startNs(), e.endNs()});
   return t;
 }
 
@@ -297,8 +297,8 @@ std::string callSite(const RankData& r, const EventRecord& e) {
 }
 
 std::string callSite(const RankData& r, const EventRecord& e, const SiteRule& rule) {
-  const auto it = r.stacks.find(e.stack_id);
-  if (e.stack_id == format::kNoStack || it == r.stacks.end() || it->second.frames.empty()) {
+  const auto it = r.stacks.find(e.stackId());
+  if (e.stackId() == format::kNoStack || it == r.stacks.end() || it->second.frames.empty()) {
     return "-";
   }
   const std::vector<format::Frame>& frames = it->second.frames;

@@ -256,7 +256,8 @@ TEST_F(EventsTest, CudaTimedOpsSayWithinHowLongTheyCompleted) {
   d.source = format::SourceKind::kDump;
   format::EventRecord& e = d.events.at(0);
   e.flags |= format::kEventCudaTimed;
-  e.start_ns = e.end_ns = e.enqueue_ns + 200'000'000;  // both seen at one poll
+  e.setEndNs(e.enqueueNs() + 200'000'000);  // both seen at one poll
+  e.setStartNs(e.endNs());
   ASSERT_TRUE(format::writeDumpFile(d, dir_.file("rank0.ncclrec.pb")).ok());
   EventsOptions o;
   o.rank = 0;
@@ -298,7 +299,7 @@ TEST(CallSiteTest, PrefersSymbolsThenModuleThenAddress) {
   format::RankData r;
   format::EventRecord e;
   EXPECT_EQ(callSite(r, e), "-");
-  e.stack_id = 3;
+  e.setStackId(3);
   EXPECT_EQ(callSite(r, e), "-");
   format::Stack s;
   s.frames.push_back(format::Frame{0x1000, "", 0, "", "", 0});

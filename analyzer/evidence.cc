@@ -83,7 +83,7 @@ void Engine::addStatus(Verdict& v) const {
     const auto describe = [&](const EventRecord& e) {
       std::string s = std::string(format::opName(e.op));
       if (e.op_seq != 0) s += " #" + std::to_string(e.op_seq);
-      if (e.comm_id != 0) s += " on comm " + shortCommId(e.comm_id);
+      if (e.commId() != 0) s += " on comm " + shortCommId(e.commId());
       return s + " from " + describeCallSite(siteAt(rd, e));
     };
     if (rd.exited) {
@@ -106,12 +106,12 @@ void Engine::addStatus(Verdict& v) const {
     } else if (pending != nullptr) {
       st.state = RankState::kWaiting;
       st.detail = describe(*pending);
-      if (pending->enqueue_ns > 0) st.detail += " for " + seconds(now_ - pending->enqueue_ns);
+      if (pending->enqueueNs() > 0) st.detail += " for " + seconds(now_ - pending->enqueueNs());
     }
     if (st.detail.empty() && last_done != nullptr) {
       st.detail = "last op " + describe(*last_done);
-      if (last_done->end_ns > 0)
-        st.detail += ", ended " + seconds(now_ - last_done->end_ns) + " ago";
+      if (last_done->endNs() > 0)
+        st.detail += ", ended " + seconds(now_ - last_done->endNs()) + " ago";
     }
     v.status.push_back(std::move(st));
   }

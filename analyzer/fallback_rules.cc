@@ -19,7 +19,7 @@ std::optional<Verdict> failedCall(Engine& en) {
   for (size_t r = 0; r < set.ranks.size(); ++r) {
     for (const EventRecord& e : set.ranks[r].events) {
       if (e.state == EventState::kFailed && talksToPeers(e) &&
-          (failed == nullptr || e.enqueue_ns < failed->enqueue_ns)) {
+          (failed == nullptr || e.enqueueNs() < failed->enqueueNs())) {
         failed = &e;
         failed_rank = r;
       }
@@ -30,14 +30,15 @@ std::optional<Verdict> failedCall(Engine& en) {
   if (en.leaverExplains(*failed, v)) return v;
   v.cls = VerdictClass::kNcclError;
   v.ranks = {en.globalRank(failed_rank)};
-  v.comm_id = failed->comm_id;
+  v.comm_id = failed->commId();
   v.seq = failed->op_seq;
   v.op = failed->op;
   v.site = en.siteAt(set.ranks[failed_rank], *failed);
   v.headline = ranksWord(v.ranks) + ": " + std::string(format::opName(failed->op)) +
                (failed->op_seq != 0 ? " #" + std::to_string(failed->op_seq) : "") +
-               (failed->comm_id != 0 ? " on comm " + shortCommId(failed->comm_id) : "") + " from " +
-               describeCallSite(v.site) + " returned NCCL error " + std::to_string(failed->result);
+               (failed->commId() != 0 ? " on comm " + shortCommId(failed->commId()) : "") +
+               " from " + describeCallSite(v.site) + " returned NCCL error " +
+               std::to_string(failed->result);
   v.stacks = {v.site};
   return v;
 }
@@ -52,7 +53,7 @@ std::optional<Verdict> stuckCreatingComm(Engine& en) {
   for (const RankData& r : set.ranks) {
     for (const EventRecord& e : r.events) {
       if (format::isCommLifecycle(e.op) && isIncomplete(e) &&
-          (creating == nullptr || e.enqueue_ns < creating->enqueue_ns)) {
+          (creating == nullptr || e.enqueueNs() < creating->enqueueNs())) {
         creating = &e;
       }
     }
@@ -61,7 +62,7 @@ std::optional<Verdict> stuckCreatingComm(Engine& en) {
   std::vector<int> waiting;
   for (size_t r = 0; r < set.ranks.size(); ++r) {
     for (const EventRecord& e : set.ranks[r].events) {
-      if (e.comm_id == creating->comm_id && e.op == creating->op && isIncomplete(e)) {
+      if (e.commId() == creating->commId() && e.op == creating->op && isIncomplete(e)) {
         waiting.push_back(en.globalRank(r));
         break;
       }
@@ -70,12 +71,12 @@ std::optional<Verdict> stuckCreatingComm(Engine& en) {
   std::sort(waiting.begin(), waiting.end());
   Verdict v;
   v.cls = VerdictClass::kUndecided;
-  v.comm_id = creating->comm_id;
+  v.comm_id = creating->commId();
   v.op = creating->op;
   v.headline = ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
                std::string(format::opName(creating->op)) + " on comm " +
-               shortCommId(creating->comm_id) + " for a communicator of " +
-               std::to_string(creating->nranks) + " ranks";
+               shortCommId(creating->commId()) + " for a communicator of " +
+               std::to_string(creating->nranks()) + " ranks";
   const std::vector<int> no_data = en.ranksWithNoData();
   if (!no_data.empty()) {
     v.headline += "; no data for " + ranksWord(no_data);

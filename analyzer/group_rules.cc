@@ -30,14 +30,14 @@ std::map<uint64_t, std::vector<Group>> groupsOf(const RankData& r) {
   };
   for (const EventRecord& e : r.events) {
     if (e.op == OpType::kGroupStart && e.group_depth == 0) {
-      close(e.tid);
-      open[e.tid];
+      close(e.tid());
+      open[e.tid()];
     } else if ((e.op == OpType::kGroupEnd || e.op == OpType::kGroupSimulateEnd) &&
                e.group_depth == 1) {
-      close(e.tid);
-    } else if (format::isP2p(e.op) && (e.flags & format::kEventInGroup) != 0 && e.comm_id != 0 &&
-               open.contains(e.tid)) {
-      open[e.tid][e.comm_id].push_back(&e);
+      close(e.tid());
+    } else if (format::isP2p(e.op) && (e.flags & format::kEventInGroup) != 0 && e.commId() != 0 &&
+               open.contains(e.tid())) {
+      open[e.tid()][e.commId()].push_back(&e);
     }
   }
   for (auto it = open.begin(); it != open.end(); it = open.begin()) close(it->first);
@@ -65,10 +65,11 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
     // Consecutive events mostly repeat (comm, rank): emplace keeps the first anyway.
     std::pair<uint64_t, int> last{0, -1};
     for (const EventRecord& e : set.ranks[i].events) {
-      if (e.comm_id == 0 || e.rank < 0 || (e.comm_id == last.first && e.rank == last.second)) {
+      if (e.commId() == 0 || e.rank() < 0 ||
+          (e.commId() == last.first && e.rank() == last.second)) {
         continue;
       }
-      last = {e.comm_id, e.rank};
+      last = {e.commId(), e.rank()};
       process_of.emplace(last, i);
     }
   }
@@ -79,14 +80,15 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
     for (const auto& [comm, list] : groups[a]) {
       for (size_t g = 0; g < list.size(); ++g) {
         for (const EventRecord* x : list[g]) {
-          if (!pending(*x) || (best != nullptr && best->enqueue_ns <= x->enqueue_ns)) continue;
-          const auto b = process_of.find({comm, x->peer});
+          if (!pending(*x) || (best != nullptr && best->enqueueNs() <= x->enqueueNs())) continue;
+          const auto b = process_of.find({comm, x->peer()});
           if (b == process_of.end() || b->second == a) continue;
           const auto theirs = groups[b->second].find(comm);
           if (theirs == groups[b->second].end() || g >= theirs->second.size()) continue;
           const Group& other = theirs->second[g];
-          const bool with_me = std::any_of(
-              other.begin(), other.end(), [&](const EventRecord* o) { return o->peer == x->rank; });
+          const bool with_me = std::any_of(other.begin(), other.end(), [&](const EventRecord* o) {
+            return o->peer() == x->rank();
+          });
           if (other.empty() || with_me) continue;
           best = x;
           best_a = a;
@@ -99,23 +101,23 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   if (best == nullptr) return std::nullopt;
   const RankData& ra = set.ranks[best_a];
   const RankData& rb = set.ranks[best_b];
-  const Group& mine = groups[best_a].at(best->comm_id)[best_g];
-  const Group& theirs = groups[best_b].at(best->comm_id)[best_g];
+  const Group& mine = groups[best_a].at(best->commId())[best_g];
+  const Group& theirs = groups[best_b].at(best->commId())[best_g];
   const OpType missing = best->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
   const auto sibling = std::find_if(theirs.begin(), theirs.end(),
                                     [&](const EventRecord* o) { return o->op == missing; });
   const EventRecord& site_op = sibling != theirs.end() ? **sibling : *theirs.front();
   const auto globalOf = [&](int comm_rank) {
-    const auto it = process_of.find({best->comm_id, comm_rank});
+    const auto it = process_of.find({best->commId(), comm_rank});
     return it != process_of.end() ? set.ranks[it->second].global_rank : -1;
   };
   std::vector<int> peers;
-  for (const EventRecord* o : theirs) peers.push_back(globalOf(o->peer));
+  for (const EventRecord* o : theirs) peers.push_back(globalOf(o->peer()));
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   std::vector<std::string> waits;
   for (const EventRecord* o : mine) {
-    if (o->peer == best->peer && pending(*o)) {
+    if (o->peer() == best->peer() && pending(*o)) {
       waits.push_back(std::string(format::opName(o->op)) + " #" + std::to_string(o->op_seq) +
                       (o->op == OpType::kSend ? " to" : " from") + " rank " +
                       std::to_string(rb.global_rank));
@@ -124,7 +126,7 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
   v.ranks = {rb.global_rank};
-  v.comm_id = best->comm_id;
+  v.comm_id = best->commId();
   v.seq = best->op_seq;
   v.op = missing;
   v.site = callSiteOf(rb, site_op, sites);
@@ -133,19 +135,19 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   for (size_t i = 0; i < waits.size(); ++i) waiting += (i == 0 ? "" : " and ") + waits[i];
   v.headline = "rank " + std::to_string(rb.global_rank) + " left rank " +
                std::to_string(ra.global_rank) + " out of its grouped sends and receives #" +
-               std::to_string(best_g + 1) + " on comm " + shortCommId(best->comm_id) + " from " +
+               std::to_string(best_g + 1) + " on comm " + shortCommId(best->commId()) + " from " +
                describeCallSite(v.site) + ": that group posts to " + peersWord(peers) +
                " only, while rank " + std::to_string(ra.global_rank) + "'s group #" +
                std::to_string(best_g + 1) + " waits in " + waiting;
   EvidenceTable t;
-  t.title = "group #" + std::to_string(best_g + 1) + " on comm " + shortCommId(best->comm_id) +
+  t.title = "group #" + std::to_string(best_g + 1) + " on comm " + shortCommId(best->commId()) +
             " of ranks " + std::to_string(std::min(ra.global_rank, rb.global_rank)) + " and " +
             std::to_string(std::max(ra.global_rank, rb.global_rank));
   t.columns = {"rank", "peer", "send", "recv"};
   for (const auto& [r, group] : {std::pair{&ra, &mine}, std::pair{&rb, &theirs}}) {
     std::map<int, std::pair<TableCell, TableCell>> by_peer;
     for (const EventRecord* o : *group) {
-      auto& cells = by_peer[globalOf(o->peer)];
+      auto& cells = by_peer[globalOf(o->peer())];
       (o->op == OpType::kSend ? cells.first : cells.second) =
           TableCell::of(evidenceOpOf(*r, *o, sites));
     }

@@ -52,31 +52,31 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
     std::map<uint64_t, Slot>* by_seq = nullptr;
     std::map<uint64_t, Slot>::iterator next;
     for (const format::EventRecord& e : set.ranks[i].events) {
-      if (!format::isCollective(e.op) || e.comm_id == 0 || e.enqueue_ns <= 0 ||
+      if (!format::isCollective(e.op) || e.commId() == 0 || e.enqueueNs() <= 0 ||
           e.state != format::EventState::kCompleted) {
         continue;
       }
-      if (e.comm_id != last_comm) {
-        if (holds.insert(e.comm_id).second) ++members[e.comm_id];  // once per rank
-        last_comm = e.comm_id;
-        by_seq = &slots[e.comm_id];
+      if (e.commId() != last_comm) {
+        if (holds.insert(e.commId()).second) ++members[e.commId()];  // once per rank
+        last_comm = e.commId();
+        by_seq = &slots[e.commId()];
         next = by_seq->end();
       }
       const auto at = by_seq->try_emplace(next, e.op_seq);
       next = std::next(at);
       Slot& s = at->second;
       ++s.ranks;
-      s.earliest = std::min(s.earliest, e.enqueue_ns);
-      if (e.enqueue_ns > s.latest) {
+      s.earliest = std::min(s.earliest, e.enqueueNs());
+      if (e.enqueueNs() > s.latest) {
         s.second = s.latest;
-        s.latest = e.enqueue_ns;
+        s.latest = e.enqueueNs();
         s.rank = i;
         s.event = &e;
-      } else if (e.enqueue_ns == s.latest) {
+      } else if (e.enqueueNs() == s.latest) {
         s.second = s.latest;
         s.rank = kTied;  // no one rank was last
       } else {
-        s.second = std::max(s.second, e.enqueue_ns);
+        s.second = std::max(s.second, e.enqueueNs());
       }
     }
   }

@@ -12,10 +12,14 @@ namespace {
 
 using namespace testing;  // Job, Op, the call sites
 
+// Makes `e` enqueued `ns` later.
+void delay(format::EventRecord& e, int64_t ns) { e.setEnqueueNs(e.enqueueNs() + ns); }
+
 TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   Job job(3);
   for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 10));
-  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 20'000'000;  // 20 ms late every time
+  for (EventRecord& e : job.rank(2).events)
+    e.setEnqueueNs(e.enqueueNs() + 20'000'000);  // 20 ms late every time
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{2});
@@ -25,14 +29,14 @@ TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   // Who is last varies: no verdict beyond no_hang.
   Job even(3);
   for (int r = 0; r < 3; ++r) even.ops(r, repeat({kTrain}, 9));
-  for (int i = 0; i < 9; ++i) even.rank(i % 3).events[i].enqueue_ns += 20'000'000;
+  for (int i = 0; i < 9; ++i) delay(even.rank(i % 3).events[i], 20'000'000);
   EXPECT_EQ(even.diagnose().cls, VerdictClass::kNoHang);
   // 6 of 8 among 3 ranks happens by chance (a healthy run on a busy machine): no verdict either;
   // 8 of 8 does not.
   for (const int lasts : {6, 8}) {
     Job few(3);
     for (int r = 0; r < 3; ++r) few.ops(r, repeat({kTrain}, 8));
-    for (int i = 0; i < 8; ++i) few.rank(i < lasts ? 1 : 2).events[i].enqueue_ns += 20'000'000;
+    for (int i = 0; i < 8; ++i) delay(few.rank(i < lasts ? 1 : 2).events[i], 20'000'000);
     EXPECT_EQ(few.diagnose().cls, lasts == 8 ? VerdictClass::kSlowRank : VerdictClass::kNoHang)
         << lasts;
   }
@@ -40,7 +44,7 @@ TEST(DiagnoseTest, SlowRankWhenOneRankIsConsistentlyLast) {
   // sample in CI, its rank 3 started last, was called slow_rank over 0.00 s of waiting).
   Job close(3);
   for (int r = 0; r < 3; ++r) close.ops(r, repeat({kTrain}, 10));
-  for (EventRecord& e : close.rank(2).events) e.enqueue_ns += 50'000;
+  for (EventRecord& e : close.rank(2).events) e.setEnqueueNs(e.enqueueNs() + 50'000);
   EXPECT_EQ(close.diagnose().cls, VerdictClass::kNoHang) << close.diagnose().headline;
 }
 
@@ -51,7 +55,7 @@ TEST(DiagnoseTest, SlowRankSeenThroughInterleavedCommunicators) {
   std::vector<Op> steps;
   for (int i = 0; i < 10; ++i) steps.insert(steps.end(), {{kTrain}, pairOp(kPair)});
   for (int r = 0; r < 3; ++r) job.ops(r, steps);
-  for (EventRecord& e : job.rank(2).events) e.enqueue_ns += 20'000'000;
+  for (EventRecord& e : job.rank(2).events) e.setEnqueueNs(e.enqueueNs() + 20'000'000);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kSlowRank) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{2});
@@ -66,9 +70,9 @@ TEST(DiagnoseTest, SlowRankWhenTheOthersMostlyWaitForOneRank) {
     for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 90));
     for (int i = 0; i < 90; ++i) {
       if (i % 3 == 0) {
-        job.rank(3).events[i].enqueue_ns += late;
+        delay(job.rank(3).events[i], late);
       } else {
-        job.rank(i % 4).events[i].enqueue_ns += 100'000;  // 0.1 ms of jitter, a rotating rank
+        delay(job.rank(i % 4).events[i], 100'000);  // 0.1 ms of jitter, a rotating rank
       }
     }
     const Verdict v = job.diagnose();
@@ -98,10 +102,10 @@ TEST(HealthTest, MicrosecondsOfWaitingInAShortRunAreNoStraggler) {
     Job job(4);
     for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, 17));
     for (int r = 0; r < 4; ++r) {
-      for (int i = 0; i < 17; ++i) job.rank(r).events[i].enqueue_ns = kT0 + i * 100'000;
+      for (int i = 0; i < 17; ++i) job.rank(r).events[i].setEnqueueNs(kT0 + i * 100'000);
     }
     for (int i = 0; i < 17; ++i) {
-      job.rank(i < 12 ? 3 : i % 3).events[i].enqueue_ns += i < 12 ? late : 10'000;
+      delay(job.rank(i < 12 ? 3 : i % 3).events[i], i < 12 ? late : 10'000);
     }
     const Verdict v = job.diagnose();
     SCOPED_TRACE("late by " + std::to_string(late) + " ns");

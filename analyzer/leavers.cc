@@ -19,7 +19,7 @@ namespace {
 
 bool pendingOn(const RankData& r, uint64_t comm_id) {
   return std::any_of(r.events.begin(), r.events.end(), [&](const EventRecord& e) {
-    return e.comm_id == comm_id && (isIncomplete(e) || e.state == EventState::kFailed);
+    return e.commId() == comm_id && (isIncomplete(e) || e.state == EventState::kFailed);
   });
 }
 
@@ -31,19 +31,19 @@ bool Engine::vanished(size_t rank) const {
   // Its rank on each communicator, as its own calls recorded it.
   std::map<uint64_t, int> comm_rank;
   for (const EventRecord& e : r.events) {
-    if (e.comm_id != 0 && isCommOp(e)) {
-      comm_rank[e.comm_id] = e.rank;
+    if (e.commId() != 0 && isCommOp(e)) {
+      comm_rank[e.commId()] = e.rank();
     }
   }
   for (size_t q = 0; q < set_.ranks.size(); ++q) {
     if (q == rank) continue;
     for (const EventRecord& e : set_.ranks[q].events) {
-      const auto it = comm_rank.find(e.comm_id);
+      const auto it = comm_rank.find(e.commId());
       if (it == comm_rank.end() || !lostPeer(e)) continue;
       // A send or receive that lost exactly this peer; or a collective that lost one of its
       // members while this one, which left no dump and no exit mark, had nothing pending there
       // (killed between calls: faultgen seed 22, a rank killed inside a grouped call).
-      if (format::isP2p(e.op) ? e.peer == it->second : !pendingOn(r, e.comm_id)) return true;
+      if (format::isP2p(e.op) ? e.peer() == it->second : !pendingOn(r, e.commId())) return true;
     }
   }
   return false;
@@ -74,13 +74,13 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
   for (size_t r = 0; r < set_.ranks.size(); ++r) {
     const RankData& rd = set_.ranks[r];
     const bool holds = std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
-      return e.comm_id == failed.comm_id;
+      return e.commId() == failed.commId();
     });
     // One that destroyed the communicator finished its program: what it left unmatched is for
     // the point-to-point rules (waits.h), not an early exit.
     const bool finished =
         std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
-          return e.comm_id == failed.comm_id && e.op == OpType::kCommDestroy;
+          return e.commId() == failed.commId() && e.op == OpType::kCommDestroy;
         });
     if (holds && !finished && leftOnItsOwn(r)) leavers.push_back(r);
   }
@@ -95,7 +95,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
     if (reacted(r) ||
         (r != who && std::any_of(set_.ranks[r].events.begin(), set_.ranks[r].events.end(),
                                  [&](const EventRecord& e) {
-                                   return e.comm_id == failed.comm_id && lostPeer(e);
+                                   return e.commId() == failed.commId() && lostPeer(e);
                                  }))) {
       victims.push_back(globalRank(r));
     }
@@ -104,7 +104,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
   const EventRecord* last = newestCommOp(rd);
   v.cls = rd.exited ? VerdictClass::kRankExited : VerdictClass::kRankCrashed;
   v.ranks = {globalRank(who)};
-  v.comm_id = failed.comm_id;
+  v.comm_id = failed.commId();
   v.seq = failed.op_seq;
   v.op = failed.op;
   v.site = last != nullptr ? siteAt(rd, *last) : CallSite{};
@@ -118,7 +118,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
                std::to_string(failed.result) + ": the peer was gone), " +
                std::string(format::opName(failed.op)) +
                (failed.op_seq != 0 ? " #" + std::to_string(failed.op_seq) : "") + " on comm " +
-               shortCommId(failed.comm_id) + " first";
+               shortCommId(failed.commId()) + " first";
   return true;
 }
 

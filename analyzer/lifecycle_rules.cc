@@ -20,7 +20,7 @@ using format::OpType;
 using format::RankData;
 
 bool countedCollective(const EventRecord& e) {
-  return format::isCollective(e.op) && e.comm_id != 0 && e.state != EventState::kEmpty &&
+  return format::isCollective(e.op) && e.commId() != 0 && e.state != EventState::kEmpty &&
          !rejected(e);
 }
 
@@ -41,7 +41,7 @@ std::string standing(const EventRecord& e) {
 const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
   const EventRecord* best = nullptr;
   for (const EventRecord& e : r.events) {
-    if (e.comm_id == comm && countedCollective(e) && e.op_seq > seq &&
+    if (e.commId() == comm && countedCollective(e) && e.op_seq > seq &&
         (best == nullptr || e.op_seq < best->op_seq)) {
       best = &e;
     }
@@ -57,8 +57,8 @@ const EventRecord* wentOnPast(const RankData& r, uint64_t comm, uint64_t seq) {
   if (const EventRecord* collective = firstPast(r, comm, seq)) return collective;
   uint64_t reached = 0;
   for (const EventRecord& e : r.events) {
-    if (e.comm_id == comm && countedCollective(e)) reached = std::max(reached, e.op_seq);
-    if (reached >= seq && isCommOp(e) && e.comm_id != 0 && !rejected(e) &&
+    if (e.commId() == comm && countedCollective(e)) reached = std::max(reached, e.op_seq);
+    if (reached >= seq && isCommOp(e) && e.commId() != 0 && !rejected(e) &&
         (isIncomplete(e) || e.state == EventState::kFailed))
       return &e;
   }
@@ -70,7 +70,7 @@ const EventRecord* wentOnPast(const RankData& r, uint64_t comm, uint64_t seq) {
 // remote error.
 const EventRecord* firstP2pLeft(const RankData& r, uint64_t comm) {
   for (const EventRecord& e : r.events) {
-    if (e.comm_id == comm && format::isP2p(e.op) && !rejected(e) &&
+    if (e.commId() == comm && format::isP2p(e.op) && !rejected(e) &&
         (isIncomplete(e) || e.state == EventState::kFailed)) {
       return &e;
     }
@@ -83,7 +83,7 @@ bool holdsComm(const RankData& r, uint64_t comm) {
     if (c.comm_id == comm) return true;
   }
   return std::any_of(r.events.begin(), r.events.end(),
-                     [&](const EventRecord& e) { return e.comm_id == comm; });
+                     [&](const EventRecord& e) { return e.commId() == comm; });
 }
 
 struct EarlyEnd {
@@ -100,13 +100,13 @@ bool cleanEnd(const RankData& rd, size_t k, EarlyEnd& out) {
   for (size_t j = 0; j < k; ++j) {
     const EventRecord& e = rd.events[j];
     if (e.state == EventState::kFailed && !rejected(e)) return false;
-    if (e.comm_id != end.comm_id) continue;
+    if (e.commId() != end.commId()) continue;
     if (isCommOp(e) && isIncomplete(e)) return false;
     if (countedCollective(e) && (out.last == nullptr || e.op_seq > out.last->op_seq)) out.last = &e;
   }
   for (size_t j = k + 1; j < rd.events.size() && out.went_on == nullptr; ++j) {
     const EventRecord& e = rd.events[j];
-    if (isCommOp(e) && e.comm_id != end.comm_id && e.comm_id != 0) {
+    if (isCommOp(e) && e.commId() != end.commId() && e.commId() != 0) {
       out.went_on = &e;
     }
   }
@@ -127,7 +127,7 @@ EvidenceTable endsTable(const format::LoadedSet& set, const CallSites& sites, ui
     const EventRecord* last = nullptr;
     const EventRecord* end = nullptr;
     for (const EventRecord& e : r.events) {
-      if (e.comm_id != comm) continue;
+      if (e.commId() != comm) continue;
       if (countedCollective(e) && (last == nullptr || e.op_seq > last->op_seq)) last = &e;
       if ((e.op == OpType::kCommAbort || e.op == OpType::kCommDestroy) && end == nullptr) end = &e;
     }
@@ -150,8 +150,8 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
     const RankData& rd = set.ranks[i];
     for (size_t k = 0; k < rd.events.size(); ++k) {
       const EventRecord& e = rd.events[k];
-      if ((e.op != OpType::kCommAbort && e.op != OpType::kCommDestroy) || e.comm_id == 0) continue;
-      if (found && found->end->enqueue_ns <= e.enqueue_ns) continue;
+      if ((e.op != OpType::kCommAbort && e.op != OpType::kCommDestroy) || e.commId() == 0) continue;
+      if (found && found->end->enqueueNs() <= e.enqueueNs()) continue;
       EarlyEnd end;
       end.rank = i;
       if (!cleanEnd(rd, k, end)) continue;
@@ -161,9 +161,9 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
       size_t first_rank = 0;
       for (size_t q = 0; q < set.ranks.size(); ++q) {
         if (q == i) continue;
-        const EventRecord* p = firstPast(set.ranks[q], e.comm_id, last_seq);
+        const EventRecord* p = firstPast(set.ranks[q], e.commId(), last_seq);
         const bool p2p = p == nullptr;
-        if (p2p) p = firstP2pLeft(set.ranks[q], e.comm_id);
+        if (p2p) p = firstP2pLeft(set.ranks[q], e.commId());
         if (p == nullptr) continue;
         past.push_back(set.ranks[q].global_rank);
         // A collective past the end names the slot best; else a send or receive left unmatched.
@@ -187,7 +187,7 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
   Verdict v;
   v.cls = end.op == OpType::kCommAbort ? VerdictClass::kCommAborted : VerdictClass::kCommDestroyed;
   v.ranks = {rd.global_rank};
-  v.comm_id = end.comm_id;
+  v.comm_id = end.commId();
   v.seq = theirs->op_seq;
   v.op = end.op;
   v.site = callSiteOf(rd, end, sites);
@@ -195,7 +195,7 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
   v.stacks = {v.site, their_site};
   v.headline = "rank " + std::to_string(rd.global_rank) +
                (end.op == OpType::kCommAbort ? " aborted" : " destroyed") + " comm " +
-               shortCommId(end.comm_id) + " (" + std::string(format::opName(end.op)) + " from " +
+               shortCommId(end.commId()) + " (" + std::string(format::opName(end.op)) + " from " +
                describeCallSite(v.site) + ")";
   if (found->last != nullptr) {
     v.headline += " after its " + opAt(*found->last, callSiteOf(rd, *found->last, sites));
@@ -204,12 +204,12 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
   }
   if (found->went_on != nullptr) {
     v.headline += " and went on (" + std::string(format::opName(found->went_on->op)) + " on comm " +
-                  shortCommId(found->went_on->comm_id) + " from " +
+                  shortCommId(found->went_on->commId()) + " from " +
                   describeCallSite(callSiteOf(rd, *found->went_on, sites)) + ")";
   }
   v.headline += "; " + ranksWord(others) + " issued " + opAt(*theirs, their_site) + " on it and " +
                 standing(*theirs);
-  v.tables.push_back(endsTable(set, sites, end.comm_id, found->rank));
+  v.tables.push_back(endsTable(set, sites, end.commId(), found->rank));
   return v;
 }
 
@@ -251,9 +251,9 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     std::map<uint64_t, uint64_t> reached;
     for (const EventRecord& e : set.ranks[i].events) {
-      if (countedCollective(e)) reached[e.comm_id] = std::max(reached[e.comm_id], e.op_seq);
-      if (e.op == OpType::kCommSplit && e.comm_id != 0 && !rejected(e)) {
-        splits[e.comm_id][i].push_back(SplitCall{&e, reached[e.comm_id]});
+      if (countedCollective(e)) reached[e.commId()] = std::max(reached[e.commId()], e.op_seq);
+      if (e.op == OpType::kCommSplit && e.commId() != 0 && !rejected(e)) {
+        splits[e.commId()][i].push_back(SplitCall{&e, reached[e.commId()]});
       }
     }
   }
@@ -361,10 +361,10 @@ std::optional<Verdict> findLoneCollective(const format::LoadedSet& set, const Ca
     uint64_t last_comm = 0;
     Use* last_use = nullptr;  // uses[last_comm][i]: map nodes stay put
     for (const EventRecord& e : set.ranks[i].events) {
-      if (e.comm_id == 0 || e.state == EventState::kEmpty || rejected(e)) continue;
-      if (last_use == nullptr || e.comm_id != last_comm) {
-        last_comm = e.comm_id;
-        last_use = &uses[e.comm_id][i];
+      if (e.commId() == 0 || e.state == EventState::kEmpty || rejected(e)) continue;
+      if (last_use == nullptr || e.commId() != last_comm) {
+        last_comm = e.commId();
+        last_use = &uses[e.commId()][i];
       }
       Use& u = *last_use;
       u.rank = i;

@@ -280,7 +280,7 @@ void exchange(Job& job, int me, const std::vector<int>& peers, uint64_t seq, boo
   for (int p : peers) {
     for (OpType op : {OpType::kSend, OpType::kRecv}) {
       EventRecord& e = call(job, me, op, kComm, kDispatch, state);
-      e.peer = p;
+      e.setPeer(p);
       e.op_seq = seq;
       e.group_depth = 1;
       e.flags |= format::kEventInGroup;
@@ -305,7 +305,7 @@ TEST(LifecycleRulesTest, GroupedExchangeThatLeavesAPeerOutBlamesTheRankThatLeftI
   }
   // Rank 0's exchanges with ranks 1 and 3 paired: only the ones with rank 2 wait.
   for (EventRecord& e : job.rank(0).events) {
-    if (format::isP2p(e.op) && e.op_seq == 2 && e.peer != 2) e.state = EventState::kCompleted;
+    if (format::isP2p(e.op) && e.op_seq == 2 && e.peer() != 2) e.state = EventState::kCompleted;
   }
   const format::LoadedSet set = job.set();
   const std::optional<Verdict> v = findGroupPeerSkip(set, CallSites(set.ranks));
@@ -350,7 +350,7 @@ TEST(LifecycleRulesTest, MismatchInASubCommunicatorComesBeforeTheWaitItCauses) {
     if (r == 2) job.ops(r, {{kLoss, 1}}, true);
   }
   // The world's pending all-reduce is older than the broadcasts.
-  job.rank(0).events.back().enqueue_ns = kT0;
+  job.rank(0).events.back().setEnqueueNs(kT0);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRootMismatch) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{3});

@@ -21,7 +21,7 @@ using format::RankData;
 
 bool finishedComm(const RankData& r, uint64_t comm) {
   return std::any_of(r.events.begin(), r.events.end(), [&](const EventRecord& e) {
-    return e.comm_id == comm && (e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize);
+    return e.commId() == comm && (e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize);
   });
 }
 
@@ -55,12 +55,13 @@ const EventRecord* blockedCollective(const RankData& r) {
 bool owes(const RankData& r, const EventRecord& blocked) {
   bool member = false;
   for (const EventRecord& e : r.events) {
-    if (e.comm_id != blocked.comm_id) continue;
+    if (e.commId() != blocked.commId()) continue;
     member = true;
     if (format::isCollective(e.op) && e.op_seq >= blocked.op_seq) return false;  // issued it
   }
-  return member || std::any_of(r.comms.begin(), r.comms.end(),
-                               [&](const format::Comm& c) { return c.comm_id == blocked.comm_id; });
+  return member || std::any_of(r.comms.begin(), r.comms.end(), [&](const format::Comm& c) {
+           return c.comm_id == blocked.commId();
+         });
 }
 
 }  // namespace
@@ -78,8 +79,8 @@ bool heldByChainOn(const std::vector<RankData>& ranks, const RankData& r, uint64
   for (const RankData& other : ranks) {
     if (&other == &r || !owes(other, *blocked)) continue;
     const auto on = std::find_if(other.events.begin(), other.events.end(),
-                                 [&](const EventRecord& e) { return e.comm_id == comm; });
-    if (on == other.events.end() || !waits_in_p2p(on->rank)) return false;
+                                 [&](const EventRecord& e) { return e.commId() == comm; });
+    if (on == other.events.end() || !waits_in_p2p(on->rank())) return false;
     any = true;
   }
   return any;
@@ -124,7 +125,7 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
   const auto commsOf = [](const RankData& r) {
     std::set<uint64_t> out;
     for (const EventRecord& e : r.events) {
-      if (format::isCollective(e.op)) out.insert(e.comm_id);
+      if (format::isCollective(e.op)) out.insert(e.commId());
     }
     return out;
   };
@@ -144,11 +145,11 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
     const auto it = posted.find({comm, op, me, peer});
     size_t step = 0;
     for (const EventRecord& e : it->second.begin()->second.rank->events) {
-      if (format::isCollective(e.op) && shared.contains(e.comm_id)) {
-        opened_by.try_emplace(++step, Opening{e.op, e.count, e.dtype, e.comm_id});
+      if (format::isCollective(e.op) && shared.contains(e.commId())) {
+        opened_by.try_emplace(++step, Opening{e.op, e.count, e.dtype, e.commId()});
       }
-      if (e.comm_id != comm) continue;
-      if (e.op == op && e.rank == me && e.peer == peer && it->second.contains(e.op_seq)) {
+      if (e.commId() != comm) continue;
+      if (e.op == op && e.rank() == me && e.peer() == peer && it->second.contains(e.op_seq)) {
         ++out[step];
       }
     }
@@ -201,18 +202,18 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
   const EventRecord& e = *w.event;
   const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
   const auto globalOf = [&](int r) {
-    const auto it = global_of.find({e.comm_id, r});
+    const auto it = global_of.find({e.commId(), r});
     return it != global_of.end() ? it->second : -1;
   };
-  const int culprit = globalOf(e.peer);
-  const auto theirs = posted.find({e.comm_id, other, e.peer, e.rank});
-  const auto mine = posted.find({e.comm_id, e.op, e.rank, e.peer});
+  const int culprit = globalOf(e.peer());
+  const auto theirs = posted.find({e.commId(), other, e.peer(), e.rank()});
+  const auto mine = posted.find({e.commId(), e.op, e.rank(), e.peer()});
   const size_t n = theirs == posted.end() ? 0 : theirs->second.size();
   const size_t k = mine == posted.end() ? 0 : mine->second.size();
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
   v.ranks = {culprit};
-  v.comm_id = e.comm_id;
+  v.comm_id = e.commId();
   v.seq = n + 1;  // the first one it never posted
   v.op = other;
   const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
@@ -247,12 +248,12 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
   const std::string back = other == OpType::kSend ? " from it" : " to it";
   v.headline = "rank " + std::to_string(culprit) + " posted " + std::to_string(n) + " " +
                std::string(format::opName(other)) + "s" + to + " rank " +
-               std::to_string(w.rank->global_rank) + " on comm " + shortCommId(e.comm_id) + last +
+               std::to_string(w.rank->global_rank) + " on comm " + shortCommId(e.commId()) + last +
                " but rank " + std::to_string(w.rank->global_rank) + " posted " + std::to_string(k) +
                " " + std::string(format::opName(e.op)) + "s" + back;
-  const int from = e.op == OpType::kRecv ? e.peer : e.rank;
-  const int dest = e.op == OpType::kRecv ? e.rank : e.peer;
-  if (const std::optional<size_t> others = otherPairsMoved(posted, e.comm_id, from, dest)) {
+  const int from = e.op == OpType::kRecv ? e.peer() : e.rank();
+  const int dest = e.op == OpType::kRecv ? e.rank() : e.peer();
+  if (const std::optional<size_t> others = otherPairsMoved(posted, e.commId(), from, dest)) {
     v.headline +=
         " (the other pairs of the communicator moved up to " + std::to_string(*others) + ")";
   }

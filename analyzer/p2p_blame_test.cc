@@ -39,8 +39,8 @@ void renumber(Job& job, int world) {
     std::map<std::pair<OpType, int>, uint64_t> per_peer;
     uint64_t collectives = 0;
     for (format::EventRecord& e : job.rank(r).events) {
-      e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer}}] : ++collectives;
-      if (!format::isP2p(e.op)) e.peer = -1;
+      e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer()}}] : ++collectives;
+      if (!format::isP2p(e.op)) e.setPeer(-1);
     }
   }
 }

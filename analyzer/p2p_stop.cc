@@ -29,27 +29,27 @@ std::optional<Verdict> findP2pStop(Engine& en) {
     }
     std::pair<uint64_t, int> last{0, -1};  // try_emplace keeps the first: skip repeats
     for (const EventRecord& e : r.events) {
-      if (e.comm_id == 0 || e.rank < 0) continue;
-      if (e.comm_id != last.first || e.rank != last.second) {
-        last = {e.comm_id, e.rank};
+      if (e.commId() == 0 || e.rank() < 0) continue;
+      if (e.commId() != last.first || e.rank() != last.second) {
+        last = {e.commId(), e.rank()};
         process_of.try_emplace(last, i);
       }
       if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
-      posted[{e.comm_id, e.op, e.rank, e.peer}].insert(e.op_seq);
+      posted[{e.commId(), e.op, e.rank(), e.peer()}].insert(e.op_seq);
       if (isIncomplete(e) || lostPeer(e)) waits.emplace_back(i, &e);
     }
   }
   std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
-    return a.second->enqueue_ns < b.second->enqueue_ns;
+    return a.second->enqueueNs() < b.second->enqueueNs();
   });
   for (const auto& [w, e] : waits) {
-    const auto peer = process_of.find({e->comm_id, e->peer});
+    const auto peer = process_of.find({e->commId(), e->peer()});
     if (peer == process_of.end() || peer->second == w) continue;
     const size_t x = peer->second;
     const RankData& rd = set.ranks[x];
-    if (!p2p::stoppedIn(rd, e->comm_id)) continue;
+    if (!p2p::stoppedIn(rd, e->commId())) continue;
     const OpType other = e->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
-    const auto theirs = posted.find({e->comm_id, other, e->peer, e->rank});
+    const auto theirs = posted.find({e->commId(), other, e->peer(), e->rank()});
     if (theirs != posted.end() && theirs->second.contains(e->op_seq)) continue;
     const bool failed = e->state == EventState::kFailed;
     // A peer's call failing because of the rank says it is gone only of a black box
@@ -59,7 +59,7 @@ std::optional<Verdict> findP2pStop(Engine& en) {
     if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !en.dead(x)) continue;
     Verdict v;
     v.ranks = {en.globalRank(x)};
-    v.comm_id = e->comm_id;
+    v.comm_id = e->commId();
     v.seq = e->op_seq;
     v.op = e->op;
     const EventRecord* last = newestCommOp(rd);
@@ -69,8 +69,8 @@ std::optional<Verdict> findP2pStop(Engine& en) {
     const std::string waiter = "rank " + std::to_string(en.globalRank(w));
     const std::string waited =
         std::string(format::opName(e->op)) + " #" + std::to_string(e->op_seq) +
-        (e->op == OpType::kSend ? " to " : " from ") + who + " on comm " + shortCommId(e->comm_id) +
-        " from " + describeCallSite(en.siteAt(set.ranks[w], *e));
+        (e->op == OpType::kSend ? " to " : " from ") + who + " on comm " +
+        shortCommId(e->commId()) + " from " + describeCallSite(en.siteAt(set.ranks[w], *e));
     const std::string then = failed ? "; " + waiter + " failed in its " + waited + " (NCCL error " +
                                           std::to_string(e->result) + ")"
                                     : "; " + waiter + " waits in its " + waited;

@@ -55,7 +55,7 @@ int64_t Engine::opTime(uint64_t comm, uint64_t seq) const {
     if (c.comm_id != comm) continue;
     for (const Stream& s : c.streams) {
       for (const Op& o : s.ops) {
-        if (o.e->op_seq == seq && o.e->enqueue_ns > 0) t = std::min(t, o.e->enqueue_ns);
+        if (o.e->op_seq == seq && o.e->enqueueNs() > 0) t = std::min(t, o.e->enqueueNs());
       }
     }
   }
@@ -70,7 +70,7 @@ bool Engine::issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) c
       const EventRecord& e = r.events[i];
       if (!format::isCollective(e.op) && !format::isP2p(e.op)) continue;
       last = i;
-      if (e.comm_id == comm && e.op_seq == seq && format::isCollective(e.op)) at = i;
+      if (e.commId() == comm && e.op_seq == seq && format::isCollective(e.op)) at = i;
     }
     return at != SIZE_MAX && at < last;
   }
@@ -127,7 +127,7 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
     if (c.streams[s].ops[p].key != extra.key) return false;
   }
   // An op this communicator never issued before: a collective only they added.
-  if (knownSite(c, p, extra.site, ended)) return false;
+  if (knownSite(c, p, opSite(extra), ended)) return false;
   const RankData& rd = set_.ranks[c.streams[going.front()].rank];
   v.cls = VerdictClass::kRankGatedCollective;
   v.ranks = ranksOf(c, going);

@@ -18,8 +18,8 @@ using namespace testing;  // Job, Op, the call sites (analyzer/testing/job_build
 void at(Job& job, int rank, const std::vector<int64_t>& seconds) {
   auto& events = job.rank(rank).events;
   for (size_t i = 0; i < events.size() && i < seconds.size(); ++i) {
-    events[i].enqueue_ns = kT0 + seconds[i] * kSec;
-    if (events[i].end_ns != 0) events[i].end_ns = events[i].enqueue_ns + 1000;
+    events[i].setEnqueueNs(kT0 + seconds[i] * kSec);
+    if (events[i].endNs() != 0) events[i].setEndNs(events[i].enqueueNs() + 1000);
   }
 }
 

@@ -31,7 +31,7 @@ bool pastTheNextIssue(const Engine& en, const RankData& rd, const EventRecord& p
   std::vector<size_t> calls;  // event indices of the calls like `pending` up to it
   for (size_t i = 0; i <= at; ++i) {
     const EventRecord& e = rd.events[i];
-    if (e.op == pending.op && e.comm_id == pending.comm_id && e.peer == pending.peer &&
+    if (e.op == pending.op && e.commId() == pending.commId() && e.peer() == pending.peer() &&
         en.siteAt(rd, e).function == function) {
       calls.push_back(i);
     }
@@ -73,7 +73,7 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
     if (pending == nullptr || !format::isP2p(pending->op)) continue;
     std::vector<size_t> issued;
     for (const Op& o : ds.ops) {
-      if (o.site == waited.site) issued.push_back(indexIn(rd, o.e));
+      if (en.opSite(o) == en.opSite(waited)) issued.push_back(indexIn(rd, o.e));
     }
     const size_t at = indexIn(rd, pending);
     if (at == SIZE_MAX || std::find(issued.begin(), issued.end(), SIZE_MAX) != issued.end() ||
@@ -93,7 +93,7 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
                  std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) + " from " +
                  describeCallSite(v.site) + " that " + ranksWord(en.ranksOf(c, going)) +
                  " issued; it went on to " + std::string(format::opName(pending->op)) + " #" +
-                 std::to_string(pending->op_seq) + " with rank " + std::to_string(pending->peer) +
+                 std::to_string(pending->op_seq) + " with rank " + std::to_string(pending->peer()) +
                  " from " + describeCallSite(then) + ", which its peers reach only after it";
     en.addEvidence(c, p, v);
     return v;

@@ -20,7 +20,7 @@ bool culprit(const Verdict& v, int rank) {
 // for a verdict on a call that takes no seq (a communicator's creation, for device_collision), that
 // call on that communicator.
 bool divergent(const Verdict& v, const format::EventRecord& e) {
-  if (e.comm_id != v.comm_id || v.comm_id == 0) return false;
+  if (e.commId() != v.comm_id || v.comm_id == 0) return false;
   if (v.seq != 0) {
     return e.op_seq == v.seq && format::isCollective(e.op) == format::isCollective(v.op);
   }
@@ -34,7 +34,7 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, const SiteRule& 
   int64_t origin = INT64_MAX;
   for (const format::RankData& r : set.ranks) {
     for (const format::EventRecord& e : r.events) {
-      if (e.enqueue_ns > 0) origin = std::min(origin, e.enqueue_ns);
+      if (e.enqueueNs() > 0) origin = std::min(origin, e.enqueueNs());
     }
   }
   if (origin == INT64_MAX) origin = 0;
@@ -61,19 +61,19 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, const SiteRule& 
     std::map<uint64_t, int> tid_of;  // comm id -> track
     const int64_t now = snapshotTime(r);
     for (const format::EventRecord& e : r.events) {
-      const auto [it, added] = tid_of.emplace(e.comm_id, static_cast<int>(tid_of.size()));
+      const auto [it, added] = tid_of.emplace(e.commId(), static_cast<int>(tid_of.size()));
       if (added) {
         emit({{"ph", "M"},
               {"name", "thread_name"},
               {"pid", pid},
               {"tid", it->second},
               {"args",
-               {{"name", e.comm_id == 0 ? std::string("no communicator")
-                                        : "comm " + shortCommId(e.comm_id)}}}});
+               {{"name", e.commId() == 0 ? std::string("no communicator")
+                                         : "comm " + shortCommId(e.commId())}}}});
       }
-      if (e.enqueue_ns <= 0) continue;
-      const bool done = e.end_ns > 0;
-      const int64_t end = done ? e.end_ns : std::max(now, e.enqueue_ns);
+      if (e.enqueueNs() <= 0) continue;
+      const bool done = e.endNs() > 0;
+      const int64_t end = done ? e.endNs() : std::max(now, e.enqueueNs());
       std::string name(format::opName(e.op));
       if (e.op_seq != 0) name += " #" + std::to_string(e.op_seq);
       Json slice = {{"ph", "X"},
@@ -81,8 +81,8 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, const SiteRule& 
                     {"name", name},
                     {"pid", pid},
                     {"tid", it->second},
-                    {"ts", us(e.enqueue_ns)},
-                    {"dur", static_cast<double>(end - e.enqueue_ns) / 1e3},
+                    {"ts", us(e.enqueueNs())},
+                    {"dur", static_cast<double>(end - e.enqueueNs()) / 1e3},
                     {"args",
                      {{"count", e.count},
                       {"dtype", std::string(format::dataTypeName(e.dtype))},
@@ -98,7 +98,7 @@ void writeTrace(const format::LoadedSet& set, const Verdict& v, const SiteRule& 
               {"name", std::string(verdictClassName(v.cls))},
               {"pid", pid},
               {"tid", it->second},
-              {"ts", us(e.enqueue_ns)},
+              {"ts", us(e.enqueueNs())},
               {"args", {{"headline", v.headline}}}});
       }
     }

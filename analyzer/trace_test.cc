@@ -24,16 +24,16 @@ format::RankData rank(int r, uint64_t last_count) {
     EventRecord e;
     e.index = i;
     e.op = OpType::kAllReduce;
-    e.comm_id = 0xabcdef0012345678ull;
+    e.setCommId(0xabcdef0012345678ull);
     e.op_seq = i + 1;
     e.count = i == 2 ? last_count : 8;
     e.dtype = 7;
     e.redop = 0;
-    e.rank = r;
-    e.nranks = 2;
-    e.enqueue_ns = 1'000'000'000 + static_cast<int64_t>(i) * 1'000'000;
+    e.setRank(r);
+    e.setNranks(2);
+    e.setEnqueueNs(1'000'000'000 + static_cast<int64_t>(i) * 1'000'000);
     e.state = i == 2 ? EventState::kEnqueued : EventState::kCompleted;
-    e.end_ns = i == 2 ? 0 : e.enqueue_ns + 500'000;
+    e.setEndNs(i == 2 ? 0 : e.enqueueNs() + 500'000);
     d.events.push_back(e);
   }
   d.heartbeat_ns = 3'000'000'000;

@@ -61,7 +61,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
       const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
       std::vector<ChainLink> links;
       const std::optional<size_t> end =
-          at != nullptr && at->comm_id != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
+          at != nullptr && at->commId() != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
       const bool waits_for_another =
           end && std::any_of(culprits.begin(), culprits.end(),
                              [&](size_t o) { return o != s && c.streams[o].rank == *end; });
@@ -85,7 +85,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
 
   // "after 99 all-reduces from train_step()": the collectives like the one the others wait in.
   uint64_t same = 0;
-  for (const Op& o : stopped.ops) same += o.site == waited.site ? 1 : 0;
+  for (const Op& o : stopped.ops) same += opSite(o) == opSite(waited) ? 1 : 0;
   const CallSite waited_site = siteAt(set_.ranks[c.streams[going.front()].rank], *waited.e);
   const std::string what = opNoun(waited.e->op) + "s from " +
                            (waited_site.function.empty() ? describeCallSite(waited_site)
@@ -115,9 +115,9 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     v.site = siteAt(rd, *last_call);
     v.headline =
         who + ": " + std::string(format::opName(last_call->op)) +
-        (last_call->comm_id != 0 ? " on comm " + shortCommId(last_call->comm_id) : "") + " from " +
-        describeCallSite(v.site) + " returned NCCL error " + std::to_string(last_call->result) +
-        why + then + "; " + ranksWord(others) +
+        (last_call->commId() != 0 ? " on comm " + shortCommId(last_call->commId()) : "") +
+        " from " + describeCallSite(v.site) + " returned NCCL error " +
+        std::to_string(last_call->result) + why + then + "; " + ranksWord(others) +
         (std::all_of(going.begin(), going.end(),
                      [&](size_t g) { return c.streams[g].ops[p].e->state == EventState::kFailed; })
              ? " failed in "
@@ -149,7 +149,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   // Alive: either waiting in an op of another communicator, or in host code.
   const EventRecord* pending = newestPendingCommOp(rd);
   const EventRecord* last = newestCommOp(rd);
-  if (pending != nullptr && pending->comm_id != c.comm_id) {
+  if (pending != nullptr && pending->commId() != c.comm_id) {
     const std::string outer = ranksWord(others) + (others.size() == 1 ? " waits" : " wait") +
                               " for " + who + " in " + std::string(format::opName(waited.e->op)) +
                               " #" + std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) +
@@ -158,7 +158,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(rd, *pending);
     v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
-                 std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->comm_id) +
+                 std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->commId()) +
                  " from " + describeCallSite(v.site) + " while " + ranksWord(others) +
                  (others.size() == 1 ? " waits" : " wait") + " for it in " +
                  std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
@@ -189,7 +189,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node node = nodes[i];
     const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
-      return c.comm_id == node.op->comm_id;
+      return c.comm_id == node.op->commId();
     });
     if (there == comms_.end() || !format::isCollective(node.op->op)) return std::nullopt;
     const Stream* mine = nullptr;
@@ -210,7 +210,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
       // new call site would make the waiting rank the one that deviated (a gated collective).
       const uint64_t answered = next->ops.empty() ? 0 : next->ops.back().e->op_seq;
       if (std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
-            return o.site == pos->site && o.e->op_seq <= answered;
+            return opSite(o) == opSite(*pos) && o.e->op_seq <= answered;
           })) {
         return std::nullopt;
       }
@@ -223,7 +223,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
         end = x;
         continue;
       }
-      if (its_pending->comm_id == node.op->comm_id) return std::nullopt;
+      if (its_pending->commId() == node.op->commId()) return std::nullopt;
       if (!seen.insert(x).second) {
         // Reached twice: a cycle when it leads back to a rank on the way here.
         for (size_t j = i; j != SIZE_MAX; j = nodes[j].parent) {
@@ -244,7 +244,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
     const size_t waits_for = std::next(it) == path.rend() ? *end : nodes[*std::next(it)].rank;
     links.push_back({"rank " + std::to_string(set_.ranks[n.rank].global_rank) +
                          " waits for %s in " + std::string(format::opName(n.op->op)) + " #" +
-                         std::to_string(n.op->op_seq) + " on comm " + shortCommId(n.op->comm_id) +
+                         std::to_string(n.op->op_seq) + " on comm " + shortCommId(n.op->commId()) +
                          " from " + describeCallSite(siteAt(set_.ranks[n.rank], *n.op)),
                      waits_for});
   }
@@ -277,7 +277,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     head = who + " is alive but stuck in host code: ";
   }
   v.ranks = {rx.global_rank};
-  v.comm_id = at->comm_id;
+  v.comm_id = at->commId();
   v.seq = at->op_seq;
   v.op = at->op;
   v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
@@ -299,13 +299,13 @@ std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) co
   if (last == nullptr) return "its last NCCL op never came";
   return "its last NCCL op (" + std::string(format::opName(last->op)) + " #" +
          std::to_string(last->op_seq) + " from " + describeCallSite(siteAt(rd, *last)) + ")" +
-         (last->end_ns > 0 ? " completed " + seconds(now_ - last->end_ns) + " ago" : "");
+         (last->endNs() > 0 ? " completed " + seconds(now_ - last->endNs()) + " ago" : "");
 }
 
 std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const {
   if (!format::isCollective(pending.op)) return "";  // p2p pairs by peer, not by seq
   const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
-    return c.comm_id == pending.comm_id;
+    return c.comm_id == pending.commId();
   });
   if (there == comms_.end()) return "";
   std::vector<size_t> behind;  // streams of `there` that have not issued pending's seq
@@ -325,9 +325,9 @@ std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const
   if (dead(rank)) return out + ", which died without an exit mark";
   const EventRecord* its_pending = newestPendingCommOp(rd);
   const EventRecord* its_last = newestCommOp(rd);
-  if (its_pending != nullptr && its_pending->comm_id != pending.comm_id) {
+  if (its_pending != nullptr && its_pending->commId() != pending.commId()) {
     return out + ", itself blocked in " + std::string(format::opName(its_pending->op)) + " #" +
-           std::to_string(its_pending->op_seq) + " on comm " + shortCommId(its_pending->comm_id);
+           std::to_string(its_pending->op_seq) + " on comm " + shortCommId(its_pending->commId());
   }
   return out + ", in host code: " + lastOpPhrase(rd, its_last);
 }

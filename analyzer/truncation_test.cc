@@ -130,7 +130,7 @@ TEST(DiagnoseTest, ChainOfWaitsIsNamedByTheRankAtItsEnd) {
   Job job(4);
   job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
   job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
-  job.rank(1).events.back().enqueue_ns = kT0 + kSec;  // before ranks 0 and 2 enqueue A#3 (2 s)
+  job.rank(1).events.back().setEnqueueNs(kT0 + kSec);  // before ranks 0 and 2 enqueue A#3 (2 s)
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{3});

@@ -91,7 +91,7 @@ EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord&
   o.count = e.count;
   o.dtype = e.dtype;
   o.redop = e.redop;
-  o.root = format::hasRoot(e.op) ? e.peer : -1;
+  o.root = format::hasRoot(e.op) ? e.peer() : -1;
   o.state = e.state;
   o.result = e.result;
   o.site = callSiteOf(rank, e, sites);

@@ -30,7 +30,7 @@ bool pending(const EventRecord& e) {
 
 std::string opAt(const EventRecord& e, const CallSite& site) {
   return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " on comm " +
-         shortCommId(e.comm_id) + " from " + describeCallSite(site);
+         shortCommId(e.commId()) + " from " + describeCallSite(site);
 }
 
 using p2p::GlobalOf;
@@ -44,22 +44,22 @@ using p2p::Posted;
 std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global_of,
                                     const Located& w, const CallSites& sites) {
   const EventRecord& e = *w.event;
-  const int relay = e.peer;
+  const int relay = e.peer();
   size_t received = 0;
   std::vector<int> sources;  // comm ranks it received from
   for (const auto& [key, calls] : posted) {
     const auto& [comm, op, me, from] = key;
-    if (comm != e.comm_id || op != OpType::kRecv || me != relay || from == e.rank) continue;
+    if (comm != e.commId() || op != OpType::kRecv || me != relay || from == e.rank()) continue;
     size_t done = 0;
     for (const auto& [seq, call] : calls) done += call.event->state == EventState::kCompleted;
     if (done > 0) sources.push_back(from);
     received += done;
   }
-  const auto sends = posted.find({e.comm_id, OpType::kSend, relay, e.rank});
+  const auto sends = posted.find({e.commId(), OpType::kSend, relay, e.rank()});
   const size_t sent = sends == posted.end() ? 0 : sends->second.size();
   if (sources.empty() || received <= sent || sent >= e.op_seq) return std::nullopt;
   const auto globalOf = [&](int r) {
-    const auto it = global_of.find({e.comm_id, r});
+    const auto it = global_of.find({e.commId(), r});
     return it != global_of.end() ? it->second : -1;
   };
   std::vector<int> from_global;
@@ -68,7 +68,7 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
   v.ranks = {globalOf(relay)};
-  v.comm_id = e.comm_id;
+  v.comm_id = e.commId();
   v.seq = sent + 1;  // the send it never posted
   v.op = OpType::kSend;
   const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
@@ -84,7 +84,7 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   v.headline = "rank " + std::to_string(v.ranks[0]) + " completed " + std::to_string(received) +
                " ncclRecvs from " + ranksWord(from_global) + " but posted " + std::to_string(sent) +
                " ncclSends to rank " + std::to_string(w.rank->global_rank) + " on comm " +
-               shortCommId(e.comm_id) + last_send;
+               shortCommId(e.commId()) + last_send;
   return v;
 }
 
@@ -97,13 +97,13 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
   for (const RankData& r : set.ranks) {
     uint64_t last_comm = 0;
     for (const EventRecord& e : r.events) {
-      if (e.comm_id == 0 || e.rank < 0) continue;
-      if (e.comm_id != last_comm) {
-        global_of[{e.comm_id, e.rank}] = r.global_rank;
-        last_comm = e.comm_id;
+      if (e.commId() == 0 || e.rank() < 0) continue;
+      if (e.commId() != last_comm) {
+        global_of[{e.commId(), e.rank()}] = r.global_rank;
+        last_comm = e.commId();
       }
       if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
-      posted[{e.comm_id, e.op, e.rank, e.peer}][e.op_seq] = Located{&r, &e};
+      posted[{e.commId(), e.op, e.rank(), e.peer()}][e.op_seq] = Located{&r, &e};
       // A call that failed because its peer left had waited for it as well.
       if (pending(e) || lostPeer(e)) waiting.push_back(Located{&r, &e});
     }
@@ -112,7 +112,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     }
   }
   std::sort(waiting.begin(), waiting.end(), [](const Located& a, const Located& b) {
-    return a.event->enqueue_ns < b.event->enqueue_ns;
+    return a.event->enqueueNs() < b.event->enqueueNs();
   });
   // The pair's sends and receives, both directions, by per-peer seq around `seq` (the unmatched
   // one, in the direction from -> to): who posted what, and what is missing.
@@ -157,7 +157,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
   // post what its peer waits for, and that wait is a symptom of its own.
   const auto blockedInP2p = [&](uint64_t comm, int r) {
     return std::any_of(waiting.begin(), waiting.end(), [&](const Located& x) {
-      return x.event->comm_id == comm && x.event->rank == r && pending(*x.event);
+      return x.event->commId() == comm && x.event->rank() == r && pending(*x.event);
     });
   };
   std::map<std::pair<const RankData*, uint64_t>, bool> held;  // p2p::heldByChainOn, once each
@@ -174,31 +174,31 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
   std::optional<Verdict> symptom;  // the first unmatched wait whose peer is blocked as well
   for (const Located& w : waiting) {
     const EventRecord& e = *w.event;
-    const auto peer = global_of.find({e.comm_id, e.peer});
+    const auto peer = global_of.find({e.commId(), e.peer()});
     if (peer == global_of.end()) continue;  // no data for the peer: nothing to judge by
     const auto peer_data = rank_data.find(peer->second);
     if (peer_data == rank_data.end()) continue;
     // A peer that left NCCL without ending the communicator stopped (a truncation, p2p_stop.cc);
     // a failed call is judged here only when its peer finished its work and left.
-    if (p2p::stoppedIn(*peer_data->second, e.comm_id) || p2p::aborted(*peer_data->second)) {
+    if (p2p::stoppedIn(*peer_data->second, e.commId()) || p2p::aborted(*peer_data->second)) {
       continue;
     }
-    if (!pending(e) && !p2p::finishedComm(*peer_data->second, e.comm_id)) continue;
-    if (e.op == OpType::kRecv && !blockedInP2p(e.comm_id, e.peer)) {
+    if (!pending(e) && !p2p::finishedComm(*peer_data->second, e.commId())) continue;
+    if (e.op == OpType::kRecv && !blockedInP2p(e.commId(), e.peer())) {
       if (std::optional<Verdict> relay = relayCulprit(posted, global_of, w, sites)) {
-        relay->tables.push_back(pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
+        relay->tables.push_back(pairTable(e.commId(), e.peer(), e.rank(), e.op_seq));
         return relay;
       }
     }
     const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
-    const auto list = posted.find({e.comm_id, other, e.peer, e.rank});
+    const auto list = posted.find({e.commId(), other, e.peer(), e.rank()});
     const CallSite site = callSiteOf(*w.rank, e, sites);
     Verdict v;
-    v.tables.push_back(e.op == OpType::kSend ? pairTable(e.comm_id, e.rank, e.peer, e.op_seq)
-                                             : pairTable(e.comm_id, e.peer, e.rank, e.op_seq));
+    v.tables.push_back(e.op == OpType::kSend ? pairTable(e.commId(), e.rank(), e.peer(), e.op_seq)
+                                             : pairTable(e.commId(), e.peer(), e.rank(), e.op_seq));
     v.cls = VerdictClass::kP2pMismatch;
     v.ranks = {w.rank->global_rank};
-    v.comm_id = e.comm_id;
+    v.comm_id = e.commId();
     v.seq = e.op_seq;
     v.op = e.op;
     v.site = site;
@@ -206,7 +206,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     const std::string me = "rank " + std::to_string(w.rank->global_rank) + "'s " +
                            std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) +
                            (e.op == OpType::kSend ? " to" : " from") + " rank " +
-                           std::to_string(peer->second) + " on comm " + shortCommId(e.comm_id) +
+                           std::to_string(peer->second) + " on comm " + shortCommId(e.commId()) +
                            " from " + describeCallSite(site);
     const std::string counterpart = std::string(format::opName(other)) +
                                     (other == OpType::kSend ? "s to" : "s from") + " rank " +
@@ -221,23 +221,23 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
         v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
                       describeCallSite(callSiteOf(*last.rank, *last.event, sites)) + ")";
       }
-      if (blockedInP2p(e.comm_id, e.peer)) {
+      if (blockedInP2p(e.commId(), e.peer())) {
         if (!symptom) symptom = std::move(v);
         continue;
       }
       // Per pair and per role: the side that posted fewer than the other pairs moved skipped
       // one (the peer, which went on without it); else this rank posted one too many.
-      const int from = e.op == OpType::kSend ? e.rank : e.peer;
-      const int to = e.op == OpType::kSend ? e.peer : e.rank;
+      const int from = e.op == OpType::kSend ? e.rank() : e.peer();
+      const int to = e.op == OpType::kSend ? e.peer() : e.rank();
       // A peer blocked in a collective that waits for others than this rank is held up there:
       // the unmatched op is a symptom of that collective (the next wait is looked at, and the
       // communicators' alignment after that).
       // Unless all it waits for there wait in sends and receives of this communicator.
       if (!p2p::freeOrWaitsFor(*peer_data->second, *w.rank) &&
-          !heldByChain(*peer_data->second, e.comm_id)) {
+          !heldByChain(*peer_data->second, e.commId())) {
         continue;
       }
-      if (p2p::shortSideDeviates(posted, e.comm_id, from, to)) {
+      if (p2p::shortSideDeviates(posted, e.commId(), from, to)) {
         Verdict missing = p2p::missingCounterpart(posted, global_of, w, sites);
         missing.tables = std::move(v.tables);
         return missing;
@@ -276,16 +276,16 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
     uint64_t last_comm = 0;
     uint64_t* last_reached = nullptr;
     for (const EventRecord& e : set.ranks[i].events) {
-      if (e.comm_id == 0 || e.rank < 0) continue;
-      if (e.comm_id != last_comm) {  // most consecutive events share one communicator
-        process_of[{e.comm_id, e.rank}] = i;
-        members[e.comm_id].insert(e.rank);
-        last_comm = e.comm_id;
-        last_reached = &reached[{i, e.comm_id}];
+      if (e.commId() == 0 || e.rank() < 0) continue;
+      if (e.commId() != last_comm) {  // most consecutive events share one communicator
+        process_of[{e.commId(), e.rank()}] = i;
+        members[e.commId()].insert(e.rank());
+        last_comm = e.commId();
+        last_reached = &reached[{i, e.commId()}];
       }
       if (!format::isCollective(e.op) || rejected(e)) continue;
       *last_reached = std::max(*last_reached, e.op_seq);
-      if (pending(e) && (blocked[i] == nullptr || e.enqueue_ns < blocked[i]->enqueue_ns)) {
+      if (pending(e) && (blocked[i] == nullptr || e.enqueueNs() < blocked[i]->enqueueNs())) {
         blocked[i] = &e;
       }
     }
@@ -296,7 +296,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   std::map<uint64_t, std::vector<std::pair<uint64_t, size_t>>> by_progress;  // (reached, process)
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     if (blocked[i] == nullptr) continue;
-    const uint64_t comm = blocked[i]->comm_id;
+    const uint64_t comm = blocked[i]->commId();
     auto [it, added] = by_progress.try_emplace(comm);
     if (!added) continue;
     for (int member : members[comm]) {
@@ -310,7 +310,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   std::vector<std::vector<size_t>> waits_for(set.ranks.size());
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     if (blocked[i] == nullptr) continue;
-    for (const auto& [progress, j] : by_progress[blocked[i]->comm_id]) {
+    for (const auto& [progress, j] : by_progress[blocked[i]->commId()]) {
       if (progress >= blocked[i]->op_seq) break;
       if (j != i) waits_for[i].push_back(j);
     }
@@ -375,7 +375,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   std::sort(v.ranks.begin(), v.ranks.end());
   const RankData& first = set.ranks[cycle.front()];
   const EventRecord& e = *blocked[cycle.front()];
-  v.comm_id = e.comm_id;
+  v.comm_id = e.commId();
   v.seq = e.op_seq;
   v.op = e.op;
   v.site = callSiteOf(first, e, sites);

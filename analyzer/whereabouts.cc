@@ -58,7 +58,7 @@ RankThreads threadsOf(const format::RankData& rd, const CallSites& sites) {
   if (const format::ThreadState* t = ncclThreadOf(rd)) rt.nccl_tid = t->tid;
   if (!rd.events.empty()) {
     const format::EventRecord& last = rd.events.back();
-    rt.since_last_call_ns = std::max<int64_t>(0, rd.threads_ns - last.enqueue_ns);
+    rt.since_last_call_ns = std::max<int64_t>(0, rd.threads_ns - last.enqueueNs());
   }
   // The NCCL thread first, then by tid.
   rt.threads = rd.threads;
@@ -160,8 +160,8 @@ const format::ThreadState* ncclThreadOf(const format::RankData& rank) {
     return nullptr;
   };
   for (auto it = rank.events.rbegin(); it != rank.events.rend(); ++it) {
-    if (it->tid == 0) continue;
-    if (const format::ThreadState* t = find(static_cast<int>(it->tid))) return t;
+    if (it->tid() == 0) continue;
+    if (const format::ThreadState* t = find(static_cast<int>(it->tid()))) return t;
     break;
   }
   if (const format::ThreadState* t = find(rank.pid)) return t;

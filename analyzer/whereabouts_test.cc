@@ -43,8 +43,8 @@ format::RankData rankWith(int rank, std::vector<format::ThreadState> threads) {
   rd.global_rank = rank;
   rd.pid = 99;
   format::EventRecord e;
-  e.tid = 100;
-  e.enqueue_ns = 1'000'000'000;
+  e.setTid(100);
+  e.setEnqueueNs(1'000'000'000);
   rd.events.push_back(e);
   rd.threads = std::move(threads);
   rd.threads_ns = 43'000'000'000;

@@ -45,7 +45,7 @@ void expectRecordedRun(const ShimHarness& h) {
   }
   const EventRecord reduce = eventsOf(box, OpType::kAllReduce)[0];
   EXPECT_EQ(reduce.count, 8u);
-  EXPECT_EQ(reduce.nranks, 1);
+  EXPECT_EQ(reduce.nranks(), 1);
   EXPECT_EQ(reduce.op_seq, 1u);
 }
 

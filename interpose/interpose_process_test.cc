@@ -88,7 +88,7 @@ TEST(ShimProcessTest, ForkedChildRecordsIntoItsOwnBlackBox) {
   EXPECT_EQ(opsOf(its),
             (std::vector<OpType>{OpType::kAllReduce, OpType::kAllReduce, OpType::kAllReduce}));
   for (const EventRecord& e : its.events) {
-    EXPECT_EQ(e.tid, static_cast<uint32_t>(child));
+    EXPECT_EQ(e.tid(), static_cast<uint32_t>(child));
     EXPECT_EQ(e.state, EventState::kCompleted);
   }
   EXPECT_TRUE(its.exited);
@@ -140,7 +140,7 @@ TEST(ShimProcessTest, ExitMarksTheBoxAndDumpsWithSymbolizedCallSites) {
   EXPECT_EQ(r.err, "");
   const RankData box = h.blackBox();
   EXPECT_TRUE(box.exited);
-  EXPECT_GE(box.exit_ns, box.events.back().end_ns);
+  EXPECT_GE(box.exit_ns, box.events.back().endNs());
   const std::vector<RankData> dumps = h.dumps(DumpReason::kExit);
   ASSERT_EQ(dumps.size(), 1u);
   const RankData& dump = dumps[0];
@@ -148,7 +148,7 @@ TEST(ShimProcessTest, ExitMarksTheBoxAndDumpsWithSymbolizedCallSites) {
   EXPECT_EQ(dump.dump_reason, DumpReason::kExit);
   ASSERT_EQ(dump.events.size(), 3u);
   // The call site of ncclCommInitRank is nccl_caller's code, not a frame of the shim.
-  const auto stack = dump.stacks.find(dump.events[0].stack_id);
+  const auto stack = dump.stacks.find(dump.events[0].stackId());
   ASSERT_NE(stack, dump.stacks.end());
   EXPECT_TRUE(stack->second.symbolized);
   ASSERT_FALSE(stack->second.frames.empty());

@@ -177,30 +177,30 @@ std::map<std::string, uint64_t> checkEveryEntryPoint(const RankData& box, int ra
     EXPECT_EQ(e.index, i);
     EXPECT_EQ(e.state, EventState::kCompleted);
     EXPECT_EQ(e.result, 0);
-    EXPECT_EQ(e.tid, static_cast<uint32_t>(box.pid));  // all from the main thread
-    EXPECT_EQ(e.stream, 0u);
-    EXPECT_GT(e.enqueue_ns, 0);
-    EXPECT_LE(e.enqueue_ns, e.start_ns);
-    EXPECT_LE(e.start_ns, e.end_ns);
-    resolve(x.comm, e.comm_id, e);
+    EXPECT_EQ(e.tid(), static_cast<uint32_t>(box.pid));  // all from the main thread
+    EXPECT_EQ(e.stream(), 0u);
+    EXPECT_GT(e.enqueueNs(), 0);
+    EXPECT_LE(e.enqueueNs(), e.startNs());
+    EXPECT_LE(e.startNs(), e.endNs());
+    resolve(x.comm, e.commId(), e);
     if (x.comm.empty()) {
-      EXPECT_EQ(e.comm_id, 0u);
+      EXPECT_EQ(e.commId(), 0u);
     } else {
-      EXPECT_NE(e.comm_id, 0u);
+      EXPECT_NE(e.commId(), 0u);
     }
     // Rank and size: the communicator's, known before the call for the creating calls.
     const bool none = x.comm.empty();
     const bool init_all = x.op == OpType::kCommInitAll;
     const int want_rank = none || init_all ? -1 : x.comm == "all" ? 1 : rank;
-    EXPECT_EQ(e.rank, want_rank);
-    EXPECT_EQ(e.nranks, none ? 0 : 2);
+    EXPECT_EQ(e.rank(), want_rank);
+    EXPECT_EQ(e.nranks(), none ? 0 : 2);
     EXPECT_EQ(e.op_seq, x.seq);
-    EXPECT_EQ(e.peer, x.peer == -2 ? 1 - rank : x.peer);
+    EXPECT_EQ(e.peer(), x.peer == -2 ? 1 - rank : x.peer);
     EXPECT_EQ(e.redop, x.redop);
     if (x.data) {
       EXPECT_EQ(e.count, kCount);
       EXPECT_EQ(e.dtype, kFloat);
-      EXPECT_EQ(e.device, x.comm == "all" ? 1 : rank);  // the stub's device: rank % 8
+      EXPECT_EQ(e.device(), x.comm == "all" ? 1 : rank);  // the stub's device: rank % 8
     }
     EXPECT_EQ(e.group_depth, x.depth);
     EXPECT_EQ((e.flags & format::kEventInGroup) != 0, x.depth > 0);
@@ -392,7 +392,7 @@ TEST(ShimRecordTest, InitsRecordTheDeviceAndAFailedInitItsAttempt) {
   EXPECT_EQ(box.comms[0].device_source, format::kDeviceFromComm);
   EXPECT_EQ(box.comms[0].bus_id, "");
   ASSERT_EQ(eventsOf(box, OpType::kCommInitRank).size(), 1u);
-  EXPECT_EQ(eventsOf(box, OpType::kCommInitRank)[0].device, 3);
+  EXPECT_EQ(eventsOf(box, OpType::kCommInitRank)[0].device(), 3);
 
   ShimHarness failed;
   r = failed.runCaller({"init:8:3", "exit:0"}, {{"STUB_NCCL_RESULT", "ncclCommInitRank:5"}});
@@ -410,7 +410,7 @@ TEST(ShimRecordTest, InitsRecordTheDeviceAndAFailedInitItsAttempt) {
   const std::vector<EventRecord> inits = eventsOf(box, OpType::kCommInitRank);
   ASSERT_EQ(inits.size(), 1u);
   EXPECT_EQ(inits[0].state, EventState::kFailed);
-  EXPECT_EQ(inits[0].comm_id, c.comm_id);
+  EXPECT_EQ(inits[0].commId(), c.comm_id);
   EXPECT_EQ(box.global_rank, 3);
 }
 
@@ -434,7 +434,7 @@ TEST(ShimRecordTest, ForcedErrorComesBackUnchangedAndIsDumped) {
   for (const EventRecord& e : failed) {
     EXPECT_EQ(e.result, 6);
     EXPECT_EQ(e.state, EventState::kFailed);
-    EXPECT_GT(e.end_ns, 0);
+    EXPECT_GT(e.endNs(), 0);
   }
   const std::vector<EventRecord> bcast = eventsOf(box, OpType::kBcast);
   ASSERT_EQ(bcast.size(), 1u);
@@ -491,7 +491,7 @@ TEST(ShimRecordTest, ConcurrentThreadsGetUniqueSequenceNumbers) {
   std::map<uint32_t, int> per_thread;
   for (const EventRecord& e : events) {
     seqs.push_back(e.op_seq);
-    ++per_thread[e.tid];
+    ++per_thread[e.tid()];
     EXPECT_EQ(e.state, EventState::kCompleted);
   }
   std::sort(seqs.begin(), seqs.end());

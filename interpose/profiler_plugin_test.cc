@@ -95,7 +95,7 @@ class ProfilerPluginTest : public ::testing::Test {
     std::vector<EventRecord> out;
     if (!loaded.ok() || loaded.value().ranks.empty()) return out;
     for (const EventRecord& e : loaded.value().ranks[0].events)
-      if (e.comm_id == comm_id && e.op != OpType::kCommInitRank) out.push_back(e);
+      if (e.commId() == comm_id && e.op != OpType::kCommInitRank) out.push_back(e);
     return out;
   }
 
@@ -136,8 +136,8 @@ TEST_F(ProfilerPluginTest, CollCompletesWhenItsLastChannelStopsAfterTheEnqueue) 
   ev = events(0x1001);
   EXPECT_EQ(ev[0].state, EventState::kCompleted);
   EXPECT_TRUE(ev[0].flags & ncclrec::format::kEventProfilerTimed);
-  EXPECT_GE(ev[0].end_ns, ev[0].start_ns);
-  EXPECT_GT(ev[0].start_ns, 0);
+  EXPECT_GE(ev[0].endNs(), ev[0].startNs());
+  EXPECT_GT(ev[0].startNs(), 0);
 }
 
 TEST_F(ProfilerPluginTest, WithoutChannelsTheCollStopCompletes) {
@@ -185,7 +185,7 @@ TEST_F(ProfilerPluginTest, SendTakesItsPeerAndSequenceAtLaunch) {
   ASSERT_EQ(ev.size(), 2u);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(ev[i].op, OpType::kSend);
-    EXPECT_EQ(ev[i].peer, 1);
+    EXPECT_EQ(ev[i].peer(), 1);
     EXPECT_EQ(ev[i].op_seq, static_cast<uint64_t>(i + 1));
     EXPECT_EQ(ev[i].state, EventState::kCompleted);
   }

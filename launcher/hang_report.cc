@@ -136,12 +136,12 @@ void addRecording(const format::RankData& r, const analyzer::CallSites& sites, J
              {"state", std::string(format::stateName(e.state))},
              {"op_seq", e.op_seq},
              {"count", e.count},
-             {"comm_id", e.comm_id},
+             {"comm_id", e.commId()},
              {"call_site", analyzer::callSite(r, e, sites.rule())}};
   const bool incomplete =
       e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
   const int64_t now = analyzer::snapshotTime(r);
-  if (incomplete && e.enqueue_ns > 0 && now > e.enqueue_ns) ej["age_ns"] = now - e.enqueue_ns;
+  if (incomplete && e.enqueueNs() > 0 && now > e.enqueueNs()) ej["age_ns"] = now - e.enqueueNs();
   (*j)["last_op"] = std::move(ej);
 }
 

@@ -68,7 +68,7 @@ void trim(format::RankData* d, size_t max_events) {
   if (d->events.size() > max_events)
     d->events.erase(d->events.begin(), d->events.end() - static_cast<ptrdiff_t>(max_events));
   std::set<uint32_t> used;
-  for (const auto& e : d->events) used.insert(e.stack_id);
+  for (const auto& e : d->events) used.insert(e.stackId());
   for (auto it = d->stacks.begin(); it != d->stacks.end();)
     it = used.contains(it->first) ? std::next(it) : d->stacks.erase(it);
 }

@@ -52,11 +52,11 @@ TEST_F(RecorderTest, EightThreadsTimesTenThousandCallsLoseNothing) {
   for (const auto& e : data.events) {
     EXPECT_EQ(e.op, OpType::kAllReduce);
     EXPECT_EQ(e.state, EventState::kCompleted);
-    EXPECT_EQ(e.comm_id, 7u);
-    EXPECT_GE(e.end_ns, e.enqueue_ns);
+    EXPECT_EQ(e.commId(), 7u);
+    EXPECT_GE(e.endNs(), e.enqueueNs());
     seqs.insert(e.op_seq);
     counts.insert(e.count);
-    tids_of_thread[e.count / 1000000].insert(e.tid);
+    tids_of_thread[e.count / 1000000].insert(e.tid());
   }
   EXPECT_EQ(seqs.size(), size_t{kThreads * kCalls});  // every seq once: no lost or torn event
   EXPECT_EQ(*seqs.begin(), 1u);
@@ -288,7 +288,7 @@ TEST_F(RecorderTest, ExitMarksTheBlackBoxAndDumpsWithSymbolizedStacks) {
   EXPECT_EQ(dump.dump_reason, format::DumpReason::kExit);
   EXPECT_TRUE(dump.exited);
   ASSERT_EQ(dump.events.size(), 1u);
-  const auto it = dump.stacks.find(dump.events[0].stack_id);
+  const auto it = dump.stacks.find(dump.events[0].stackId());
   ASSERT_NE(it, dump.stacks.end());
   ASSERT_FALSE(it->second.frames.empty());
   EXPECT_NE(it->second.frames[0].function.find("saveCheckpointForTest"), std::string::npos)

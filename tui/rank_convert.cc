@@ -42,18 +42,18 @@ RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
     op.index = r.index;
     op.op = r.op;
     op.state = r.state;
-    op.comm_id = r.comm_id;
+    op.comm_id = r.commId();
     op.op_seq = r.op_seq;
     op.count = r.count;
     op.dtype = r.dtype;
-    op.peer = r.peer;
+    op.peer = r.peer();
     op.result = r.result;
-    op.stack_id = r.stack_id;
-    op.enqueue_ns = shifted(r.enqueue_ns, shift);
-    op.start_ns = shifted(r.start_ns, shift);
-    op.end_ns = shifted(r.end_ns, shift);
+    op.stack_id = r.stackId();
+    op.enqueue_ns = shifted(r.enqueueNs(), shift);
+    op.start_ns = shifted(r.startNs(), shift);
+    op.end_ns = shifted(r.endNs(), shift);
     history->ops.push_back(op);
-    if (auto it = d.stacks.find(r.stack_id); it != d.stacks.end()) stacks->emplace(*it);
+    if (auto it = d.stacks.find(r.stackId()); it != d.stacks.end()) stacks->emplace(*it);
   }
   for (const format::Comm& c : d.comms) {
     CommView v;

@@ -72,19 +72,19 @@ class Job {
       EventRecord e;
       e.index = r.events.size();
       e.op = o.op;
-      e.comm_id = o.comm;
+      e.setCommId(o.comm);
       e.op_seq = ++seq_[rank][o.comm];
       e.count = o.count;
       e.dtype = o.dtype;
       e.redop = o.redop;
-      e.peer = o.root;
-      e.rank = rank;
-      e.nranks = static_cast<int>(ranks_.size());
-      e.stack_id = stackFor(r, o.site);
-      e.enqueue_ns = kT0 + static_cast<int64_t>(e.index) * kSec;
+      e.setPeer(o.root);
+      e.setRank(rank);
+      e.setNranks(static_cast<int>(ranks_.size()));
+      e.setStackId(stackFor(r, o.site));
+      e.setEnqueueNs(kT0 + static_cast<int64_t>(e.index) * kSec);
       const bool pending = last_pending && i + 1 == ops.size();
       e.state = pending ? EventState::kEnqueued : EventState::kCompleted;
-      e.end_ns = pending ? 0 : e.enqueue_ns + 1000;
+      e.setEndNs(pending ? 0 : e.enqueueNs() + 1000);
       r.events.push_back(e);
       r.events_total = r.events.size();
     }

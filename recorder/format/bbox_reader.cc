@@ -117,7 +117,7 @@ base::Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::st
 namespace {
 
 EventRecord toRecord(const Event& e, uint64_t index) {
-  EventRecord r;
+  EventFields r;
   r.index = index;
   r.op = static_cast<OpType>(e.op);
   r.state = static_cast<EventState>(e.state);
@@ -140,7 +140,7 @@ EventRecord toRecord(const Event& e, uint64_t index) {
   r.enqueue_ns = e.enqueue_ns;
   r.start_ns = e.start_ns;
   r.end_ns = e.end_ns;
-  return r;
+  return EventRecord(r);
 }
 
 void readEvents(const BboxHeader* h, uint64_t write_index, RankData* out) {

@@ -29,18 +29,18 @@ void toProto(const EventRecord& e, const EventAux* aux, pb::Event* p) {
   p->set_index(e.index);
   p->set_op(static_cast<pb::OpType>(e.op));
   p->set_state(static_cast<pb::EventState>(e.state));
-  p->set_comm_id(e.comm_id);
-  p->set_comm_index(e.comm_index);
+  p->set_comm_id(e.commId());
+  p->set_comm_index(e.commIndex());
   p->set_op_seq(e.op_seq);
   p->set_count(e.count);
-  p->set_stream(e.stream);
-  p->set_rank(e.rank);
-  p->set_nranks(e.nranks);
-  p->set_peer(e.peer);
-  p->set_device(e.device);
+  p->set_stream(e.stream());
+  p->set_rank(e.rank());
+  p->set_nranks(e.nranks());
+  p->set_peer(e.peer());
+  p->set_device(e.device());
   p->set_redop(e.redop);
   p->set_dtype(e.dtype);
-  p->set_tid(e.tid);
+  p->set_tid(e.tid());
   p->set_group_depth(static_cast<uint32_t>(e.group_depth));
   p->set_result(e.result);
   p->set_flags(e.flags);
@@ -49,10 +49,10 @@ void toProto(const EventRecord& e, const EventAux* aux, pb::Event* p) {
     p->set_aux2(aux->aux2);
     p->set_aux64(aux->aux64);
   }
-  p->set_stack_id(e.stack_id);
-  p->set_enqueue_ns(e.enqueue_ns);
-  p->set_start_ns(e.start_ns);
-  p->set_end_ns(e.end_ns);
+  p->set_stack_id(e.stackId());
+  p->set_enqueue_ns(e.enqueueNs());
+  p->set_start_ns(e.startNs());
+  p->set_end_ns(e.endNs());
 }
 
 // The same conversion as the fast path's (event_wire.h), through the same fields.

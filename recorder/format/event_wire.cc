@@ -170,7 +170,7 @@ bool decodeEvent(const uint8_t* data, size_t size, WireEvent* e) {
 }  // namespace
 
 EventRecord eventFromFields(const WireEvent& w) {
-  EventRecord e;
+  EventFields e;
   e.index = w.index_;
   e.op = static_cast<OpType>(w.op_);
   e.state = static_cast<EventState>(w.state_);
@@ -193,7 +193,7 @@ EventRecord eventFromFields(const WireEvent& w) {
   e.enqueue_ns = w.enqueue_ns_;
   e.start_ns = w.start_ns_;
   e.end_ns = w.end_ns_;
-  return e;
+  return EventRecord(e);
 }
 
 bool splitDumpEvents(const char* data, size_t size, std::vector<EventRecord>* events,

@@ -22,25 +22,25 @@ RankData someEvents() {
     e.index = 1000 + i;
     e.op = i % 2 ? OpType::kRecv : OpType::kAllReduce;
     e.state = EventState::kStarted;
-    e.comm_id = 0xfedcba9876543210ull + i;
-    e.comm_index = i == 0 ? 0xffffffffu : static_cast<uint32_t>(i);
+    e.setCommId(0xfedcba9876543210ull + i);
+    e.setCommIndex(i == 0 ? 0xffffffffu : static_cast<uint32_t>(i));
     e.op_seq = (1ull << 40) + i;
     e.count = ~0ull - i;
-    e.stream = 0x7f00deadbeefull;
-    e.rank = -1 - static_cast<int>(i);
-    e.nranks = 100000;
-    e.peer = i == 3 ? -(1 << 23) : 4;
-    e.device = -1;
+    e.setStream(0x7f00deadbeefull);
+    e.setRank(-1 - static_cast<int>(i));
+    e.setNranks(100000);
+    e.setPeer(i == 3 ? -(1 << 23) : 4);
+    e.setDevice(-1);
     e.redop = -1;
     e.dtype = 9;
-    e.tid = 4194303;
+    e.setTid(4194303);
     e.group_depth = 2;
     e.result = -3;
     e.flags = 0x9;
-    e.stack_id = 0xffffffffu;
-    e.enqueue_ns = -10 - static_cast<int64_t>(i);
-    e.start_ns = INT64_MAX;
-    e.end_ns = INT64_MIN;
+    e.setStackId(0xffffffffu);
+    e.setEnqueueNs(-10 - static_cast<int64_t>(i));
+    e.setStartNs(INT64_MAX);
+    e.setEndNs(INT64_MIN);
     d.events.push_back(e);
   }
   d.event_aux.push_back(EventAux{1002, -7, 8, 0x1111222233334444ull});
@@ -92,7 +92,7 @@ TEST(EventWireTest, SkipsUnknownFieldsAsProtobufDoes) {
   pb::Dump parsed;
   ASSERT_TRUE(parsed.ParseFromString(bytes));
   EXPECT_EQ(events, fromProto(parsed).events);
-  EXPECT_EQ(events[0].rank, 4);
+  EXPECT_EQ(events[0].rank(), 4);
 }
 
 TEST(EventWireTest, RefusesWhatItDoesNotExpect) {

@@ -220,7 +220,7 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
     coalesced_.insert({comm.comm_id, seq});
     return base::okStatus();
   }
-  EventRecord ev;
+  EventFields ev;
   ev.index = out_.events.size();
   ev.op = name.op;
   ev.comm_id = comm.comm_id;
@@ -254,7 +254,7 @@ base::Status Converter<V>::readEntry(const Entry<V>& e, size_t position) {
   if (const std::optional<V> frames = e.field(fr::kFrames); frames && frames->isSequence())
     ev.stack_id = internStack(*frames);
   out_.dump_ns = std::max({out_.dump_ns, ev.enqueue_ns, ev.start_ns, ev.end_ns});
-  out_.events.push_back(ev);
+  out_.events.emplace_back(ev);
   event_group_.emplace_back(comm.comm_id, seq);
   return base::okStatus();
 }

@@ -70,19 +70,19 @@ TEST(FlightRecorder, MapsGroupsEntriesAndFrames) {
   EXPECT_EQ(a.count, 1024u);
   EXPECT_EQ(dataTypeName(a.dtype), "float32");
   EXPECT_EQ(a.state, EventState::kCompleted);
-  EXPECT_EQ(a.rank, 3);
-  EXPECT_EQ(a.comm_id, r->comms[0].comm_id);
+  EXPECT_EQ(a.rank(), 3);
+  EXPECT_EQ(a.commId(), r->comms[0].comm_id);
   const EventRecord& b = r->events[1];
   EXPECT_EQ(b.op, OpType::kAllGather);
   EXPECT_EQ(b.state, EventState::kEnqueued);
   EXPECT_EQ(dataTypeName(b.dtype), "bfloat16");
-  const Stack& s = r->stacks.at(a.stack_id);
+  const Stack& s = r->stacks.at(a.stackId());
   ASSERT_EQ(s.frames.size(), 2u);
   EXPECT_TRUE(s.frames[1].python);
   EXPECT_EQ(s.frames[1].file, "/job/train.py");
   EXPECT_EQ(s.frames[1].line, 42);
-  EXPECT_EQ(a.stack_id, b.stack_id);  // equal stacks are interned once
-  EXPECT_EQ(r->events_lost, 7u);      // record ids 0..6 were overwritten by the ring
+  EXPECT_EQ(a.stackId(), b.stackId());  // equal stacks are interned once
+  EXPECT_EQ(r->events_lost, 7u);        // record ids 0..6 were overwritten by the ring
 }
 
 TEST(FlightRecorder, CommIdsAgreeAcrossRanks) {
@@ -103,11 +103,11 @@ TEST(FlightRecorder, PointToPointPeersAndCoalescedMarkers) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->events.size(), 3u);  // the marker is no op
   EXPECT_EQ(r->events[0].op, OpType::kSend);
-  EXPECT_EQ(r->events[0].peer, 2);
+  EXPECT_EQ(r->events[0].peer(), 2);
   EXPECT_EQ(r->events[0].op_seq, 1u);
   EXPECT_EQ(r->events[0].group_depth, 1);
   EXPECT_EQ(r->events[1].op, OpType::kRecv);
-  EXPECT_EQ(r->events[1].peer, 0);
+  EXPECT_EQ(r->events[1].peer(), 0);
   EXPECT_EQ(r->events[1].state, EventState::kStarted);
   EXPECT_EQ(r->events[2].op, OpType::kBroadcast);
   EXPECT_EQ(r->events[2].group_depth, 0);
@@ -122,7 +122,7 @@ TEST(FlightRecorder, ReadsTheJsonForm) {
   auto r = parseFlightRecorder(text.data(), text.size(), "nccl_trace_rank_0", 0);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->events.size(), 1u);
-  EXPECT_EQ(r->events[0].start_ns, 0);
+  EXPECT_EQ(r->events[0].startNs(), 0);
   Json empty = dump(Json::array());
   empty.erase("entries");  // the JSON form leaves it out when there is none
   const std::string t2 = empty.dump();

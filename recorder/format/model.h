@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/event_context.h"
 #include "recorder/format/op_type.h"
 
 namespace ncclrec::format {
@@ -69,15 +70,14 @@ struct Comm {
   friend bool operator==(const Comm&, const Comm&) = default;
 };
 
-// One recorded call. Held by the million in the analyzer (32,768 ranks x 2,000 calls is 65 million
-// of them), so fields share 64- and 32-bit words as bit-fields: 88 bytes instead of 144. The
-// widths hold every value a recording can carry (event indices, sequence numbers and user-space
-// stream handles below 2^48; ranks below 2^23; Linux thread ids below 2^22; ncclResult_t, dtype
-// and device ordinals below 2^7; kEvent* flags and group depths below 2^8); a reader stores a
-// larger value from a damaged file truncated to the width. aux, aux2 and aux64 (op-specific,
-// non-zero on the few calls that create or shrink communicators) live beside the events, in
-// RankData::event_aux.
-struct EventRecord {
+// One recorded call, every field in its own member: what readers and writers fill before they
+// store it as an EventRecord. The widths hold every value a recording can carry (event indices,
+// sequence numbers and user-space stream handles below 2^48; ranks below 2^23; Linux thread ids
+// below 2^22; ncclResult_t, dtype and device ordinals below 2^7; kEvent* flags and group depths
+// below 2^8); a reader stores a larger value from a damaged file truncated to the width. aux, aux2
+// and aux64 (op-specific, non-zero on the few calls that create or shrink communicators) live
+// beside the events, in RankData::event_aux.
+struct EventFields {
   // Position in the process's event stream, 0-based, gap-free when no loss.
   uint64_t index : 48 = 0;
   OpType op : 16 = OpType::kUnknown;
@@ -101,9 +101,165 @@ struct EventRecord {
   int device : 8 = -1;
   uint32_t comm_index = 0xffffffffu;
   uint32_t stack_id = 0xffffffffu;
-  friend bool operator==(const EventRecord&, const EventRecord&) = default;
 };
-static_assert(sizeof(EventRecord) == 88, "EventRecord grew: it is held per call at fleet scale");
+
+// One recorded call as the analyzer holds it, by the million (100,000 ranks x 2,000 calls is 200
+// million of them): 48 bytes instead of EventFields' 88. The fields that vary from call to call
+// are bit-fields of their own; those that repeat (communicator, rank, stream, thread, stack, peer
+// and the timestamps' high bits) are one interned EventContext (event_context.h), read through
+// the accessors. Built from an EventFields; a setter re-interns, for tests and rare edits.
+struct EventRecord {
+  EventRecord() = default;  // the default EventFields
+  explicit EventRecord(const EventFields& f);
+  EventFields fields() const;
+
+  uint64_t index : 48 = 0;
+  OpType op : 16 = OpType::kUnknown;
+  uint64_t op_seq : 48 = 0;
+  EventState state : 8 = EventState::kEmpty;
+  int dtype : 8 = -1;
+  uint64_t count = 0;
+
+  const EventContext& context() const {
+    return event_contexts::at(ctx_lo_ | (uint32_t{ctx_hi_} << 24));
+  }
+  uint64_t commId() const { return context().comm_id; }
+  uint64_t stream() const { return context().stream; }
+  int rank() const { return context().rank; }
+  int nranks() const { return context().nranks; }
+  int peer() const { return context().peer; }
+  int device() const { return context().device; }
+  uint32_t tid() const { return context().tid; }
+  uint32_t commIndex() const { return context().comm_index; }
+  uint32_t stackId() const { return context().stack_id; }
+  int64_t enqueueNs() const { return join(context().enqueue_hi, enqueue_lo_); }
+  int64_t startNs() const { return join(context().start_hi, start_lo_); }
+  int64_t endNs() const { return join(context().end_hi, end_lo_); }
+
+  void setCommId(uint64_t v) {
+    edit([v](EventFields& f) { f.comm_id = v; });
+  }
+  void setStream(uint64_t v) {
+    edit([v](EventFields& f) { f.stream = v; });
+  }
+  void setRank(int v) {
+    edit([v](EventFields& f) { f.rank = v; });
+  }
+  void setNranks(int v) {
+    edit([v](EventFields& f) { f.nranks = v; });
+  }
+  void setPeer(int v) {
+    edit([v](EventFields& f) { f.peer = v; });
+  }
+  void setDevice(int v) {
+    edit([v](EventFields& f) { f.device = v; });
+  }
+  void setTid(uint32_t v) {
+    edit([v](EventFields& f) { f.tid = v; });
+  }
+  void setCommIndex(uint32_t v) {
+    edit([v](EventFields& f) { f.comm_index = v; });
+  }
+  void setStackId(uint32_t v) {
+    edit([v](EventFields& f) { f.stack_id = v; });
+  }
+  void setEnqueueNs(int64_t v) {
+    edit([v](EventFields& f) { f.enqueue_ns = v; });
+  }
+  void setStartNs(int64_t v) {
+    edit([v](EventFields& f) { f.start_ns = v; });
+  }
+  void setEndNs(int64_t v) {
+    edit([v](EventFields& f) { f.end_ns = v; });
+  }
+
+  friend bool operator==(const EventRecord&, const EventRecord&) = default;
+
+ private:
+  static constexpr unsigned kLowBits = 40;  // of each timestamp; the rest is in the context
+  static constexpr uint64_t kLowMask = (uint64_t{1} << kLowBits) - 1;
+  static int64_t join(int32_t hi, uint64_t lo) {
+    return static_cast<int64_t>((static_cast<uint64_t>(static_cast<int64_t>(hi)) << kLowBits) | lo);
+  }
+  template <typename F>
+  void edit(F f) {
+    EventFields w = fields();
+    f(w);
+    *this = EventRecord(w);
+  }
+
+ public:
+  uint64_t enqueue_lo_ : 40 = 0;
+  uint32_t flags : 8 = 0;
+  uint32_t group_depth : 8 = 0;
+  int result : 8 = 0;
+  uint64_t start_lo_ : 40 = 0;
+  uint32_t ctx_lo_ : 24 = 0;
+  uint64_t end_lo_ : 40 = 0;
+  uint32_t ctx_hi_ : 8 = 0;
+  int redop : 16 = -1;
+};
+static_assert(sizeof(EventRecord) == 48, "EventRecord grew: it is held per call at fleet scale");
+
+inline EventRecord::EventRecord(const EventFields& f)
+    : index(f.index),
+      op(f.op),
+      op_seq(f.op_seq),
+      state(f.state),
+      dtype(f.dtype),
+      count(f.count),
+      enqueue_lo_(static_cast<uint64_t>(f.enqueue_ns) & kLowMask),
+      flags(f.flags),
+      group_depth(f.group_depth),
+      result(f.result),
+      start_lo_(static_cast<uint64_t>(f.start_ns) & kLowMask),
+      end_lo_(static_cast<uint64_t>(f.end_ns) & kLowMask),
+      redop(f.redop) {
+  EventContext c;
+  c.comm_id = f.comm_id;
+  c.stream = f.stream;
+  c.enqueue_hi = static_cast<int32_t>(f.enqueue_ns >> kLowBits);
+  c.start_hi = static_cast<int32_t>(f.start_ns >> kLowBits);
+  c.end_hi = static_cast<int32_t>(f.end_ns >> kLowBits);
+  c.rank = f.rank;
+  c.nranks = f.nranks;
+  c.peer = f.peer;
+  c.device = f.device;
+  c.tid = f.tid;
+  c.comm_index = f.comm_index;
+  c.stack_id = f.stack_id;
+  const uint32_t id = event_contexts::intern(c);
+  ctx_lo_ = id & 0xffffffu;
+  ctx_hi_ = id >> 24;
+}
+
+inline EventFields EventRecord::fields() const {
+  const EventContext& c = context();
+  EventFields f;
+  f.index = index;
+  f.op = op;
+  f.op_seq = op_seq;
+  f.state = state;
+  f.dtype = dtype;
+  f.stream = c.stream;
+  f.redop = redop;
+  f.comm_id = c.comm_id;
+  f.count = count;
+  f.enqueue_ns = enqueueNs();
+  f.start_ns = startNs();
+  f.end_ns = endNs();
+  f.rank = c.rank;
+  f.flags = flags;
+  f.nranks = c.nranks;
+  f.group_depth = group_depth;
+  f.peer = c.peer;
+  f.result = result;
+  f.tid = c.tid;
+  f.device = c.device;
+  f.comm_index = c.comm_index;
+  f.stack_id = c.stack_id;
+  return f;
+}
 
 // The op-specific words of one event (bbox_layout.h Event::aux, aux2, aux64), kept only for the
 // events where one of them is non-zero.

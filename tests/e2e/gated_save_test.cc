@@ -44,7 +44,7 @@ size_t countDumps(const std::string& dir) {
 
 // Innermost symbolized function of an event's stack, "" when none.
 std::string callSite(const ncclrec::format::RankData& r, const ncclrec::format::EventRecord& e) {
-  const auto it = r.stacks.find(e.stack_id);
+  const auto it = r.stacks.find(e.stackId());
   if (it == r.stacks.end() || it->second.frames.empty()) return "";
   return it->second.frames[0].function;
 }
@@ -100,7 +100,7 @@ TEST(GatedSaveEndToEnd, EveryRankDumpsAndTheStacksShowWhereEachStopped) {
     // Every earlier op completed, and all ranks agree on one communicator id.
     for (size_t i = 0; i + 1 < r.events.size(); ++i)
       EXPECT_EQ(r.events[i].state, EventState::kCompleted) << i;
-    EXPECT_EQ(last.comm_id, data[0].events.back().comm_id);
+    EXPECT_EQ(last.commId(), data[0].events.back().comm_id);
   }
 }
 

@@ -167,7 +167,7 @@ int64_t hangStartNs(const std::string& dump_dir) {
     for (const auto& e : r.events) {
       if (e.state == ncclrec::format::EventState::kEnqueued ||
           e.state == ncclrec::format::EventState::kStarted) {
-        start = std::min(start, e.enqueue_ns);
+        start = std::min(start, e.enqueueNs());
       }
     }
   }
@@ -188,9 +188,9 @@ void expectProfilerRecording(const std::string& dump_dir, bool completes) {
       const bool coll = ncclrec::format::isCollective(e.op);
       if (!coll && !ncclrec::format::isP2p(e.op)) continue;
       if (coll) {
-        EXPECT_EQ(e.op_seq, last_seq[e.comm_id] + 1)
+        EXPECT_EQ(e.op_seq, last_seq[e.commId()] + 1)
             << "rank " << r.global_rank << " event " << e.index << ": recorded twice or skipped";
-        last_seq[e.comm_id] = e.op_seq;
+        last_seq[e.commId()] = e.op_seq;
       }
       if (e.state != ncclrec::format::EventState::kCompleted) continue;
       EXPECT_TRUE(e.flags & ncclrec::format::kEventProfilerTimed)

@@ -26,14 +26,14 @@ int main(int argc, char** argv) {
   const RankData& rank = loaded.value();
   size_t native_only = 0;
   for (const EventRecord& e : rank.events) {
-    const auto it = rank.stacks.find(e.stack_id);
+    const auto it = rank.stacks.find(e.stackId());
     if (it == rank.stacks.end() || it->second.frames.empty()) continue;
     if (!it->second.frames[0].python) {
       ++native_only;
       continue;
     }
     std::printf("E\t%llu\t%s\t%u\t%d\n", static_cast<unsigned long long>(e.index),
-                std::string(opName(e.op)).c_str(), e.tid,
+                std::string(opName(e.op)).c_str(), e.tid(),
                 (e.flags & kEventStackTruncated) != 0 ? 1 : 0);
     for (const Frame& f : it->second.frames) {
       if (!f.python) break;

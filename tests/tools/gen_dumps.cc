@@ -13,7 +13,6 @@
 
 namespace {
 
-using ncclrec::format::EventRecord;
 using ncclrec::format::EventState;
 using ncclrec::format::OpType;
 using ncclrec::format::RankData;
@@ -64,7 +63,7 @@ RankData makeRank(const Spec& spec, int rank) {
   const bool me = rank == spec.culprit;
   const int n = spec.scenario == "exited" && me ? spec.entries - 1 : spec.entries;
   for (int i = 0; i < n; ++i) {
-    EventRecord e;
+    ncclrec::format::EventFields e;
     e.index = static_cast<uint64_t>(i);
     e.op = OpType::kAllReduce;
     e.comm_id = kComm;
@@ -99,7 +98,7 @@ RankData makeRank(const Spec& spec, int rank) {
       }
       if (me && spec.scenario == "redop_mismatch") e.redop = 2;  // max
     }
-    r.events.push_back(e);
+    r.events.emplace_back(e);
   }
   if (spec.scenario == "exited" && me) {
     r.exited = true;

@@ -19,17 +19,17 @@ format::EventRecord allReduce(uint64_t index, uint64_t comm, int rank, int world
   e.index = index;
   e.op = format::OpType::kAllReduce;
   e.state = complete ? format::EventState::kCompleted : format::EventState::kEnqueued;
-  e.comm_id = comm;
+  e.setCommId(comm);
   e.op_seq = seq;
   e.count = 1024;
-  e.rank = rank;
-  e.nranks = world;
+  e.setRank(rank);
+  e.setNranks(world);
   e.dtype = 7;
   e.redop = 0;
-  e.stack_id = 1;
-  e.enqueue_ns = enqueue_ns;
-  e.start_ns = enqueue_ns;
-  e.end_ns = complete ? enqueue_ns + kSecond / 100 : 0;
+  e.setStackId(1);
+  e.setEnqueueNs(enqueue_ns);
+  e.setStartNs(enqueue_ns);
+  e.setEndNs(complete ? enqueue_ns + kSecond / 100 : 0);
   return e;
 }
 
@@ -153,7 +153,7 @@ Snapshot pythonSnapshot() {
       d.stacks[2] =
           stack(2, {py("/job/train.py", "Trainer.save_checkpoint", 31),
                     py("/job/train.py", "main", 90), py("/job/train.py", "<module>", 95)});
-      d.events.back().stack_id = 2;
+      d.events.back().setStackId(2);
     }
     addRank(&s, d);
   }
