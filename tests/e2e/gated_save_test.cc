@@ -100,7 +100,7 @@ TEST(GatedSaveEndToEnd, EveryRankDumpsAndTheStacksShowWhereEachStopped) {
     // Every earlier op completed, and all ranks agree on one communicator id.
     for (size_t i = 0; i + 1 < r.events.size(); ++i)
       EXPECT_EQ(r.events[i].state, EventState::kCompleted) << i;
-    EXPECT_EQ(last.commId(), data[0].events.back().comm_id);
+    EXPECT_EQ(last.commId(), data[0].events.back().commId());
   }
 }
 
