@@ -68,6 +68,91 @@ bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& 
   return false;
 }
 
+// What repeats across a program's steps: an op of a communicator from one call site.
+struct StepKey {
+  uint64_t comm_id = 0;
+  format::OpType op = format::OpType::kUnknown;
+  std::string site;
+  bool matches(const CycleFacts& f, const RankData& r, const EventRecord& e) const {
+    return e.comm_id == comm_id && e.op == op &&
+           describeCallSite(callSiteOf(r, e, f.sites)) == site;
+  }
+};
+
+StepKey keyOf(const CycleFacts& f, const RankData& r, const EventRecord& e) {
+  return {e.comm_id, e.op, describeCallSite(callSiteOf(r, e, f.sites))};
+}
+
+// What one rank's own history says of op `missed` before op `mine`: each earlier stretch between
+// two `mine`-like ops held a `missed`-like op or not; the current stretch, from the last earlier
+// `mine`-like op to `mine` itself, holds one or not. What came before the first `mine`-like op
+// is no stretch: one step of history does not tell a skip from two ranks ordering two
+// communicators differently (samples/cross_comm_deadlock).
+struct OwnHistory {
+  int held = 0;        // earlier stretches that held it
+  int lacked = 0;      // earlier stretches that did not
+  bool now = false;    // the current stretch holds it
+  bool began = false;  // there is a current stretch (an earlier `mine`-like op)
+};
+
+OwnHistory ownHistory(const CycleFacts& f, const RankData& r, const EventRecord& mine,
+                      const StepKey& mine_key, const StepKey& missed_key) {
+  OwnHistory h;
+  bool held = false;
+  for (const EventRecord& e : r.events) {
+    if (e.index >= mine.index) break;
+    if (missed_key.matches(f, r, e)) held = true;
+    if (!mine_key.matches(f, r, e)) continue;
+    if (h.began) ++(held ? h.held : h.lacked);
+    h.began = true;
+    held = false;
+  }
+  h.now = held;
+  return h;
+}
+
+// The member of the cycle that left out, this time only, an op its own history always issued
+// before the op it is blocked in — the op the member it waits for is blocked in (a skipped
+// collective seen through a communicator of two, where no third rank can agree).
+std::optional<Deviation> deviationFromOwnHistory(const CycleFacts& f, size_t i,
+                                                 const std::vector<size_t>& scc) {
+  const EventRecord* mine = f.blocked[i];
+  if (mine == nullptr) return std::nullopt;
+  const RankData& me = f.set.ranks[i];
+  const StepKey mine_key = keyOf(f, me, *mine);
+  for (size_t j : f.waits_for[i]) {
+    const EventRecord* theirs = f.blocked[j];
+    if (theirs == nullptr || theirs->comm_id == mine->comm_id ||
+        std::find(scc.begin(), scc.end(), j) == scc.end()) {
+      continue;
+    }
+    const OwnHistory h = ownHistory(f, me, *mine, mine_key, keyOf(f, f.set.ranks[j], *theirs));
+    if (h.began && !h.now && h.held > 0 && h.lacked == 0) {
+      return Deviation{i, theirs, j, {f.set.ranks[j].global_rank}};
+    }
+  }
+  return std::nullopt;
+}
+
+// The member blocked in an op new to its communicator (no rank issued it there before) while
+// every other member waits in a known step of the program: it inserted that op.
+std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
+                                          const std::vector<size_t>& scc) {
+  const EventRecord* mine = f.blocked[i];
+  if (mine == nullptr || knownBefore(f, f.set.ranks[i], *mine)) return std::nullopt;
+  for (size_t k : scc) {
+    if (k != i && (f.blocked[k] == nullptr || !knownBefore(f, f.set.ranks[k], *f.blocked[k]))) {
+      return std::nullopt;
+    }
+  }
+  for (size_t j : f.waits_for[i]) {
+    if (f.blocked[j] != nullptr && std::find(scc.begin(), scc.end(), j) != scc.end()) {
+      return Deviation{i, f.blocked[j], j, {f.set.ranks[j].global_rank}};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) {
@@ -94,11 +179,28 @@ EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) 
 
 std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_t>& scc,
                                     EvidenceTable table) {
-  std::optional<Deviation> found;
+  // First by the communicator's other members; when that names none or several, by each
+  // member's own history (among those several), then by an op no rank issued there before.
+  std::vector<Deviation> by_peers;
   for (size_t i : scc) {
-    if (std::optional<Deviation> d = deviationOf(f, i, scc)) {
-      if (found) return std::nullopt;  // two deviants: nothing tells which one broke the cycle
-      found = std::move(d);
+    if (std::optional<Deviation> d = deviationOf(f, i, scc)) by_peers.push_back(std::move(*d));
+  }
+  std::optional<Deviation> found;
+  if (by_peers.size() == 1) found = std::move(by_peers.front());
+  for (const auto deviation : {deviationFromOwnHistory, deviationByNewOp}) {
+    if (found) break;
+    std::vector<Deviation> named;
+    for (size_t i : scc) {
+      const bool candidate =
+          by_peers.empty() || std::any_of(by_peers.begin(), by_peers.end(),
+                                          [&](const Deviation& d) { return d.rank == i; });
+      if (!candidate) continue;
+      if (std::optional<Deviation> d = deviation(f, i, scc)) named.push_back(std::move(*d));
+    }
+    if (named.size() != 1) continue;
+    found = std::move(named.front());
+    for (Deviation& d : by_peers) {
+      if (d.rank == found->rank) found = std::move(d);  // with the peers that issued the op
     }
   }
   if (!found) return std::nullopt;
