@@ -247,6 +247,38 @@ TEST(P2pBlameTest, HeadHeldInACollectiveWithTheStagesItStarvedIsTheCulprit) {
   EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << v.headline;
 }
 
+TEST(P2pBlameTest, PeerBlockedInAGroupWithACollectiveTheWaiterOwesIsTheCulprit) {
+  // Faultgen seed 385: ranks 0 and 1 exchange halos on a pair communicator (B), then each step
+  // ends in a group of two collectives: W on the world (ranks 0-2) and T on ranks 1-2. In step 2
+  // rank 1 posts its send but no receive and enters the group, whose newest op T only waits for
+  // rank 2 — but its W waits for rank 0, which waits in its unmatched send to rank 1.
+  const uint64_t kThird = 0xdddd000000000003ull;
+  const auto on = [](uint64_t comm, Op o) {
+    o.comm = comm;
+    return o;
+  };
+  const Op s = on(kOtherComm, send(1, kHalo)), r = on(kOtherComm, recv(1, kHalo));
+  const Op s0 = on(kOtherComm, send(0, kHalo)), r0 = on(kOtherComm, recv(0, kHalo));
+  const Op world{kTrain, 4}, third = on(kThird, Op{kLoss, 4});
+  Job job(3);
+  job.ops(0, {s, r, world, s, r}, true);
+  job.rank(0).events[3].state = format::EventState::kEnqueued;  // the group's send waits too
+  job.rank(0).events[3].end_ns = 0;
+  job.ops(1, {s0, r0, world, third, s0, world, third}, true);
+  job.rank(1).events[5].state = format::EventState::kEnqueued;  // the group waits as a whole
+  job.rank(1).events[5].end_ns = 0;
+  job.ops(2, {world, third, world, third}, true);
+  job.rank(2).events[2].state = format::EventState::kEnqueued;
+  job.rank(2).events[2].end_ns = 0;
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "exchangeHalo") << v.headline;
+}
+
 TEST(P2pBlameTest, TwoStagePipelineJudgedAgainstTheSameStepOfTheLoop) {
   // Faultgen seed 261: two ranks, one communicator; each step a reduce, 2 activations 0 -> 1,
   // an all-reduce, then 4 gradients 0 -> 1. In step 2 stage 0 sends one activation and enters
