@@ -203,6 +203,40 @@ void renumberP2p(RankData& r) {
   }
 }
 
+TEST(BlameTest, RankThatSkippedACollectiveIntoItsRingExchangeIsTheCulprit) {
+  // faultgen seed 760: each step all-reduces on A (ranks 0-2), then ranks 1 and 2 exchange halos
+  // on B (a send and a receive each, grouped). In step 3 rank 1 skips A#3 and posts its exchange:
+  // its send waits for rank 2, which waits for it in A#3 with rank 0. A cycle through a send: rank
+  // 1's own history put A before every exchange; rank 2's holds the exchange before its A#3.
+  const Site halo{"exchangeHalo(ncclComm*, float*)", 82};
+  const auto p2p = [&](OpType op, int peer) {
+    Op o{halo, 256, op};
+    o.root = peer;
+    o.comm = kOtherComm;
+    return o;
+  };
+  const std::vector<Op> step1 = {{kTrain}, p2p(OpType::kSend, 2), p2p(OpType::kRecv, 2)};
+  const std::vector<Op> step2 = {{kTrain}, p2p(OpType::kSend, 1), p2p(OpType::kRecv, 1)};
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3), true);
+  job.ops(1, concat(concat(step1, step1), {p2p(OpType::kSend, 2), p2p(OpType::kRecv, 2)}), true);
+  job.rank(1).events[6].state = EventState::kEnqueued;  // the group waits as a whole
+  job.rank(1).events[6].end_ns = 0;
+  job.ops(2, concat(concat(step2, step2), {{kTrain}}), true);
+  for (int r = 0; r < 3; ++r) renumberP2p(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2}));
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("that ranks 0,2 issued, or put it off: it waits in ncclSend #3 on "
+                            "comm beef0000 from exchangeHalo() train.cc:82 for rank 2"),
+            std::string::npos)
+      << v.headline;
+}
+
 TEST(BlameTest, PipelineStageThatReceivedMoreThanItSentIsTheCulprit) {
   // Issue 14, pattern 2: stage 1 receives 3 activations from stage 0 but sends 2 to stage 2, then
   // goes on to the loss all-reduce; stage 2 waits in its 3rd receive. The receiver is waiting.

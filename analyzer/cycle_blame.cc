@@ -1,7 +1,11 @@
 #include "analyzer/cycle_blame.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
+#include <tuple>
+
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -28,7 +32,7 @@ std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
                                      const std::vector<size_t>& scc) {
   for (size_t j : scc) {
     const EventRecord* theirs = f.blocked[j];
-    if (j == i || theirs == nullptr) continue;
+    if (j == i || theirs == nullptr || !format::isCollective(theirs->op)) continue;
     if (std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end())
       continue;
     const auto members = f.members.find(theirs->comm_id);
@@ -56,6 +60,12 @@ std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
 // any rank: a known step of the program, not an inserted one.
 bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& e) {
   const std::string site = describeCallSite(callSiteOf(owner, e, f.sites));
+  if (format::isP2p(e.op)) {  // per-peer seqs: its own earlier calls tell
+    return std::any_of(owner.events.begin(), owner.events.end(), [&](const EventRecord& x) {
+      return x.index < e.index && x.comm_id == e.comm_id && x.op == e.op &&
+             describeCallSite(callSiteOf(owner, x, f.sites)) == site;
+    });
+  }
   for (const RankData& r : f.set.ranks) {
     for (const EventRecord& x : r.events) {
       if (x.comm_id != e.comm_id || x.op != e.op || x.op_seq >= e.op_seq ||
@@ -153,7 +163,54 @@ std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
   return std::nullopt;
 }
 
+bool blockedInP2p(const CycleFacts& f, size_t i) {
+  return f.blocked[i] != nullptr && format::isP2p(f.blocked[i]->op);
+}
+
 }  // namespace
+
+bool addP2pWaits(const format::LoadedSet& set,
+                 const std::map<std::pair<uint64_t, int>, size_t>& process_of,
+                 std::vector<const EventRecord*>& blocked,
+                 std::vector<std::vector<size_t>>& waits_for) {
+  const auto waitingInP2p = [](const EventRecord& e) {
+    return format::isP2p(e.op) && isIncomplete(e) && e.peer >= 0;
+  };
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const auto& events = set.ranks[i].events;
+    if (blocked[i] == nullptr && std::any_of(events.begin(), events.end(), waitingInP2p)) {
+      candidates.push_back(i);
+    }
+  }
+  if (candidates.empty()) return false;
+  // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
+  std::map<std::tuple<uint64_t, format::OpType, int, int>, std::set<uint64_t>> posted;
+  for (const RankData& r : set.ranks) {
+    for (const EventRecord& e : r.events) {
+      if (format::isP2p(e.op) && !rejected(e) && e.state != format::EventState::kEmpty) {
+        posted[{e.comm_id, e.op, e.rank, e.peer}].insert(e.op_seq);
+      }
+    }
+  }
+  bool added = false;
+  for (size_t i : candidates) {
+    for (const EventRecord& e : set.ranks[i].events) {
+      if (!waitingInP2p(e)) continue;
+      const auto peer = process_of.find({e.comm_id, e.peer});
+      if (peer == process_of.end() || peer->second == i) continue;
+      const format::OpType other =
+          e.op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
+      const auto theirs = posted.find({e.comm_id, other, e.peer, e.rank});
+      if (theirs != posted.end() && theirs->second.contains(e.op_seq)) continue;
+      blocked[i] = &e;  // its first call the peer has no counterpart for
+      waits_for[i] = {peer->second};
+      added = true;
+      break;
+    }
+  }
+  return added;
+}
 
 EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) {
   EvidenceTable table;
@@ -185,10 +242,12 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
   for (size_t i : scc) {
     if (std::optional<Deviation> d = deviationOf(f, i, scc)) by_peers.push_back(std::move(*d));
   }
+  const bool through_p2p =
+      std::any_of(scc.begin(), scc.end(), [&](size_t i) { return blockedInP2p(f, i); });
   std::optional<Deviation> found;
-  if (by_peers.size() == 1) found = std::move(by_peers.front());
+  if (by_peers.size() == 1 && !through_p2p) found = std::move(by_peers.front());
   for (const auto deviation : {deviationFromOwnHistory, deviationByNewOp}) {
-    if (found) break;
+    if (found || (through_p2p && deviation == deviationByNewOp)) break;
     std::vector<Deviation> named;
     for (size_t i : scc) {
       const bool candidate =
