@@ -55,18 +55,23 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   if (k == 2 && culprits.size() > 1) {
     // Of the ranks alive and gone from here, one blocked in another communicator for one of the
     // others (directly or through a chain of waits) merely waits (faultgen seed 883).
+    // When every one of them waits, through its chain, for one and the same rank elsewhere, that
+    // rank ends them all: one of them stands for the others (faultgen seed 767).
     std::vector<size_t> own;
+    std::set<std::optional<size_t>> ends;
     for (size_t s : culprits) {
       const size_t rank = c.streams[s].rank;
       const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
       std::vector<ChainLink> links;
       const std::optional<size_t> end =
           at != nullptr && at->comm_id != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
+      ends.insert(end);
       const bool waits_for_another =
           end && std::any_of(culprits.begin(), culprits.end(),
                              [&](size_t o) { return o != s && c.streams[o].rank == *end; });
       if (!waits_for_another) own.push_back(s);
     }
+    if (ends.size() == 1 && *ends.begin() && own.size() == culprits.size()) own.resize(1);
     if (!own.empty()) culprits = std::move(own);
   }
   const Stream& stopped = c.streams[culprits.front()];
