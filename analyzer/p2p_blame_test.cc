@@ -279,6 +279,32 @@ TEST(P2pBlameTest, PeerBlockedInAGroupWithACollectiveTheWaiterOwesIsTheCulprit) 
   EXPECT_EQ(shortFunctionName(v.site.function), "exchangeHalo") << v.headline;
 }
 
+TEST(P2pBlameTest, ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit) {
+  // Faultgen seed 334: each step rank 0 sends to rank 1 (A), then ranks 1 and 2 all-reduce on B.
+  // Rank 2 is killed between steps; rank 1's all-reduce #3 fails (remote error) and it exits
+  // without its 3rd receive; rank 0 waits in its 3rd send. The killed rank is the cause.
+  const Op on_b = [] {
+    Op o{kLoss, 4};
+    o.comm = kOtherComm;
+    return o;
+  }();
+  Job job(3);
+  job.ops(0, {send(1), send(1), send(1)}, true);
+  job.ops(1, {recv(0), on_b, recv(0), on_b, on_b});
+  format::EventRecord& failed = job.rank(1).events.back();
+  failed.state = format::EventState::kFailed;
+  failed.result = 6;  // ncclRemoteError
+  job.rank(1).exited = true;
+  job.ops(2, {on_b, on_b});
+  job.rank(2).fatal_signal = 9;
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  ASSERT_FALSE(v.tables.empty());
+  EXPECT_EQ(v.tables.back().title, "what followed");  // the unmatched send, as evidence
+}
+
 TEST(P2pBlameTest, TwoStagePipelineJudgedAgainstTheSameStepOfTheLoop) {
   // Faultgen seed 261: two ranks, one communicator; each step a reduce, 2 activations 0 -> 1,
   // an all-reduce, then 4 gradients 0 -> 1. In step 2 stage 0 sends one activation and enters
