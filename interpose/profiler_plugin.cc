@@ -319,6 +319,9 @@ void ncclrec::interpose::selectProfilerPlugin() {
     // unless the program itself races NCCL inits, which NCCL does not support either.
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
     NCCLREC_INFO(kLogInit, "%s: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN (libncclrec.so)", why);
+  } else if (std::strcmp(chosen, "none") == 0) {
+    NCCLREC_INFO(kLogInit, "%s with NCCL_PROFILER_PLUGIN=none: ops complete %s", why,
+                 profiler ? "when their call returns" : "by CUDA markers");
   } else if (std::strcmp(chosen, "STATIC_PLUGIN") != 0 &&
              std::strstr(chosen, "ncclrec") == nullptr) {
     NCCLREC_WARN(kLogInit, "%s but NCCL_PROFILER_PLUGIN=%s is the user's: ops complete %s", why,
