@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,7 @@ TEST_F(CompletionTest, NonblockingOpsGetTheirMarkerOnlyAfterTheCommunicatorSettl
   for (const format::RankData& box :
        run("nonblocking", {{"NCCLREC_COMPLETION", "cuda"}, {"MARKERS_PER_OP", "1"}})) {
     const auto ops = opsOn(box, 2);
-    EXPECT_EQ(ops.size(), 12u + 8u);
+    EXPECT_EQ(ops.size(), 1u + 12u + 8u);
     for (const format::EventRecord& e : ops) {
       EXPECT_EQ(e.state, EventState::kCompleted) << e.index;
       EXPECT_NE(e.flags & format::kEventCudaTimed, 0u) << e.index;
@@ -81,8 +82,11 @@ TEST_F(CompletionTest, NonblockingOpsGetTheirMarkerOnlyAfterTheCommunicatorSettl
 TEST_F(CompletionTest, NonblockingOpsUnderAutoAreLeftToTheProfilerPlugin) {
   for (const format::RankData& box : run("nonblocking", {{"MARKERS_PER_OP", "0"}})) {
     const auto ops = opsOn(box, 2);
-    EXPECT_EQ(ops.size(), 12u + 8u);
-    for (const format::EventRecord& e : ops) {
+    ASSERT_EQ(ops.size(), 1u + 12u + 8u);
+    // The first op by its marker: no kernel channel had reported yet.
+    EXPECT_NE(ops[0].flags & format::kEventCudaTimed, 0u);
+    EXPECT_EQ(ops[0].flags & format::kEventProfilerTimed, 0u);
+    for (const format::EventRecord& e : std::span(ops).subspan(1)) {
       EXPECT_EQ(e.state, EventState::kCompleted) << e.index;
       EXPECT_NE(e.flags & format::kEventProfilerTimed, 0u) << e.index;
       EXPECT_EQ(e.flags & format::kEventCudaTimed, 0u) << e.index;
@@ -93,9 +97,12 @@ TEST_F(CompletionTest, NonblockingOpsUnderAutoAreLeftToTheProfilerPlugin) {
 TEST_F(CompletionTest, AutoTimesKernelOpsByThePluginAndOneRankOpsByAMarker) {
   for (const format::RankData& box : run("auto", {{"MARKERS_PER_OP", "0"}})) {
     const auto kernel_ops = opsOn(box, 2), solo_ops = opsOn(box, 1);
-    EXPECT_EQ(kernel_ops.size(), 20u * 3);
+    ASSERT_EQ(kernel_ops.size(), 1u + 20u * 3);
     EXPECT_EQ(solo_ops.size(), 20u);
-    for (const format::EventRecord& e : kernel_ops) {
+    // The first op by its marker: until a kernel channel reported, the plugin takes none.
+    EXPECT_NE(kernel_ops[0].flags & format::kEventCudaTimed, 0u);
+    EXPECT_EQ(kernel_ops[0].flags & format::kEventProfilerTimed, 0u);
+    for (const format::EventRecord& e : std::span(kernel_ops).subspan(1)) {
       EXPECT_EQ(e.state, EventState::kCompleted) << e.index;
       EXPECT_NE(e.flags & format::kEventProfilerTimed, 0u) << e.index;
       EXPECT_EQ(e.flags & format::kEventCudaTimed, 0u) << e.index;
@@ -113,7 +120,7 @@ TEST_F(CompletionTest, AutoWithoutThePluginAndExplicitCudaUseMarkersAsBefore) {
                          Env{{"NCCLREC_COMPLETION", "cuda"}, {"MARKERS_PER_OP", "1"}}}) {
     for (const format::RankData& box : run("auto", env)) {
       const auto ops = opsOn(box, 2);
-      EXPECT_EQ(ops.size(), 20u * 3);
+      EXPECT_EQ(ops.size(), 1u + 20u * 3);
       for (const format::EventRecord& e : ops) {
         EXPECT_EQ(e.state, EventState::kCompleted) << e.index;
         EXPECT_NE(e.flags & format::kEventCudaTimed, 0u) << e.index;

@@ -74,6 +74,12 @@ struct Op {
 };
 
 constexpr uint32_t kPoolSize = 8192;  // power of two
+
+// Whether NCCL has reported a kernel channel done in this process (NCCLREC_COMPLETION=auto). Until
+// then the plugin takes no op from the wrapper's marker: an NCCL whose kernel channels never
+// report (a proxy that feeds no kernel events, an unexpected event mask) must not leave every op
+// waiting for stops that never come. Set once, read per op with one relaxed load.
+std::atomic<bool> gKernelChannelsReport{false};
 Op gPool[kPoolSize];
 std::atomic<uint64_t> gNext{0};
 Tag gGroupOuter{Kind::kGroup, nullptr};   // NCCL's implicit group of a lone call
@@ -192,7 +198,7 @@ void* startTask(const ncclProfDescr& d) {
   if (op == nullptr) return &gIgnored;
   const int channels = d.type == ncclProfColl ? d.coll.nChannels : d.p2p.nChannels;
   op->channels_expected.store(channels, std::memory_order_relaxed);
-  if (op->arbitrated && channels > 0) {
+  if (op->arbitrated && channels > 0 && gKernelChannelsReport.load(std::memory_order_relaxed)) {
     // The kernel's channels will report the op's progress: the wrapper's marker is not needed,
     // unless the wrapper already decided for it.
     uint8_t undecided = ncclrec::recorder::kOwnerUndecided;
@@ -289,8 +295,12 @@ ncclResult_t pluginStop(void* handle) {
 
 ncclResult_t pluginState(void* handle, ncclProfState state, ncclProfStateArgs* /*args*/) {
   auto* tag = static_cast<Tag*>(handle);
-  if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop)
+  if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop) {
     tag->op->channels_ok.fetch_add(1);
+    if (!gKernelChannelsReport.load(std::memory_order_relaxed)) {
+      gKernelChannelsReport.store(true, std::memory_order_relaxed);
+    }
+  }
   return ncclSuccess;
 }
 

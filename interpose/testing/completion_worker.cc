@@ -145,6 +145,20 @@ int nonblocking() {
   ncclComm_t comm = nullptr;
   OK(ncclCommInitRankConfig(&comm, gN, id, gRank, &config));
   settle(comm);
+  // The first op is timed by its marker whatever the choice: under auto the plugin takes ops only
+  // once NCCL has reported a kernel channel done.
+  {
+    float v[4] = {1, 1, 1, 1};
+    const long long before = markers();
+    const ncclResult_t rc = ncclAllReduce(v, v, 4, ncclFloat32, ncclSum, comm, nullptr);
+    OK(rc);
+    if (rc == ncclInProgress) {
+      CHECK(markers() == before, "first all-reduce: a marker was recorded before NCCL's launch");
+    }
+    settle(comm);
+    CHECK(markers() - before == 1, "first all-reduce: %lld markers, want 1", markers() - before);
+    CHECK(completesSoon(OpType::kAllReduce), "first all-reduce: never completed");
+  }
   int held = 0;
   for (int i = 0; i < 12; ++i) {
     if (gRank == 1 && i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(80));
@@ -178,6 +192,12 @@ int autoCompletion() {
   ncclComm_t comm = nullptr, solo = nullptr;
   OK(ncclCommInitRank(&comm, gN, shareId("id0", gRank == 0), gRank));
   OK(ncclCommInitRank(&solo, 1, shareId("solo" + std::to_string(gRank), true), 0));
+  {  // the first op: its marker times it, until NCCL has reported a kernel channel done
+    float v[4] = {1, 1, 1, 1};
+    const long long before = markers();
+    OK(ncclAllReduce(v, v, 4, ncclFloat32, ncclSum, comm, nullptr));
+    CHECK(markers() - before == 1, "first all-reduce: %lld markers, want 1", markers() - before);
+  }
   for (int i = 0; i < 20; ++i) {
     float v[4] = {1, 1, 1, 1};
     long long before = markers();
