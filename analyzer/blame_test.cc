@@ -130,6 +130,69 @@ TEST(BlameTest, RankThatInsertedAnOpOnThePairCommunicatorIsGated) {
       << v.headline;
 }
 
+// Steps of A (kComm) then B (kOtherComm, ranks 0-1 only), `steps` times, then `tail`.
+std::vector<Op> pairSteps(int steps, const std::vector<Op>& tail) {
+  std::vector<Op> ops;
+  for (int i = 0; i < steps; ++i) ops.insert(ops.end(), {{kTrain}, pairOp(kPair)});
+  return concat(ops, tail);
+}
+
+TEST(BlameTest, RankThatLeftOutAStepOfItsOwnHistoryBreaksACycleOfTwo) {
+  // faultgen seed 726: both communicators hold ranks 0-1 only, so no third rank agrees on either
+  // op. Three steps did A then B; at the fourth rank 1 skips A and enters B#4. Its own history
+  // put A before every B; rank 0's history holds B before its A#4 as always.
+  Job job(2);
+  job.ops(0, pairSteps(3, {{kTrain}}), true).ops(1, pairSteps(3, {pairOp(kPair)}), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, std::vector<int>{0});
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(v.seq, 4u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+}
+
+TEST(BlameTest, OneStepOfHistoryDoesNotTellASkipFromASwap) {
+  // One step of A then B, then rank 0 issues A#2 and rank 1 B#2: as in the sample, nothing tells
+  // which of the two swapped; with a second step of history the same order would.
+  Job job(2);
+  job.ops(0, pairSteps(1, {{kTrain}}), true).ops(1, pairSteps(1, {pairOp(kPair)}), true);
+  EXPECT_EQ(job.diagnose().cls, VerdictClass::kCrossCommDeadlock);
+}
+
+TEST(BlameTest, RankBehindElsewhereOnlyBecauseItWaitsIsNotTheDeviant) {
+  // faultgen seed 868: each step issues B (kOtherComm: ranks 0-2, a broadcast whose non-root
+  // ranks go on) then A (kComm: ranks 0-3). At the third step rank 1 skips B#3 and enters A#3;
+  // rank 2 went past B#3. Both cycle members are alone behind their communicator's others —
+  // rank 1 on B, rank 0 on A — but only rank 1 left a step of its own history out.
+  const std::vector<Op> step = {pairOp(kPair), {kTrain}};
+  const std::vector<Op> two_steps = concat(step, step);
+  Job job(4);
+  job.ops(0, concat(two_steps, {pairOp(kPair)}), true);
+  job.ops(1, concat(two_steps, {{kTrain}}), true);
+  job.ops(2, concat(concat(two_steps, step), {}), true);
+  job.ops(3, repeat({kTrain}, 3), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_NE(v.headline.find("that ranks 0,2 issued"), std::string::npos) << v.headline;
+}
+
+TEST(BlameTest, RankBlockedInAnOpNewToItsCommunicatorBreaksTheCycle) {
+  // faultgen seed 652: rank 1 inserts an op no rank ever issued on B (pairHandshake) where its
+  // step issues A; with only two members nothing agrees against it, and its own history has no
+  // such op — but it is the only member of the cycle blocked outside the program's known steps.
+  Job job(2);
+  job.ops(0, pairSteps(2, {{kTrain}}), true);
+  job.ops(1, pairSteps(2, {pairOp(kHandshake)}), true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "pairHandshake");
+}
+
 // Per-peer sequence numbers for p2p calls (the builder numbers per communicator).
 void renumberP2p(RankData& r) {
   std::map<std::pair<OpType, int>, uint64_t> per_peer;
@@ -138,6 +201,40 @@ void renumberP2p(RankData& r) {
     e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer()}}] : ++collectives;
     if (!format::isP2p(e.op)) e.setPeer(-1);
   }
+}
+
+TEST(BlameTest, RankThatSkippedACollectiveIntoItsRingExchangeIsTheCulprit) {
+  // faultgen seed 760: each step all-reduces on A (ranks 0-2), then ranks 1 and 2 exchange halos
+  // on B (a send and a receive each, grouped). In step 3 rank 1 skips A#3 and posts its exchange:
+  // its send waits for rank 2, which waits for it in A#3 with rank 0. A cycle through a send: rank
+  // 1's own history put A before every exchange; rank 2's holds the exchange before its A#3.
+  const Site halo{"exchangeHalo(ncclComm*, float*)", 82};
+  const auto p2p = [&](OpType op, int peer) {
+    Op o{halo, 256, op};
+    o.root = peer;
+    o.comm = kOtherComm;
+    return o;
+  };
+  const std::vector<Op> step1 = {{kTrain}, p2p(OpType::kSend, 2), p2p(OpType::kRecv, 2)};
+  const std::vector<Op> step2 = {{kTrain}, p2p(OpType::kSend, 1), p2p(OpType::kRecv, 1)};
+  Job job(3);
+  job.ops(0, repeat({kTrain}, 3), true);
+  job.ops(1, concat(concat(step1, step1), {p2p(OpType::kSend, 2), p2p(OpType::kRecv, 2)}), true);
+  job.rank(1).events[6].state = EventState::kEnqueued;  // the group waits as a whole
+  job.rank(1).events[6].setEndNs(0);
+  job.ops(2, concat(concat(step2, step2), {{kTrain}}), true);
+  for (int r = 0; r < 3; ++r) renumberP2p(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 2}));
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "trainStep");
+  EXPECT_NE(v.headline.find("that ranks 0,2 issued, or put it off: it waits in ncclSend #3 on "
+                            "comm beef0000 from exchangeHalo() train.cc:82 for rank 2"),
+            std::string::npos)
+      << v.headline;
 }
 
 TEST(BlameTest, PipelineStageThatReceivedMoreThanItSentIsTheCulprit) {

@@ -1,7 +1,11 @@
 #include "analyzer/cycle_blame.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
+#include <tuple>
+
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -28,7 +32,7 @@ std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
                                      const std::vector<size_t>& scc) {
   for (size_t j : scc) {
     const EventRecord* theirs = f.blocked[j];
-    if (j == i || theirs == nullptr) continue;
+    if (j == i || theirs == nullptr || !format::isCollective(theirs->op)) continue;
     if (std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end())
       continue;
     const auto members = f.members.find(theirs->commId());
@@ -56,6 +60,12 @@ std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
 // any rank: a known step of the program, not an inserted one.
 bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& e) {
   const std::string site = describeCallSite(callSiteOf(owner, e, f.sites));
+  if (format::isP2p(e.op)) {  // per-peer seqs: its own earlier calls tell
+    return std::any_of(owner.events.begin(), owner.events.end(), [&](const EventRecord& x) {
+      return x.index < e.index && x.commId() == e.commId() && x.op == e.op &&
+             describeCallSite(callSiteOf(owner, x, f.sites)) == site;
+    });
+  }
   for (const RankData& r : f.set.ranks) {
     for (const EventRecord& x : r.events) {
       if (x.commId() != e.commId() || x.op != e.op || x.op_seq >= e.op_seq ||
@@ -68,7 +78,139 @@ bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& 
   return false;
 }
 
+// What repeats across a program's steps: an op of a communicator from one call site.
+struct StepKey {
+  uint64_t comm_id = 0;
+  format::OpType op = format::OpType::kUnknown;
+  std::string site;
+  bool matches(const CycleFacts& f, const RankData& r, const EventRecord& e) const {
+    return e.commId() == comm_id && e.op == op &&
+           describeCallSite(callSiteOf(r, e, f.sites)) == site;
+  }
+};
+
+StepKey keyOf(const CycleFacts& f, const RankData& r, const EventRecord& e) {
+  return {e.commId(), e.op, describeCallSite(callSiteOf(r, e, f.sites))};
+}
+
+// What one rank's own history says of op `missed` before op `mine`: each earlier stretch between
+// two `mine`-like ops held a `missed`-like op or not; the current stretch, from the last earlier
+// `mine`-like op to `mine` itself, holds one or not. What came before the first `mine`-like op
+// is no stretch: one step of history does not tell a skip from two ranks ordering two
+// communicators differently (samples/cross_comm_deadlock).
+struct OwnHistory {
+  int held = 0;        // earlier stretches that held it
+  int lacked = 0;      // earlier stretches that did not
+  bool now = false;    // the current stretch holds it
+  bool began = false;  // there is a current stretch (an earlier `mine`-like op)
+};
+
+OwnHistory ownHistory(const CycleFacts& f, const RankData& r, const EventRecord& mine,
+                      const StepKey& mine_key, const StepKey& missed_key) {
+  OwnHistory h;
+  bool held = false;
+  for (const EventRecord& e : r.events) {
+    if (e.index >= mine.index) break;
+    if (missed_key.matches(f, r, e)) held = true;
+    if (!mine_key.matches(f, r, e)) continue;
+    if (h.began) ++(held ? h.held : h.lacked);
+    h.began = true;
+    held = false;
+  }
+  h.now = held;
+  return h;
+}
+
+// The member of the cycle that left out, this time only, an op its own history always issued
+// before the op it is blocked in — the op the member it waits for is blocked in (a skipped
+// collective seen through a communicator of two, where no third rank can agree).
+std::optional<Deviation> deviationFromOwnHistory(const CycleFacts& f, size_t i,
+                                                 const std::vector<size_t>& scc) {
+  const EventRecord* mine = f.blocked[i];
+  if (mine == nullptr) return std::nullopt;
+  const RankData& me = f.set.ranks[i];
+  const StepKey mine_key = keyOf(f, me, *mine);
+  for (size_t j : f.waits_for[i]) {
+    const EventRecord* theirs = f.blocked[j];
+    if (theirs == nullptr || theirs->commId() == mine->commId() ||
+        std::find(scc.begin(), scc.end(), j) == scc.end()) {
+      continue;
+    }
+    const OwnHistory h = ownHistory(f, me, *mine, mine_key, keyOf(f, f.set.ranks[j], *theirs));
+    if (h.began && !h.now && h.held > 0 && h.lacked == 0) {
+      return Deviation{i, theirs, j, {f.set.ranks[j].global_rank}};
+    }
+  }
+  return std::nullopt;
+}
+
+// The member blocked in an op new to its communicator (no rank issued it there before) while
+// every other member waits in a known step of the program: it inserted that op.
+std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
+                                          const std::vector<size_t>& scc) {
+  const EventRecord* mine = f.blocked[i];
+  if (mine == nullptr || knownBefore(f, f.set.ranks[i], *mine)) return std::nullopt;
+  for (size_t k : scc) {
+    if (k != i && (f.blocked[k] == nullptr || !knownBefore(f, f.set.ranks[k], *f.blocked[k]))) {
+      return std::nullopt;
+    }
+  }
+  for (size_t j : f.waits_for[i]) {
+    if (f.blocked[j] != nullptr && std::find(scc.begin(), scc.end(), j) != scc.end()) {
+      return Deviation{i, f.blocked[j], j, {f.set.ranks[j].global_rank}};
+    }
+  }
+  return std::nullopt;
+}
+
+bool blockedInP2p(const CycleFacts& f, size_t i) {
+  return f.blocked[i] != nullptr && format::isP2p(f.blocked[i]->op);
+}
+
 }  // namespace
+
+bool addP2pWaits(const format::LoadedSet& set,
+                 const std::map<std::pair<uint64_t, int>, size_t>& process_of,
+                 std::vector<const EventRecord*>& blocked,
+                 std::vector<std::vector<size_t>>& waits_for) {
+  const auto waitingInP2p = [](const EventRecord& e) {
+    return format::isP2p(e.op) && isIncomplete(e) && e.peer() >= 0;
+  };
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const auto& events = set.ranks[i].events;
+    if (blocked[i] == nullptr && std::any_of(events.begin(), events.end(), waitingInP2p)) {
+      candidates.push_back(i);
+    }
+  }
+  if (candidates.empty()) return false;
+  // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
+  std::map<std::tuple<uint64_t, format::OpType, int, int>, std::set<uint64_t>> posted;
+  for (const RankData& r : set.ranks) {
+    for (const EventRecord& e : r.events) {
+      if (format::isP2p(e.op) && !rejected(e) && e.state != format::EventState::kEmpty) {
+        posted[{e.commId(), e.op, e.rank(), e.peer()}].insert(e.op_seq);
+      }
+    }
+  }
+  bool added = false;
+  for (size_t i : candidates) {
+    for (const EventRecord& e : set.ranks[i].events) {
+      if (!waitingInP2p(e)) continue;
+      const auto peer = process_of.find({e.commId(), e.peer()});
+      if (peer == process_of.end() || peer->second == i) continue;
+      const format::OpType other =
+          e.op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
+      const auto theirs = posted.find({e.commId(), other, e.peer(), e.rank()});
+      if (theirs != posted.end() && theirs->second.contains(e.op_seq)) continue;
+      blocked[i] = &e;  // its first call the peer has no counterpart for
+      waits_for[i] = {peer->second};
+      added = true;
+      break;
+    }
+  }
+  return added;
+}
 
 EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) {
   EvidenceTable table;
@@ -94,11 +236,30 @@ EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) 
 
 std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_t>& scc,
                                     EvidenceTable table) {
-  std::optional<Deviation> found;
+  // First by the communicator's other members; when that names none or several, by each
+  // member's own history (among those several), then by an op no rank issued there before.
+  std::vector<Deviation> by_peers;
   for (size_t i : scc) {
-    if (std::optional<Deviation> d = deviationOf(f, i, scc)) {
-      if (found) return std::nullopt;  // two deviants: nothing tells which one broke the cycle
-      found = std::move(d);
+    if (std::optional<Deviation> d = deviationOf(f, i, scc)) by_peers.push_back(std::move(*d));
+  }
+  const bool through_p2p =
+      std::any_of(scc.begin(), scc.end(), [&](size_t i) { return blockedInP2p(f, i); });
+  std::optional<Deviation> found;
+  if (by_peers.size() == 1 && !through_p2p) found = std::move(by_peers.front());
+  for (const auto deviation : {deviationFromOwnHistory, deviationByNewOp}) {
+    if (found || (through_p2p && deviation == deviationByNewOp)) break;
+    std::vector<Deviation> named;
+    for (size_t i : scc) {
+      const bool candidate =
+          by_peers.empty() || std::any_of(by_peers.begin(), by_peers.end(),
+                                          [&](const Deviation& d) { return d.rank == i; });
+      if (!candidate) continue;
+      if (std::optional<Deviation> d = deviation(f, i, scc)) named.push_back(std::move(*d));
+    }
+    if (named.size() != 1) continue;
+    found = std::move(named.front());
+    for (Deviation& d : by_peers) {
+      if (d.rank == found->rank) found = std::move(d);  // with the peers that issued the op
     }
   }
   if (!found) return std::nullopt;

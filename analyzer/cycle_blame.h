@@ -29,11 +29,20 @@ struct CycleFacts {
   const std::map<uint64_t, std::set<int>>& members;                // comm -> comm ranks
 };
 
+// A process blocked in no collective but in a send or receive whose counterpart its peer has not
+// posted waits for that peer: `blocked` gets that call, `waits_for` the peer. Returns whether any
+// such wait was added (a cycle through one is judged only by its members' own histories).
+bool addP2pWaits(const format::LoadedSet& set,
+                 const std::map<std::pair<uint64_t, int>, size_t>& process_of,
+                 std::vector<const format::EventRecord*>& blocked,
+                 std::vector<std::vector<size_t>>& waits_for);
+
 // The cycle as a table: each rank, where it waits, and where the rank it waits for is blocked.
 EvidenceTable cycleTable(const CycleFacts& facts, const std::vector<size_t>& cycle);
 
 // The verdict naming the one member of the strongly connected part `scc` that deviated from its
-// peers, with `table` as its evidence; nullopt when none or more than one did.
+// peers, with `table` as its evidence; nullopt when none or more than one did. A member blocked
+// in a send or receive (addP2pWaits) may be named only by its own history.
 std::optional<Verdict> blameDeviant(const CycleFacts& facts, const std::vector<size_t>& scc,
                                     EvidenceTable table);
 

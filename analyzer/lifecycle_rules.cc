@@ -25,8 +25,10 @@ bool countedCollective(const EventRecord& e) {
 }
 
 std::string opAt(const EventRecord& e, const CallSite& site) {
-  return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " from " +
-         describeCallSite(site);
+  const bool numbered = format::isCollective(e.op) || format::isP2p(e.op);
+  return std::string(format::opName(e.op)) +
+         (numbered ? " #" + std::to_string(e.op_seq) : " on comm " + shortCommId(e.commId())) +
+         " from " + describeCallSite(site);
 }
 
 // How the others stand in the op they issued past the culprit's end.
@@ -52,15 +54,19 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
 // Where a rank that skipped a split of `comm` went on: its first collective on `comm` past
 // collective #seq, else the first op it issued after reaching that collective that never
 // completed (pending or failed): point-to-point work on `comm`, or work on a communicator of its
-// own later split (its one split paired with the others' earlier one), or nullptr.
+// own later split (its one split paired with the others' earlier one); or its end of `comm`
+// itself (destroyed or finalized there: it finished without the split, faultgen seed 482); or
+// nullptr.
 const EventRecord* wentOnPast(const RankData& r, uint64_t comm, uint64_t seq) {
   if (const EventRecord* collective = firstPast(r, comm, seq)) return collective;
   uint64_t reached = 0;
   for (const EventRecord& e : r.events) {
     if (e.commId() == comm && countedCollective(e)) reached = std::max(reached, e.op_seq);
-    if (reached >= seq && isCommOp(e) && e.commId() != 0 && !rejected(e) &&
-        (isIncomplete(e) || e.state == EventState::kFailed))
+    if (reached < seq || e.commId() == 0 || rejected(e)) continue;
+    if (isCommOp(e) && (isIncomplete(e) || e.state == EventState::kFailed)) return &e;
+    if (e.commId() == comm && (e.op == OpType::kCommDestroy || e.op == OpType::kCommFinalize)) {
       return &e;
+    }
   }
   return nullptr;
 }

@@ -160,6 +160,32 @@ TEST(LifecycleRulesTest, SplitSkippedByOneRankNamesIt) {
             "trainStep() train.cc:27 instead");
 }
 
+TEST(LifecycleRulesTest, ASkipperThatDestroyedTheParentAndLeftIsNamed) {
+  // faultgen seed 482: rank 3 never calls the split the others call after collective #2; it
+  // destroys the parent communicator and exits, and the others' splits fail (remote error). Read
+  // as an NCCL error of rank 0 before.
+  const Site finish{"(anonymous namespace)::shutDown(ncclComm*)", 90};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    job.ops(r, repeat({kTrain}, 2));
+    if (r != 3) {
+      call(job, r, OpType::kCommSplit, kComm, kSplitSite, EventState::kFailed);
+      job.rank(r).exited = true;
+    } else {
+      call(job, r, OpType::kCommDestroy, kComm, finish);
+      job.rank(r).exited = true;
+    }
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.op, OpType::kCommSplit);
+  EXPECT_EQ(v.headline,
+            "rank 3 skipped ncclCommSplit of comm c0ffee00 from buildExpertGroup() train.cc:70 "
+            "that ranks 0-2 called after collective #2; it issued ncclCommDestroy on comm c0ffee00 "
+            "from shutDown() train.cc:90 instead");
+}
+
 TEST(LifecycleRulesTest, AbortWhilePeersSendOrReceiveNamesTheAbortingRank) {
   // faultgen seeds 11 and 33: rank 1 aborts the pipeline's communicator where it would receive;
   // its predecessor's send and its successor's receive fail with a remote error. The first failed

@@ -67,8 +67,16 @@ bool owes(const RankData& r, const EventRecord& blocked) {
 }  // namespace
 
 bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
-  const EventRecord* blocked = blockedCollective(r);
-  return blocked == nullptr || owes(waiter, *blocked);
+  // Every collective it has pending counts: a group of collectives on several communicators
+  // waits for the members of each (faultgen seed 385: the world's op of the group is the one
+  // the waiter owes).
+  bool blocked = false;
+  for (const EventRecord& e : r.events) {
+    if (!format::isCollective(e.op) || !isIncomplete(e)) continue;
+    if (owes(waiter, e)) return true;
+    blocked = true;
+  }
+  return !blocked;
 }
 
 bool heldByChainOn(const std::vector<RankData>& ranks, const RankData& r, uint64_t comm,

@@ -43,9 +43,9 @@ bool stoppedIn(const format::RankData& r, uint64_t comm);
 // Whether the rank aborted a communicator (ncclCommAbort): a verdict of its own (comm_aborted).
 bool aborted(const format::RankData& r);
 
-// Whether the rank, when blocked in a collective, waits there for `waiter` (a member of that
-// communicator that has not issued it), or is not blocked in one at all. False when it waits for
-// others only: then it is held up by something else (a mismatch, another rank), and its missing
+// Whether the rank, when blocked in collectives, waits in one of them for `waiter` (a member of
+// that communicator that has not issued it), or is not blocked in one at all. False when it waits
+// for others only: then it is held up by something else (a mismatch, another rank), and its missing
 // send or receive is a symptom, not a skip (findP2pMismatch leaves that wait to the alignment).
 bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
 

@@ -247,6 +247,64 @@ TEST(P2pBlameTest, HeadHeldInACollectiveWithTheStagesItStarvedIsTheCulprit) {
   EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << v.headline;
 }
 
+TEST(P2pBlameTest, PeerBlockedInAGroupWithACollectiveTheWaiterOwesIsTheCulprit) {
+  // Faultgen seed 385: ranks 0 and 1 exchange halos on a pair communicator (B), then each step
+  // ends in a group of two collectives: W on the world (ranks 0-2) and T on ranks 1-2. In step 2
+  // rank 1 posts its send but no receive and enters the group, whose newest op T only waits for
+  // rank 2 — but its W waits for rank 0, which waits in its unmatched send to rank 1.
+  const uint64_t kThird = 0xdddd000000000003ull;
+  const auto on = [](uint64_t comm, Op o) {
+    o.comm = comm;
+    return o;
+  };
+  const Op s = on(kOtherComm, send(1, kHalo)), r = on(kOtherComm, recv(1, kHalo));
+  const Op s0 = on(kOtherComm, send(0, kHalo)), r0 = on(kOtherComm, recv(0, kHalo));
+  const Op world{kTrain, 4}, third = on(kThird, Op{kLoss, 4});
+  Job job(3);
+  job.ops(0, {s, r, world, s, r}, true);
+  job.rank(0).events[3].state = format::EventState::kEnqueued;  // the group's send waits too
+  job.rank(0).events[3].setEndNs(0);
+  job.ops(1, {s0, r0, world, third, s0, world, third}, true);
+  job.rank(1).events[5].state = format::EventState::kEnqueued;  // the group waits as a whole
+  job.rank(1).events[5].setEndNs(0);
+  job.ops(2, {world, third, world, third}, true);
+  job.rank(2).events[2].state = format::EventState::kEnqueued;
+  job.rank(2).events[2].setEndNs(0);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(v.op, OpType::kRecv);
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "exchangeHalo") << v.headline;
+}
+
+TEST(P2pBlameTest, ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit) {
+  // Faultgen seed 334: each step rank 0 sends to rank 1 (A), then ranks 1 and 2 all-reduce on B.
+  // Rank 2 is killed between steps; rank 1's all-reduce #3 fails (remote error) and it exits
+  // without its 3rd receive; rank 0 waits in its 3rd send. The killed rank is the cause.
+  const Op on_b = [] {
+    Op o{kLoss, 4};
+    o.comm = kOtherComm;
+    return o;
+  }();
+  Job job(3);
+  job.ops(0, {send(1), send(1), send(1)}, true);
+  job.ops(1, {recv(0), on_b, recv(0), on_b, on_b});
+  format::EventRecord& failed = job.rank(1).events.back();
+  failed.state = format::EventState::kFailed;
+  failed.result = 6;  // ncclRemoteError
+  job.rank(1).exited = true;
+  job.ops(2, {on_b, on_b});
+  job.rank(2).fatal_signal = 9;
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  ASSERT_FALSE(v.tables.empty());
+  EXPECT_EQ(v.tables.back().title, "what followed");  // the unmatched send, as evidence
+}
+
 TEST(P2pBlameTest, TwoStagePipelineJudgedAgainstTheSameStepOfTheLoop) {
   // Faultgen seed 261: two ranks, one communicator; each step a reduce, 2 activations 0 -> 1,
   // an all-reduce, then 4 gradients 0 -> 1. In step 2 stage 0 sends one activation and enters

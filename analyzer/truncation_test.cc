@@ -197,6 +197,49 @@ TEST(DiagnoseTest, ARankBlockedElsewhereForTheRankInHostCodeIsNotNamedWithIt) {
   EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
 }
 
+TEST(DiagnoseTest, RanksBlockedElsewhereThatAllWaitForOneStoppedRankNameIt) {
+  // Faultgen seed 767: each step a reduce on A (ranks 0-3; a non-root rank may go on) then an
+  // all-reduce on B (ranks 1-3). Rank 0 stalls in host code after two steps; ranks 1 and 2 wait
+  // for it in A#3, rank 3 went past A#3 and waits in B#3 for ranks 1 and 2. Seen from B, ranks 1
+  // and 2 stopped; both wait for rank 0, which is the one verdict.
+  Op reduce{kTrain, 64, OpType::kReduce};
+  reduce.root = 1;
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(4);
+  job.ops(0, {reduce, reduce});
+  for (int r = 1; r < 3; ++r) job.ops(r, {reduce, on_b, reduce, on_b, reduce}, true);
+  job.ops(3, {reduce, on_b, reduce, on_b, reduce, on_b}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(DiagnoseTest, ChainEndingInARankThatOnlyReactedNamesTheRankItLost) {
+  // Faultgen seed 813: rank 0 waits in A#2 for rank 1, blocked in B#2 for rank 2; rank 2 exited
+  // after its C#2 failed (remote error) because rank 3, its partner there, had returned from main
+  // with nothing pending. Rank 2 only reacted: rank 3 is the verdict, the chain its evidence.
+  Op on_b{kLoss, 1}, on_c{kPair, 1};
+  on_b.comm = kOtherComm;
+  on_c.comm = 0xdead0000;
+  Job job(4);
+  job.ops(0, repeat({kTrain}, 2), true);
+  job.ops(1, {{kTrain}, on_b, on_b}, true);
+  job.ops(2, {on_b, on_c, on_c});
+  job.rank(2).events.back().state = EventState::kFailed;
+  job.rank(2).events.back().result = 6;  // ncclRemoteError
+  job.rank(2).exited = true;
+  job.ops(3, {on_c});
+  job.rank(3).exited = true;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_NE(v.headline.find("; rank 1 waits for rank 2 in ncclAllReduce #2 on comm beef0000"),
+            std::string::npos)
+      << v.headline;
+}
+
 TEST(DiagnoseTest, BranchesOfAChainThatMeetAtOneStoppedRankNameIt) {
   // Faultgen seed 796: rank 1 waits in B#2 for ranks 3 and 4; rank 4 waits in C#2 for rank 3,
   // which is in host code. Every branch ends at rank 3.

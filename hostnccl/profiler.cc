@@ -234,19 +234,22 @@ OpEvents opStart(const OpArgs& a) {
   ncclProfDescr d{};
   d.parentObj = a.profApi;
   d.rank = c.rank;
+  // As NCCL: a 1-rank communicator runs no kernel channel (its data is copied on the stream), so
+  // its ops carry nChannels 0 and raise no KernelCh event.
+  const uint8_t channels = c.nranks > 1 ? 1 : 0;
   if (p2p) {
     d.type = ncclProfP2p;
     void* buff = a.kind == OpKind::kSend ? const_cast<void*>(a.sendbuff) : a.recvbuff;
-    d.p2p = {funcName(a.kind), buff, typeName(a.dtype), a.count, a.root, 1, nullptr};
+    d.p2p = {funcName(a.kind), buff, typeName(a.dtype), a.count, a.root, channels, nullptr};
   } else {
     d.type = ncclProfColl;
     uint64_t seq = c.profCollSeq[static_cast<int>(a.kind)]++;
-    d.coll = {seq,     funcName(a.kind), a.sendbuff,        a.recvbuff,
-              a.count, rootOf(a),        typeName(a.dtype), 1,
-              1,       "RING",           "SIMPLE",          nullptr};
+    d.coll = {seq,          funcName(a.kind), a.sendbuff,        a.recvbuff,
+              a.count,      rootOf(a),        typeName(a.dtype), channels,
+              /*nWarps=*/1, "RING",           "SIMPLE",          nullptr};
   }
   e.op = start(c, d);
-  if (e.op == nullptr || (c.profMask & ncclProfKernelCh) == 0 || !live()) return e;
+  if (e.op == nullptr || channels == 0 || (c.profMask & ncclProfKernelCh) == 0 || !live()) return e;
   ncclProfDescr k{};
   k.type = ncclProfKernelCh;
   k.parentObj = e.op;

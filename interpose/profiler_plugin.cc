@@ -20,7 +20,11 @@
 // (the wrapper's ring slot travels here through the thread-local CurrentCall), unless CUDA
 // markers already time it. NCCLREC_COMPLETION=profiler makes the shim select itself
 // (NCCL_PROFILER_PLUGIN=STATIC_PLUGIN, when the user chose no plugin) before NCCL's first init,
-// and turns CUDA markers off.
+// and turns CUDA markers off. NCCLREC_COMPLETION=auto with a CUDA driver selects it likewise and
+// splits the work op by op (CallHandle::arbiter): the plugin completes the ops NCCL starts with
+// kernel channels, and the wrapper records its one end marker for the others, after the call:
+// the Coll/P2p start of a lone call runs inside it on the calling thread, so the wrapper knows
+// then, at no driver call, whether a marker is needed.
 //
 // Record path (everything but init/finalize): no allocation, lock or log. Ops live in a fixed
 // pool reused round-robin; an op still in flight when the pool wraps (kPoolSize later ops) is
@@ -63,9 +67,19 @@ struct Op {
   std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
   std::atomic<bool> task_stopped{false};
   std::atomic<bool> done{false};
+  // NCCLREC_COMPLETION=auto with CUDA markers: the op's completer is decided through this word
+  // (CallHandle::arbiter); the plugin completes it only when it took it (kOwnerPlugin).
+  bool arbitrated = false;
+  std::atomic<uint8_t> owner{ncclrec::recorder::kOwnerUndecided};
 };
 
 constexpr uint32_t kPoolSize = 8192;  // power of two
+
+// Whether NCCL has reported a kernel channel done in this process (NCCLREC_COMPLETION=auto). Until
+// then the plugin takes no op from the wrapper's marker: an NCCL whose kernel channels never
+// report (a proxy that feeds no kernel events, an unexpected event mask) must not leave every op
+// waiting for stops that never come. Set once, read per op with one relaxed load.
+std::atomic<bool> gKernelChannelsReport{false};
 Op gPool[kPoolSize];
 std::atomic<uint64_t> gNext{0};
 Tag gGroupOuter{Kind::kGroup, nullptr};   // NCCL's implicit group of a lone call
@@ -104,6 +118,7 @@ int dtypeOf(const char* name) {
 }
 
 void finish(Op* op) {
+  if (op->arbitrated && op->owner.load() != ncclrec::recorder::kOwnerPlugin) return;
   if (op->done.exchange(true)) return;
   const int result =
       op->channels_ok.load() < op->channels_stopped.load() ? ncclInternalError : ncclSuccess;
@@ -124,16 +139,25 @@ Op* claimOp() {
   op->channels_ok.store(0, std::memory_order_relaxed);
   op->task_stopped.store(false, std::memory_order_relaxed);
   op->done.store(false, std::memory_order_relaxed);
+  op->arbitrated = false;
+  op->owner.store(ncclrec::recorder::kOwnerUndecided, std::memory_order_relaxed);
   return op;
 }
 
-// An API event inside a wrapper: the op is the wrapper's; its completion becomes ours.
-void* adoptShimCall() {
+// An API event inside a wrapper: the op is the wrapper's; its completion becomes ours, or, with
+// NCCLREC_COMPLETION=auto and CUDA markers at hand, ours only if NCCL runs it with kernel channels
+// (startTask); the wrapper's end marker times it otherwise, so ops NCCL gives no KernelCh events
+// (1-rank communicators, symmetric kernels, copy-engine collectives) are still timed on the GPU.
+void* adoptShimCall(Recorder* r) {
   CallHandle* shim = ncclrec::interpose::CurrentCall::get();
-  if (shim == nullptr || shim->slot == nullptr || shim->timed_by_cuda) return &gIgnored;
+  if (shim == nullptr || shim->slot == nullptr) return &gIgnored;
+  const bool arbitrate = r->arbitratesCompletion();
+  if (shim->timed_by_cuda && !arbitrate) return &gIgnored;
   Op* op = claimOp();
   op->call = *shim;
   op->from_shim = true;
+  op->arbitrated = arbitrate;
+  if (arbitrate) shim->arbiter = &op->owner;
   shim->profiler_completes = true;
   Recorder::addEventFlags(op->call, ncclrec::format::kEventProfilerTimed);
   return &op->api;
@@ -142,7 +166,7 @@ void* adoptShimCall() {
 __attribute__((always_inline)) inline void* startApi(PluginComm* comm, const ncclProfDescr& d) {
   Recorder* r = Recorder::get();
   if (r == nullptr) return &gIgnored;
-  if (ncclrec::interpose::ReentryGuard::depth() > 0) return adoptShimCall();
+  if (ncclrec::interpose::ReentryGuard::depth() > 0) return adoptShimCall(r);
   const bool coll = d.type == ncclProfCollApi;
   ncclrec::recorder::OpArgs a;
   a.op = opOf(coll ? d.collApi.func : d.p2pApi.func);
@@ -174,6 +198,12 @@ void* startTask(const ncclProfDescr& d) {
   if (op == nullptr) return &gIgnored;
   const int channels = d.type == ncclProfColl ? d.coll.nChannels : d.p2p.nChannels;
   op->channels_expected.store(channels, std::memory_order_relaxed);
+  if (op->arbitrated && channels > 0 && gKernelChannelsReport.load(std::memory_order_relaxed)) {
+    // The kernel's channels will report the op's progress: the wrapper's marker is not needed,
+    // unless the wrapper already decided for it.
+    uint8_t undecided = ncclrec::recorder::kOwnerUndecided;
+    op->owner.compare_exchange_strong(undecided, ncclrec::recorder::kOwnerPlugin);
+  }
   if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
   Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
   return &op->task;
@@ -265,8 +295,12 @@ ncclResult_t pluginStop(void* handle) {
 
 ncclResult_t pluginState(void* handle, ncclProfState state, ncclProfStateArgs* /*args*/) {
   auto* tag = static_cast<Tag*>(handle);
-  if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop)
+  if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop) {
     tag->op->channels_ok.fetch_add(1);
+    if (!gKernelChannelsReport.load(std::memory_order_relaxed)) {
+      gKernelChannelsReport.store(true, std::memory_order_relaxed);
+    }
+  }
   return ncclSuccess;
 }
 
@@ -285,21 +319,23 @@ void ncclrec::interpose::selectProfilerPlugin() {
   static std::atomic<bool> done{false};
   if (done.load(std::memory_order_acquire) || done.exchange(true)) return;
   Recorder* r = Recorder::get();
-  if (r == nullptr || r->params().completion != ncclrec::recorder::CompletionChoice::kProfiler)
-    return;
+  if (r == nullptr) return;
+  const bool profiler = r->params().completion == ncclrec::recorder::CompletionChoice::kProfiler;
+  if (!profiler && !r->arbitratesCompletion()) return;
+  const char* why = profiler ? "NCCLREC_COMPLETION=profiler" : "NCCLREC_COMPLETION=auto";
   const char* chosen = std::getenv("NCCL_PROFILER_PLUGIN");
   if (chosen == nullptr || *chosen == '\0') {
     // Read by NCCL at this first init, on this thread: no other thread reads it concurrently
     // unless the program itself races NCCL inits, which NCCL does not support either.
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
-    NCCLREC_INFO(kLogInit,
-                 "NCCLREC_COMPLETION=profiler: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN (libncclrec.so)");
+    NCCLREC_INFO(kLogInit, "%s: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN (libncclrec.so)", why);
+  } else if (std::strcmp(chosen, "none") == 0) {
+    NCCLREC_INFO(kLogInit, "%s with NCCL_PROFILER_PLUGIN=none: ops complete %s", why,
+                 profiler ? "when their call returns" : "by CUDA markers");
   } else if (std::strcmp(chosen, "STATIC_PLUGIN") != 0 &&
              std::strstr(chosen, "ncclrec") == nullptr) {
-    NCCLREC_WARN(kLogInit,
-                 "NCCLREC_COMPLETION=profiler but NCCL_PROFILER_PLUGIN=%s is the user's: ops "
-                 "complete when their call returns",
-                 chosen);
+    NCCLREC_WARN(kLogInit, "%s but NCCL_PROFILER_PLUGIN=%s is the user's: ops complete %s", why,
+                 chosen, profiler ? "when their call returns" : "by CUDA markers");
   }
 }
 

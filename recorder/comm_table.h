@@ -10,6 +10,7 @@
 
 #include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
+#include "recorder/in_progress.h"
 
 namespace ncclrec::recorder {
 
@@ -32,17 +33,9 @@ struct CommState {
   // Per-peer point-to-point counters (nranks entries each).
   std::unique_ptr<std::atomic<uint64_t>[]> send_seq;
   std::unique_ptr<std::atomic<uint64_t>[]> recv_seq;
-  // Host backends: ops whose call returned ncclInProgress (a nonblocking communicator) stay
-  // enqueued until ncclCommGetAsyncError says the communicator settled (Recorder::asyncSettled).
-  // Rare (GPU backends time ops with CUDA events), so a lock guards them.
-  static constexpr uint32_t kMaxInProgress = 64;
-  struct InProgress {
-    uint64_t index;
-    format::Event* slot;
-  };
-  std::mutex in_progress_mu;
-  std::atomic<uint32_t> in_progress_count{0};
-  InProgress in_progress[kMaxInProgress];
+  // Ops whose call returned ncclInProgress (a nonblocking communicator), held until
+  // ncclCommGetAsyncError says the communicator settled (recorder/in_progress.h).
+  InProgressQueue in_progress;
 };
 
 struct CommInfo {

@@ -1,36 +1,68 @@
-// Ops of nonblocking communicators on host backends (Recorder::deferInProgress, asyncSettled): a
-// call that returned ncclInProgress runs in the background, so its event stays enqueued until
-// ncclCommGetAsyncError reports the communicator settled.
-#include <mutex>
-
+// Ops of nonblocking communicators (Recorder::holdInProgress, asyncSettled; in_progress.h): a call
+// that returned ncclInProgress has not launched yet, so its op is held, enqueued, until
+// ncclCommGetAsyncError reports the communicator settled. Then a CUDA-timed op gets its end
+// marker (one driver call, now after NCCL's launch), an op the profiler plugin timed is left to
+// it, and any other op completes (or fails with the error the communicator settled with).
 #include "recorder/clock.h"
 #include "recorder/comm_table.h"
+#include "recorder/cuda_completion.h"
+#include "recorder/format/bbox_ring.h"
 #include "recorder/format/nccl_result.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder {
 
-bool Recorder::deferInProgress(CommState* cs, format::Event* slot, uint64_t index) {
-  if (cs == nullptr) return false;
-  std::lock_guard<std::mutex> lock(cs->in_progress_mu);
-  const uint32_t n = cs->in_progress_count.load(std::memory_order_relaxed);
-  if (n >= CommState::kMaxInProgress) return false;  // too many: complete as before
-  cs->in_progress[n] = {index, slot};
-  cs->in_progress_count.store(n + 1, std::memory_order_release);
+using format::atomicField;
+
+bool Recorder::holdInProgress(CommState* cs, const HeldOp& op) {
+  return cs != nullptr && cs->in_progress.push(op);  // full: decided now, as before
+}
+
+bool Recorder::pluginTakes(std::atomic<uint8_t>* arbiter, format::Event* slot, uint64_t index,
+                           int32_t ticket, const void* stream) {
+  if (arbiter == nullptr) return false;
+  uint8_t owner = kOwnerUndecided;
+  if (arbiter->compare_exchange_strong(owner, kOwnerMarker, std::memory_order_acq_rel) ||
+      owner == kOwnerMarker) {
+    if (format::slotHolds(slot, index))
+      atomicField(slot->flags).fetch_and(~format::kEventProfilerTimed, std::memory_order_relaxed);
+    return false;
+  }
+  // The plugin saw the op's kernel channels: its ticket goes back unused (no driver call).
+  if (ticket >= 0) cuda_->afterCall(ticket, const_cast<void*>(stream), index, false);
+  if (format::slotHolds(slot, index))
+    atomicField(slot->flags).fetch_and(~format::kEventCudaTimed, std::memory_order_relaxed);
+  return true;
+}
+
+bool Recorder::markWithCuda(const HeldOp& op, bool ok) {
+  if (op.cuda_ticket < 0 ||
+      !cuda_->afterCall(op.cuda_ticket, const_cast<void*>(op.stream), op.index, ok)) {
+    return false;
+  }
+  if (format::slotHolds(op.slot, op.index)) {
+    atomicField(op.slot->flags).fetch_or(format::kEventCudaTimed, std::memory_order_relaxed);
+    atomicField(op.slot->start_ns).store(0, std::memory_order_relaxed);
+  }
   return true;
 }
 
 void Recorder::asyncSettled(const void* handle, int state) {
   if (state == format::kNcclInProgress) return;
   CommState* cs = comms_->find(handle);
-  if (cs == nullptr || cs->in_progress_count.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard<std::mutex> lock(cs->in_progress_mu);
+  if (cs == nullptr || cs->in_progress.empty()) return;
+  const bool ok = format::acceptedResult(state);
   const int64_t now = realtimeNs();
-  const uint32_t n = cs->in_progress_count.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i) {
-    completeEvent(cs->in_progress[i].slot, cs->in_progress[i].index, state, now);
+  HeldOp op;
+  while (cs->in_progress.pop(&op)) {
+    if (ok && pluginTakes(op.arbiter, op.slot, op.index, op.cuda_ticket, op.stream)) continue;
+    if (markWithCuda(op, ok)) {
+      if (format::slotHolds(op.slot, op.index))
+        atomicField(op.slot->result).store(state, std::memory_order_relaxed);
+      continue;
+    }
+    completeEvent(op.slot, op.index, state, now);
   }
-  cs->in_progress_count.store(0, std::memory_order_release);
 }
 
 }  // namespace ncclrec::recorder

@@ -51,6 +51,7 @@ struct GroupState {
     const void* stream;
     int32_t ticket;
     CommState* comm;
+    std::atomic<uint8_t>* arbiter;
   } pending[kMaxGroupOps];
 };
 
@@ -177,6 +178,7 @@ bool Recorder::init(std::string* error) {
       NCCLREC_INFO(kLogCuda, "no CUDA completion tracking (%s): call return = completion",
                    why.c_str());
   }
+  arbitrates_ = cuda_ && params_.completion == CompletionChoice::kAuto;
   h->completion_mode = cuda_ ? 1 : 0;
   watchdog_ = std::make_unique<Watchdog>(this);
   if (!watchdog_->start(error)) return false;
@@ -301,7 +303,7 @@ void Recorder::end(CallHandle& call, int result) {
   format::Event* e = call.slot;
   const bool ok = acceptedResult(result);
   const auto op = static_cast<OpType>(e->op);
-  if (call.profiler_completes && ok) {
+  if (call.profiler_completes && ok && call.arbiter == nullptr) {
     if (format::slotHolds(e, call.index))
       atomicField(e->result).store(result, std::memory_order_relaxed);
     return;
@@ -310,18 +312,20 @@ void Recorder::end(CallHandle& call, int result) {
   if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.
     if (g->count < kMaxGroupOps) {
-      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm};
+      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm, call.arbiter};
       return;
     }
   }
-  // A nonblocking communicator's op on a host backend: running in the background.
-  if (result == kNcclInProgress && !call.timed_by_cuda && takesStream(op) &&
-      deferInProgress(call.comm, e, call.index)) {
+  const int32_t ticket = call.timed_by_cuda ? call.cuda_ticket : -1;
+  // A nonblocking communicator's op: NCCL launches it later, from its own thread.
+  if (result == kNcclInProgress && takesStream(op) &&
+      holdInProgress(call.comm, {call.index, e, call.stream, ticket, call.arbiter})) {
     return;
   }
-  if (call.timed_by_cuda &&
-      cuda_->afterCall(call.cuda_ticket, const_cast<void*>(call.stream), call.index, ok)) {
-    // The watchdog completes it when the end marker does; only the return code is known now.
+  if ((ok && pluginTakes(call.arbiter, e, call.index, ticket, call.stream)) ||
+      (call.timed_by_cuda &&
+       cuda_->afterCall(call.cuda_ticket, const_cast<void*>(call.stream), call.index, ok))) {
+    // The plugin or the watchdog completes it; only the return code is known now.
     if (format::slotHolds(e, call.index))
       atomicField(e->result).store(result, std::memory_order_relaxed);
     return;
@@ -355,23 +359,19 @@ void Recorder::groupEnded(int result, bool simulated) {
   GroupState* g = tls_group;
   if (g == nullptr || g->depth == 0) return;
   if (--g->depth > 0) return;
-  const bool ok = acceptedResult(result);
+  const bool ok = acceptedResult(result) && !simulated;
   const int64_t now = realtimeNs();
   for (uint32_t i = 0; i < g->count; ++i) {
     GroupState::Pending& p = g->pending[i];
-    if (p.ticket >= 0 &&
-        cuda_->afterCall(p.ticket, const_cast<void*>(p.stream), p.index, ok && !simulated)) {
-      if (format::slotHolds(p.slot, p.index)) {
-        atomicField(p.slot->flags).fetch_or(format::kEventCudaTimed, std::memory_order_relaxed);
-        atomicField(p.slot->start_ns).store(0, std::memory_order_relaxed);
-      }
-      continue;
-    }
-    if (result == kNcclInProgress && deferInProgress(p.comm, p.slot, p.index)) continue;
+    const HeldOp held{p.index, p.slot, p.stream, p.ticket, p.arbiter};
+    // Launched later by NCCL's thread: the settle decides (in_progress.cc).
+    if (result == kNcclInProgress && !simulated && holdInProgress(p.comm, held)) continue;
+    if (ok && pluginTakes(p.arbiter, p.slot, p.index, p.ticket, p.stream)) continue;
+    if (markWithCuda(held, ok)) continue;
     completeEvent(p.slot, p.index, result, now);
   }
   g->count = 0;
-  if (!ok) requestDump(format::DumpReason::kNcclError);
+  if (!acceptedResult(result)) requestDump(format::DumpReason::kNcclError);
 }
 
 void Recorder::requestDump(format::DumpReason reason) {

@@ -24,6 +24,7 @@
 #include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/op_type.h"
+#include "recorder/in_progress.h"
 #include "recorder/params.h"
 
 namespace ncclrec::recorder {
@@ -64,7 +65,17 @@ struct CallHandle {
   // NCCL's profiler callbacks took over the op's completion (interpose/profiler_plugin.cc): end()
   // and the group end leave a successful op to them.
   bool profiler_completes = false;
+  // NCCLREC_COMPLETION=auto with CUDA markers at hand: the plugin adopted the op, and whoever
+  // moves this word out of kOwnerUndecided first completes it. The plugin takes it (kOwnerPlugin)
+  // when NCCL starts the op's task with kernel channels (they report the GPU's progress); else
+  // the recorder does (kOwnerMarker) when the op's launch is known to have happened: after the
+  // call, at the outermost GroupEnd, or at the settle of a nonblocking communicator.
+  std::atomic<uint8_t>* arbiter = nullptr;
 };
+
+inline constexpr uint8_t kOwnerUndecided = 0;
+inline constexpr uint8_t kOwnerPlugin = 1;
+inline constexpr uint8_t kOwnerMarker = 2;
 
 class Recorder {
  public:
@@ -130,6 +141,9 @@ class Recorder {
   const std::string& blackBoxPath() const { return box_->path(); }
   const format::RecordingName& blackBoxName() const { return box_->name(); }
   CudaCompletion* cuda() const { return cuda_.get(); }
+  // NCCLREC_COMPLETION=auto with a CUDA driver: the profiler plugin times the ops that NCCL runs
+  // with kernel channels and CUDA markers the others (CallHandle::arbiter).
+  bool arbitratesCompletion() const { return arbitrates_; }
 
   // Called by the exit handler: marks the black box exited, stops the watchdog, final dump.
   void shutdown();
@@ -143,8 +157,14 @@ class Recorder {
   bool init(std::string* error);
   void setProcessRank(int rank, int nranks);
   void completeEvent(format::Event* slot, uint64_t index, int result, int64_t now);
-  // Leaves an op enqueued until asyncSettled(); false when it cannot (unknown comm, list full).
-  bool deferInProgress(CommState* cs, format::Event* slot, uint64_t index);
+  // Holds an op until asyncSettled(); false when it cannot (unknown comm, queue full).
+  bool holdInProgress(CommState* cs, const HeldOp& op);
+  // An op with an arbiter: true when the profiler plugin completes it (then its CUDA ticket, if
+  // any, is released unused); false when the caller must (the plugin is locked out).
+  bool pluginTakes(std::atomic<uint8_t>* arbiter, format::Event* slot, uint64_t index,
+                   int32_t ticket, const void* stream);
+  // Records a held or grouped op's end marker; false when it has no ticket or the driver refused.
+  bool markWithCuda(const HeldOp& op, bool ok);
   void addComm(const CommInfo& info);
 
   Params params_;
@@ -154,6 +174,7 @@ class Recorder {
   std::unique_ptr<PythonFrames> python_;  // nullptr outside CPython processes
   int python_depth_ = 0;                  // Python frames per stack in use (0 without python_)
   std::unique_ptr<CudaCompletion> cuda_;
+  bool arbitrates_ = false;
   std::unique_ptr<Watchdog> watchdog_;
   std::mutex dump_mutex_;
   std::atomic<uint32_t> initall_calls_{0};

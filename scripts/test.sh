@@ -41,6 +41,7 @@ cmake --build "$build" -j "$jobs" --target ncclrec_recorder_test ncclrec_watchdo
   ncclrec_interpose_test ncclrec_interpose ncclrec_dump nccl_caller ncclrec_stub_nccl \
   ncclrec_fake_cuda ncclrec_print_frames ncclrec_python_layout_print \
   hostnccl_test hostnccl_conformance_test hostnccl_conformance_worker hostnccl_profiler_test \
+  ncclrec_completion_worker \
   ncclrec_symbolize_test ncclrec-analyze
 cd "$build"
 exec ctest --output-on-failure -j "$jobs" --timeout 300 -L 'recorder|interpose|python|hostnccl' \

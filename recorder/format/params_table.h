@@ -69,8 +69,9 @@ struct ParamSpec {
     "Mark the black box on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL, then chain the old handler")      \
   X(NCCLREC_COMPLETION, kChoice, "auto", "auto|host|cuda|cuda-full|profiler",                      \
     "Completion tracking: cuda = a CUDA event after each op on its stream, cuda-full = also one "  \
-    "before it (start seen, not inferred), host = call return, auto = cuda if a driver is found, " \
-    "profiler = NCCL's profiler callbacks (the shim becomes NCCL_PROFILER_PLUGIN if unset)")       \
+    "before it (start seen, not inferred), host = call return, profiler = NCCL's profiler "        \
+    "callbacks (the shim becomes NCCL_PROFILER_PLUGIN if unset), auto = with a CUDA driver, "      \
+    "profiler for ops NCCL runs with kernel channels and cuda for the others, else host")          \
   X(NCCLREC_CUDA_LIBRARY, kString, "libcuda.so.1", "",                                             \
     "CUDA driver library dlopen'ed for completion tracking")                                       \
   X(NCCLREC_DUMP_LIBRARY, kString, "", "",                                                         \

@@ -84,7 +84,21 @@ verdict "a held all-reduce stays incomplete and the watchdog dumps it" $rc
 step "5. ncclrec-trainer on cuda:0 (built here against this PyTorch), without and with the shim"
 bash "$here/trainer_check.sh" "$bundle" /tmp/ncclrec-trainer-check 3 400 2>&1 | tee -a "$out/summary.txt"
 verdict "ncclrec-trainer runs on the GPU under the shim" "${PIPESTATUS[0]}"
-tar czf "$out/dumps.tgz" -C "$out" loop torch held 2>/dev/null
-rm -rf "$out/loop" "$out/torch" "$out/held"
+step "6. end markers: cuEventRecord vs a cuStreamWriteValue64 watermark (ns per call; nodes a capture gains)"
+"$bundle/bin/marker_cost" 2>&1 | tee -a "$out/summary.txt"
+verdict "marker_cost ran (compare the two markers' ns; a marker must add 0 nodes to a graph)" "${PIPESTATUS[0]}"
+step "7. nccl_loop per NCCLREC_COMPLETION (host, cuda, auto), alternated with direct: ns added per call"
+rc=0
+for round in 1 2 3; do
+  "$bundle/bin/nccl_loop" 20000 2>&1 | sed "s/^/direct  /"
+  for mode in host cuda auto; do
+    NCCLREC_DIR=$out/modes/$mode NCCLREC_RUN_ID=$mode NCCLREC_COMPLETION=$mode LD_PRELOAD=$shim \
+      "$bundle/bin/nccl_loop" 20000 2>&1 | sed "s/^/$mode    /" || rc=1
+  done
+done 2>&1 | tee -a "$out/summary.txt"
+"$analyze" --events --last 4 "$out/modes/auto" 2>&1 | tee -a "$out/summary.txt" | head -12
+verdict "nccl_loop ran under host, cuda and auto completion" $rc
+tar czf "$out/dumps.tgz" -C "$out" loop torch held modes 2>/dev/null
+rm -rf "$out/loop" "$out/torch" "$out/held" "$out/modes"
 echo "$failed check(s) failed" | tee -a "$out/summary.txt"
 exit "$failed"

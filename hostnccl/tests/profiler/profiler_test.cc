@@ -197,6 +197,16 @@ TEST(ProfilerPlugin, EventStreamMatchesNcclOrderAndFields) {
   }
 }
 
+TEST(ProfilerPlugin, OneRankCommunicatorRunsNoKernelChannel) {
+  // As NCCL: no kernel channel for a 1-rank communicator, so nChannels 0 and no KernelCh event.
+  Ranks run = runRanks("two", 1, {plugin()});
+  const std::string log = run.log(0);
+  EXPECT_EQ(count(log, "Coll AllReduce"), 2) << log;
+  EXPECT_EQ(count(log, " ch=0"), 2) << log;
+  EXPECT_EQ(count(log, " ch=1"), 0) << log;
+  EXPECT_EQ(count(log, "KernelCh"), 0) << log;
+}
+
 TEST(ProfilerPlugin, MaskLimitsEventsToTheActiveTypesAndTheirParents) {
   // CollApi only: its parent GroupApi is sent too, nothing below it.
   Ranks run = runRanks("two", 2, {plugin(), "PROFTEST_MASK=0x200"});
