@@ -3,6 +3,7 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,25 @@ namespace {
 
 // One Gloo TCP device (an epoll thread) per local address, shared by the communicators that
 // reach their peers from it. Leaked at exit, like the rendezvous service.
+// NCCL never raises SIGPIPE (its sockets send with MSG_NOSIGNAL); Gloo's TCP transport writes
+// with writev, which does when the peer's end is gone: a rank whose peer was killed would die of
+// SIGPIPE instead of failing its call with a remote error, as it does on NCCL (faultgen seed 334,
+// under load). So, once, SIGPIPE is ignored unless the program chose what it does (Python ignores
+// it already; a handler or an ignore of the program's own is kept).
+void ignoreSigpipeUnlessChosen() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (sigaction(SIGPIPE, nullptr, &old) == 0 && (old.sa_flags & SA_SIGINFO) == 0 &&
+        old.sa_handler == SIG_DFL) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      sigemptyset(&ignore.sa_mask);
+      sigaction(SIGPIPE, &ignore, nullptr);
+    }
+  });
+}
+
 std::shared_ptr<gloo::transport::Device> deviceFor(const SockAddr& local) {
   static std::mutex mu;
   using DeviceMap = std::map<std::string, std::shared_ptr<gloo::transport::Device>>;
@@ -46,7 +66,10 @@ std::shared_ptr<gloo::transport::Device> deviceFor(const SockAddr& local) {
     owner = getpid();
   }
   auto& dev = (*devices)[key];
-  if (!dev) dev = gloo::transport::tcp::CreateDevice(attr);
+  if (!dev) {
+    ignoreSigpipeUnlessChosen();
+    dev = gloo::transport::tcp::CreateDevice(attr);
+  }
   return dev;
 }
 

@@ -179,6 +179,11 @@ TEST(Conformance, KilledRankGivesTheOthersAnError) {
   runRanks("kill", 3, {"HOSTNCCL_TIMEOUT=20"}, Expect{.killedRank = 2});
 }
 
+TEST(Conformance, RankWritingToAKilledPeerFailsInsteadOfDyingOfSigpipe) {
+  if (realNccl()) GTEST_SKIP() << "HOSTNCCL_TIMEOUT is hostnccl's";
+  runRanks("killwrite", 2, {"HOSTNCCL_TIMEOUT=20"}, Expect{.killedRank = 1});
+}
+
 TEST(Conformance, BadInputGivesNcclErrorCodes) {
   if (realNccl()) GTEST_SKIP() << "uses destroyed communicators, undefined with real NCCL";
   runRanks("errors", 1);

@@ -451,6 +451,7 @@ int main(int argc, char** argv) {
                                                            {"timeout", timeout},
                                                            {"mismatch", mismatch},
                                                            {"kill", killedPeer},
+                                                           {"killwrite", killedWhileWriting},
                                                            {"errors", badInput},
                                                            {"initall", initAll},
                                                            {"fork", forkedRanks},

@@ -110,6 +110,30 @@ int killedPeer() {
   return 0;
 }
 
+// Run with HOSTNCCL_TIMEOUT=20 and 2 ranks, SIGPIPE at its default: after the first init it is
+// ignored (hostnccl does so unless the program chose), and when rank 1 dies right after the
+// first collective, rank 0's large all-reduce to it fails with an error, as on NCCL, instead of
+// SIGPIPE killing rank 0 (which a write to the dead peer's socket raises only with some timings).
+int killedWhileWriting() {
+  signal(SIGPIPE, SIG_DFL);
+  ncclComm_t comm = initComm();
+  struct sigaction now {};
+  CHECK(sigaction(SIGPIPE, nullptr, &now) == 0 && now.sa_handler == SIG_IGN,
+        "SIGPIPE still at its default after the first init");
+  checkSum(comm, gN * (gN - 1) / 2.0, "AllReduce before the kill");
+  if (gRank == gN - 1) raise(SIGKILL);
+  std::vector<float> v(1 << 20, 1.0f);
+  const ncclResult_t rc = expectFailure(
+      "AllReduce while the peer dies",
+      [&] {
+        return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, gStream);
+      },
+      std::chrono::seconds(10));
+  CHECK(rc == ncclRemoteError || rc == ncclSystemError, "dead peer gave %d", rc);
+  NCCL_OK(ncclCommAbort(comm));
+  return 0;
+}
+
 int badInput() {
   int version = 0;
   NCCL_OK(ncclGetVersion(&version));

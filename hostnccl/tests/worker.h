@@ -44,6 +44,7 @@ void checkSum(ncclComm_t comm, double expected, const char* what);
 int timeout();
 int mismatch();
 int killedPeer();
+int killedWhileWriting();
 int badInput();
 int initAll();
 int forkedRanks();
