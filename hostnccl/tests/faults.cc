@@ -28,6 +28,21 @@ ncclResult_t expectFailure(const char* what, const std::function<ncclResult_t()>
   return rc;
 }
 
+// An all-reduce of `count` floats with a rank that died fails within 10 s with NCCL's error for a
+// lost peer; then the communicator is aborted.
+int allReduceFailsWithADeadPeer(ncclComm_t comm, size_t count) {
+  std::vector<float> v(count, 1.0f);
+  const ncclResult_t rc = expectFailure(
+      "AllReduce with a dead rank",
+      [&] {
+        return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, gStream);
+      },
+      std::chrono::seconds(10));
+  CHECK(rc == ncclRemoteError || rc == ncclSystemError, "dead peer gave %d", rc);
+  NCCL_OK(ncclCommAbort(comm));
+  return 0;
+}
+
 }  // namespace
 
 // Run with HOSTNCCL_TIMEOUT=1: rank 1 skips the second collective.
@@ -98,16 +113,7 @@ int killedPeer() {
   checkSum(comm, gN * (gN - 1) / 2.0, "AllReduce before the kill");
   if (gRank == gN - 1) raise(SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::vector<float> v(1 << 16, 1.0f);
-  ncclResult_t rc = expectFailure(
-      "AllReduce with a dead rank",
-      [&] {
-        return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, gStream);
-      },
-      std::chrono::seconds(10));
-  CHECK(rc == ncclRemoteError || rc == ncclSystemError, "dead peer gave %d", rc);
-  NCCL_OK(ncclCommAbort(comm));
-  return 0;
+  return allReduceFailsWithADeadPeer(comm, 1 << 16);
 }
 
 // Run with HOSTNCCL_TIMEOUT=20 and 2 ranks, SIGPIPE at its default: after the first init it is
@@ -122,16 +128,7 @@ int killedWhileWriting() {
         "SIGPIPE still at its default after the first init");
   checkSum(comm, gN * (gN - 1) / 2.0, "AllReduce before the kill");
   if (gRank == gN - 1) raise(SIGKILL);
-  std::vector<float> v(1 << 20, 1.0f);
-  const ncclResult_t rc = expectFailure(
-      "AllReduce while the peer dies",
-      [&] {
-        return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat32, ncclSum, comm, gStream);
-      },
-      std::chrono::seconds(10));
-  CHECK(rc == ncclRemoteError || rc == ncclSystemError, "dead peer gave %d", rc);
-  NCCL_OK(ncclCommAbort(comm));
-  return 0;
+  return allReduceFailsWithADeadPeer(comm, 1 << 20);
 }
 
 int badInput() {
