@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "analyzer/rank_ops.h"
 
@@ -78,14 +79,19 @@ bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& 
   return false;
 }
 
-// What repeats across a program's steps: an op of a communicator from one call site.
+// What repeats across a program's steps: an op of a communicator from one call site. Asked of
+// one rank's events only: its answer per stack id is kept (a rank's history holds thousands of
+// events and few stacks; a cycle of thousands of ranks asks of each).
 struct StepKey {
   uint64_t comm_id = 0;
   format::OpType op = format::OpType::kUnknown;
   std::string site;
+  mutable std::unordered_map<uint32_t, bool> by_stack;
   bool matches(const CycleFacts& f, const RankData& r, const EventRecord& e) const {
-    return e.commId() == comm_id && e.op == op &&
-           describeCallSite(callSiteOf(r, e, f.sites)) == site;
+    if (e.commId() != comm_id || e.op != op) return false;
+    const auto [it, added] = by_stack.try_emplace(e.stackId(), false);
+    if (added) it->second = describeCallSite(callSiteOf(r, e, f.sites)) == site;
+    return it->second;
   }
 };
 
