@@ -19,6 +19,9 @@ using format::RankData;
 // two communicators differently cannot tell which of them is "the" deviant.
 constexpr size_t kMinAgreeingPeers = 2;
 
+// The most members of a cycle for which the own-history and new-op tests run.
+constexpr size_t kMaxMembersForOwnTests = 64;
+
 std::string opName(const EventRecord& e) { return std::string(format::opName(e.op)); }
 
 // A member of the cycle that did not issue an op its communicator's other members all issued.
@@ -253,7 +256,12 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
   std::optional<Deviation> found;
   if (by_peers.size() == 1 && !through_p2p) found = std::move(by_peers.front());
   for (const auto deviation : {deviationFromOwnHistory, deviationByNewOp}) {
-    if (found || (through_p2p && deviation == deviationByNewOp)) break;
+    // Both read events per pair of members (the new-op test every rank's): kept to cycles of a
+    // few ranks (a deviant and the partners it holds), not two sides of thousands each.
+    if (found || scc.size() > kMaxMembersForOwnTests ||
+        (through_p2p && deviation == deviationByNewOp)) {
+      break;
+    }
     std::vector<Deviation> named;
     for (size_t i : scc) {
       const bool candidate =
