@@ -131,9 +131,11 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   std::unique_ptr<ncclComm> owned;
   if (into == nullptr) owned = std::make_unique<ncclComm>();
   ncclComm* comm = into != nullptr ? into : owned.get();
-  comm->rank = rank;
-  comm->nranks = nranks;
-  comm->cudaDev = cudaDev;
+  // A nonblocking init filled these in before its thread started (`into`), and the program (or
+  // the recorder's shim) may read them meanwhile: written only where they differ, never racing.
+  if (comm->rank != rank) comm->rank = rank;
+  if (comm->nranks != nranks) comm->nranks = nranks;
+  if (comm->cudaDev != cudaDev) comm->cudaDev = cudaDev;
   comm->secret = id.secret;
   comm->hash = fnv1a(id.secret.data(), id.secret.size());
   comm->sendSeq.assign(nranks, 0);
