@@ -92,8 +92,21 @@ struct PluginComm {
   uint64_t comm_id;
   int rank;
   int nranks;
-  bool shim;  // the wrappers registered it (and record its life cycle)
+  bool shim;                   // the wrappers registered it (and record its life cycle)
+  PluginComm* next = nullptr;  // every one ever made (gAllComms)
 };
+
+// Contexts outlive their communicator (the comm table may still name one, as a dead handle), so
+// they are never freed: kept on one list, reachable, not leaked (once per communicator init).
+std::atomic<PluginComm*> gAllComms{nullptr};
+
+void keep(PluginComm* comm) {
+  PluginComm* head = gAllComms.load(std::memory_order_relaxed);
+  do {
+    comm->next = head;
+  } while (!gAllComms.compare_exchange_weak(head, comm, std::memory_order_release,
+                                            std::memory_order_relaxed));
+}
 
 // Set by the communicator-creating wrappers: the shim is preloaded and registers communicators
 // itself, so init must not register them a second time.
@@ -222,6 +235,7 @@ ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char*
   const bool shim = gShimCreatesComms.load();
   auto* comm = new (std::nothrow) PluginComm{comm_id, rank, nranks, shim};
   if (comm == nullptr) return ncclSuccess;
+  keep(comm);
   *mask = kMask;
   *context = comm;
   if (shim) return ncclSuccess;
