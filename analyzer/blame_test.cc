@@ -193,16 +193,6 @@ TEST(BlameTest, RankBlockedInAnOpNewToItsCommunicatorBreaksTheCycle) {
   EXPECT_EQ(shortFunctionName(v.site.function), "pairHandshake");
 }
 
-// Per-peer sequence numbers for p2p calls (the builder numbers per communicator).
-void renumberP2p(RankData& r) {
-  std::map<std::pair<OpType, int>, uint64_t> per_peer;
-  uint64_t collectives = 0;
-  for (EventRecord& e : r.events) {
-    e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer()}}] : ++collectives;
-    if (!format::isP2p(e.op)) e.setPeer(-1);
-  }
-}
-
 TEST(BlameTest, RankThatSkippedACollectiveIntoItsRingExchangeIsTheCulprit) {
   // faultgen seed 760: each step all-reduces on A (ranks 0-2), then ranks 1 and 2 exchange halos
   // on B (a send and a receive each, grouped). In step 3 rank 1 skips A#3 and posts its exchange:
@@ -223,7 +213,7 @@ TEST(BlameTest, RankThatSkippedACollectiveIntoItsRingExchangeIsTheCulprit) {
   job.rank(1).events[6].state = EventState::kEnqueued;  // the group waits as a whole
   job.rank(1).events[6].setEndNs(0);
   job.ops(2, concat(concat(step2, step2), {{kTrain}}), true);
-  for (int r = 0; r < 3; ++r) renumberP2p(job.rank(r));
+  for (int r = 0; r < 3; ++r) numberLikeNccl(job.rank(r));
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{1});
@@ -258,7 +248,7 @@ TEST(BlameTest, PipelineStageThatReceivedMoreThanItSentIsTheCulprit) {
            p2p(OpType::kSend, 2, send), p2p(OpType::kRecv, 0, recv), loss},
           true);
   job.ops(2, repeat(p2p(OpType::kRecv, 1, recv), 3), true);
-  for (int r = 0; r < 3; ++r) renumberP2p(job.rank(r));
+  for (int r = 0; r < 3; ++r) numberLikeNccl(job.rank(r));
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{1});
@@ -291,7 +281,7 @@ TEST(BlameTest, ReceiverBehindABlockedRelayIsNotTheCulprit) {
   job.ops(3, {p2p(OpType::kRecv, 2), p2p(OpType::kRecv, 2)}, true);
   // Stage 3's wait is the older one: it is looked at first and found to be a symptom.
   job.rank(3).events.back().setEnqueueNs(kT0);
-  for (int r = 0; r < 4; ++r) renumberP2p(job.rank(r));
+  for (int r = 0; r < 4; ++r) numberLikeNccl(job.rank(r));
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{1});

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analyzer/phrases.h"
@@ -189,6 +190,48 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
 }
 
 }  // namespace
+
+Standing standing(const RankData& r, const EventRecord& blocked,
+                  const std::function<bool(const EventRecord&)>& owed, const CallSites& sites) {
+  const std::string site = describeCallSite(callSiteOf(r, blocked, sites));
+  std::unordered_map<uint32_t, bool> site_of_stack;  // a rank's thousands of calls share few stacks
+  const auto likeBlocked = [&](const EventRecord& e) {
+    if (e.commId() != blocked.commId() || e.op != blocked.op || e.peer() != blocked.peer()) {
+      return false;
+    }
+    const auto [it, added] = site_of_stack.try_emplace(e.stackId(), false);
+    if (added) it->second = describeCallSite(callSiteOf(r, e, sites)) == site;
+    return it->second;
+  };
+  std::vector<size_t> stretches;  // owed ops between two earlier calls like the blocked one
+  size_t now = 0;                 // owed ops since the last of them
+  bool began = false;
+  for (const EventRecord& e : r.events) {
+    if (e.index >= blocked.index) break;
+    if (owed(e)) ++now;
+    if (!likeBlocked(e)) continue;
+    if (began) stretches.push_back(now);
+    began = true;
+    now = 0;
+  }
+  const size_t m = stretches.size();
+  if (m == 0) return Standing::kUnknown;
+  // The shortest period the stretches repeat with (m itself when none repeats).
+  size_t period = 1;
+  const auto repeats = [&](size_t q) {
+    for (size_t t = q; t < m; ++t) {
+      if (stretches[t] != stretches[t - q]) return false;
+    }
+    return true;
+  };
+  while (period < m && !repeats(period)) ++period;
+  const bool seen_repeat = period < m;
+  const size_t expected = stretches[m - period];
+  // One stretch is its own history; two or more that never repeat are no loop to go by.
+  if (now == expected && (seen_repeat || m == 1)) return Standing::kBehind;
+  if (now < expected && seen_repeat) return Standing::kPast;
+  return Standing::kUnknown;
+}
 
 bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
   const auto count = [&](OpType op, int me, int peer) -> size_t {

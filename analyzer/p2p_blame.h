@@ -56,6 +56,19 @@ bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
 bool heldByChainOn(const std::vector<format::RankData>& ranks, const format::RankData& r,
                    uint64_t comm, const std::function<bool(int)>& waits_in_p2p);
 
+// Where a rank blocked in a send or receive on another communicator stands, by its own history,
+// towards the ops (`owed`) a waiting peer needs from it. Its history is cut at each earlier call
+// like the one it is blocked in (same communicator, op, peer and call site) into stretches, each
+// counted for `owed` ops; a loop repeats those counts with some period. kBehind: the stretch that
+// ends at its blocked call holds as many as the same stretch one period before (the ops it owes
+// come after the call it is blocked in: a symptom). kPast: fewer, with the period seen repeat at
+// least once (it closed the run short and went on: it left one out). kUnknown: no history, no
+// period, or more than expected.
+enum class Standing { kBehind, kPast, kUnknown };
+Standing standing(const format::RankData& r, const format::EventRecord& blocked,
+                  const std::function<bool(const format::EventRecord&)>& owed,
+                  const CallSites& sites);
+
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
 // count is below what another pair of the communicator moved. Else (the communicator's only pair,
 // or other pairs that may play another role) the pair's history decides: at the first step (the

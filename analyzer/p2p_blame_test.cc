@@ -32,19 +32,9 @@ Op p2pOp(OpType op, int peer, const Site& site) {
 Op send(int peer, const Site& site = kSendAct) { return p2pOp(OpType::kSend, peer, site); }
 Op recv(int peer, const Site& site = kRecvAct) { return p2pOp(OpType::kRecv, peer, site); }
 
-// Job numbers every op of a rank on a communicator in one sequence; NCCL numbers p2p per peer
-// and direction.
 void renumber(Job& job, int world) {
-  for (int r = 0; r < world; ++r) {
-    std::map<std::pair<OpType, int>, uint64_t> per_peer;
-    uint64_t collectives = 0;
-    for (format::EventRecord& e : job.rank(r).events) {
-      e.op_seq = format::isP2p(e.op) ? ++per_peer[{OpType{e.op}, int{e.peer()}}] : ++collectives;
-      if (!format::isP2p(e.op)) e.setPeer(-1);
-    }
-  }
+  for (int r = 0; r < world; ++r) numberLikeNccl(job.rank(r));
 }
-
 TEST(P2pBlameTest, PipelineHeadThatSkippedASendIsTheCulprit) {
   // Stage 0 of 3 sends no activation in step 2 and goes on to the loss all-reduce; stage 1 waits
   // in its 3rd receive, stage 2 behind it. Stage 0 relays nothing, but the link 1 -> 2 moved 3.

@@ -88,6 +88,18 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   return v;
 }
 
+// The send or receive `r` is blocked in on a communicator other than `comm` (its oldest pending
+// one), or nullptr: none, or a collective pending as well (then the collective holds it).
+const EventRecord* blockedInP2pElsewhere(const RankData& r, uint64_t comm) {
+  const EventRecord* there = nullptr;
+  for (const EventRecord& e : r.events) {
+    if (!pending(e)) continue;
+    if (format::isCollective(e.op)) return nullptr;
+    if (there == nullptr && format::isP2p(e.op) && e.commId() != comm) there = &e;
+  }
+  return there;
+}
+
 }  // namespace
 
 std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallSites& sites) {
@@ -184,14 +196,38 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
       continue;
     }
     if (!pending(e) && !p2p::finishedComm(*peer_data->second, e.commId())) continue;
-    if (e.op == OpType::kRecv && !blockedInP2p(e.commId(), e.peer())) {
+    const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+    const auto list = posted.find({e.commId(), other, e.peer(), e.rank()});
+    const bool unmatched = list == posted.end() || !list->second.contains(e.op_seq);
+    // A peer blocked in a send or receive on another communicator: by its own history it has yet
+    // to reach what `e` waits for (held there: a symptom), or it closed that run short and went on
+    // (faultgen seed 222: two pipelines on two communicators whose ends wait on each other).
+    p2p::Standing peer_standing = p2p::Standing::kUnknown;
+    if (unmatched && pending(e) && !blockedInP2p(e.commId(), e.peer())) {
+      if (const EventRecord* there = blockedInP2pElsewhere(*peer_data->second, e.commId())) {
+        peer_standing = p2p::standing(
+            *peer_data->second, *there,
+            [&](const EventRecord& x) {
+              return x.commId() == e.commId() && x.op == other && x.rank() == e.peer() &&
+                     x.peer() == e.rank() && !rejected(x) && x.state != EventState::kEmpty;
+            },
+            sites);
+      }
+    }
+    if (peer_standing == p2p::Standing::kPast) {
+      Verdict missing = p2p::missingCounterpart(posted, global_of, w, sites);
+      missing.tables.push_back(e.op == OpType::kSend
+                                   ? pairTable(e.commId(), e.rank(), e.peer(), e.op_seq)
+                                   : pairTable(e.commId(), e.peer(), e.rank(), e.op_seq));
+      return missing;
+    }
+    const bool held_elsewhere = peer_standing == p2p::Standing::kBehind;
+    if (e.op == OpType::kRecv && !blockedInP2p(e.commId(), e.peer()) && !held_elsewhere) {
       if (std::optional<Verdict> relay = relayCulprit(posted, global_of, w, sites)) {
         relay->tables.push_back(pairTable(e.commId(), e.peer(), e.rank(), e.op_seq));
         return relay;
       }
     }
-    const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
-    const auto list = posted.find({e.commId(), other, e.peer(), e.rank()});
     const CallSite site = callSiteOf(*w.rank, e, sites);
     Verdict v;
     v.tables.push_back(e.op == OpType::kSend ? pairTable(e.commId(), e.rank(), e.peer(), e.op_seq)
@@ -211,7 +247,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     const std::string counterpart = std::string(format::opName(other)) +
                                     (other == OpType::kSend ? "s to" : "s from") + " rank " +
                                     std::to_string(w.rank->global_rank);
-    if (list == posted.end() || !list->second.contains(e.op_seq)) {
+    if (unmatched) {
       const size_t n = list == posted.end() ? 0 : list->second.size();
       v.headline = me + " has no matching " + std::string(format::opName(other)) + ": rank " +
                    std::to_string(peer->second) + " posted " + std::to_string(n) + " " +
@@ -221,7 +257,7 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
         v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
                       describeCallSite(callSiteOf(*last.rank, *last.event, sites)) + ")";
       }
-      if (blockedInP2p(e.commId(), e.peer())) {
+      if (blockedInP2p(e.commId(), e.peer()) || held_elsewhere) {
         if (!symptom) symptom = std::move(v);
         continue;
       }

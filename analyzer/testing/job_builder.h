@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analyzer/diagnose.h"
@@ -129,6 +130,19 @@ inline Op pairOp(const Site& site) {
   Op o{site, 1};
   o.comm = kOtherComm;
   return o;
+}
+
+// Numbers a rank's calls as NCCL does: collectives per communicator, sends and receives per
+// communicator, peer and direction (the builder numbers every call of a communicator in one
+// sequence). Clears the peer of collectives (the builder keeps their root there).
+inline void numberLikeNccl(RankData& r) {
+  std::map<std::tuple<uint64_t, OpType, int>, uint64_t> per_peer;
+  std::map<uint64_t, uint64_t> collectives;
+  for (EventRecord& e : r.events) {
+    e.op_seq = format::isP2p(e.op) ? ++per_peer[{e.commId(), OpType{e.op}, int{e.peer()}}]
+                                   : ++collectives[e.commId()];
+    if (!format::isP2p(e.op)) e.setPeer(-1);
+  }
 }
 
 inline std::vector<Op> repeat(const Op& op, int n) { return std::vector<Op>(n, op); }
