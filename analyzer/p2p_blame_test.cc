@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -293,6 +294,44 @@ TEST(P2pBlameTest, ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit) {
   EXPECT_EQ(v.ranks, std::vector<int>{2});
   ASSERT_FALSE(v.tables.empty());
   EXPECT_EQ(v.tables.back().title, "what followed");  // the unmatched send, as evidence
+}
+
+TEST(P2pBlameTest, SenderThatFailedAGroupWhenAPeerExitedIsNotTheCulprit) {
+  // Faultgen seed 814: each step rank 0 sends to rank 1 (A), then a group of an all-reduce on B
+  // (ranks 0 and 2) and one on C (ranks 0 and 1). Rank 2 returns from main before its 3rd group;
+  // rank 0's group fails (remote error) and it exits without its 3rd send; rank 1's all-reduce on
+  // C completed, and it waits in its 3rd receive. The failed ncclGroupEnd names no communicator:
+  // the calls of its group do, and B's lost the rank that exited.
+  constexpr uint64_t kB = 0xbbbb000000000001, kC = 0xcccc000000000001;
+  const auto on = [](uint64_t comm) {
+    Op o{kLoss, 4};
+    o.comm = comm;
+    return o;
+  };
+  const Op start{kLoss, 0, OpType::kGroupStart}, end{kLoss, 0, OpType::kGroupEnd};
+  const auto group = [&](uint64_t comm_a, uint64_t comm_b) {
+    return std::vector<Op>{start, on(comm_a), on(comm_b), end};
+  };
+  Job job(3);
+  job.ops(0, concat(concat(concat({send(1)}, group(kB, kC)), concat({send(1)}, group(kB, kC))),
+                    group(kB, kC)));
+  for (size_t i = job.rank(0).events.size() - 3; i < job.rank(0).events.size(); ++i) {
+    job.rank(0).events[i].state = format::EventState::kFailed;
+    job.rank(0).events[i].result = 6;  // ncclRemoteError
+  }
+  job.rank(0).exited = true;
+  job.ops(1, concat(concat({recv(0), on(kC), recv(0), on(kC)}, {on(kC)}), {recv(0)}), true);
+  job.ops(2, {on(kB), on(kB)});
+  job.rank(2).exited = true;
+  for (RankData& r : {std::ref(job.rank(0)), std::ref(job.rank(1)), std::ref(job.rank(2))}) {
+    for (format::EventRecord& e : r.events) {
+      if (e.op == OpType::kGroupStart || e.op == OpType::kGroupEnd) e.setCommId(0);
+    }
+  }
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2}) << v.headline;
 }
 
 TEST(P2pBlameTest, TwoStagePipelineJudgedAgainstTheSameStepOfTheLoop) {

@@ -17,6 +17,35 @@ std::optional<Verdict> waitCycleOrItsCause(Engine& en) {
   return v;
 }
 
+namespace {
+
+// The rank that left on its own behind `failed`, `rd`'s newest call that lost a peer. A failed
+// ncclGroupEnd names no communicator: the failed calls of its group do (faultgen seed 814: a
+// group of a broadcast with the rank that exited and an all-reduce without it); one leaver for
+// all of them, or none is named.
+std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
+                                const format::EventRecord& failed) {
+  Verdict cause;
+  if (failed.commId() != 0) {
+    if (en.leaverExplains(failed, cause)) return cause;
+    return std::nullopt;
+  }
+  if (failed.op != format::OpType::kGroupEnd) return std::nullopt;
+  std::optional<Verdict> found;
+  int depth = 0;
+  for (size_t i = static_cast<size_t>(&failed - rd.events.data()) + 1; i-- > 0;) {
+    const format::EventRecord& e = rd.events[i];
+    depth += e.op == format::OpType::kGroupEnd ? 1 : e.op == format::OpType::kGroupStart ? -1 : 0;
+    if (depth == 0) break;  // its ncclGroupStart
+    if (e.commId() == 0 || !en.leaverExplains(e, cause)) continue;
+    if (found && found->ranks != cause.ranks) return std::nullopt;
+    if (!found) found = cause;
+  }
+  return found;
+}
+
+}  // namespace
+
 // An unmatched send or receive whose pair stopped because one of its ranks only reacted: that
 // rank's newest call failed because a peer left on its own (killed, exited), which is the cause
 // (faultgen seed 334: rank 2 failed an all-reduce with the rank that was killed and exited, so
@@ -29,10 +58,7 @@ std::optional<Verdict> leaverBehind(Engine& en, const Verdict& v) {
                                        [&](const auto& e) { return e.commId() == v.comm_id; })) {
       continue;
     }
-    // A failed ncclGroupEnd names no communicator: which peer it lost is not known.
-    const format::EventRecord* failed = newestPeerCall(rd);
-    Verdict cause;
-    if (failed->commId() != 0 && en.leaverExplains(*failed, cause)) return cause;
+    if (std::optional<Verdict> cause = leaverOf(en, rd, *newestPeerCall(rd))) return cause;
   }
   return std::nullopt;
 }
