@@ -192,7 +192,8 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
 }  // namespace
 
 Standing standing(const RankData& r, const EventRecord& blocked,
-                  const std::function<bool(const EventRecord&)>& owed, const CallSites& sites) {
+                  const std::function<bool(const EventRecord&)>& owed, const CallSites& sites,
+                  bool one_stretch_will_do) {
   const std::string site = describeCallSite(callSiteOf(r, blocked, sites));
   std::unordered_map<uint32_t, bool> site_of_stack;  // a rank's thousands of calls share few stacks
   const auto likeBlocked = [&](const EventRecord& e) {
@@ -229,8 +230,53 @@ Standing standing(const RankData& r, const EventRecord& blocked,
   const size_t expected = stretches[m - period];
   // One stretch is its own history; two or more that never repeat are no loop to go by.
   if (now == expected && (seen_repeat || m == 1)) return Standing::kBehind;
-  if (now < expected && seen_repeat) return Standing::kPast;
+  if (now < expected && (seen_repeat || (m == 1 && one_stretch_will_do))) return Standing::kPast;
   return Standing::kUnknown;
+}
+
+std::optional<ShortRun> shortRunOf(const Posted& posted, const Located& a, const Located& b,
+                                   const CallSites& sites) {
+  const auto siteOf = [&](const Located& x) {
+    return describeCallSite(callSiteOf(*x.rank, *x.event, sites));
+  };
+  const auto listOf = [&](const Located& x) {
+    const EventRecord& e = *x.event;
+    return posted.find({e.commId(), e.op, e.rank(), e.peer()});
+  };
+  // Whether `x` (paired with `y`) closed short its run of calls from the site that paired with
+  // `y`'s site before; that site.
+  const auto closedShort = [&](const Located& x, const Located& y) -> std::optional<CallSite> {
+    const auto mine = listOf(x), theirs = listOf(y);
+    if (mine == posted.end() || theirs == posted.end()) return std::nullopt;
+    const std::string y_site = siteOf(y);
+    std::optional<Located> role;  // x's first call that paired with one from y's site
+    for (const auto& [seq, call] : mine->second) {
+      if (seq >= x.event->op_seq) break;
+      const auto match = theirs->second.find(seq);
+      if (match != theirs->second.end() && siteOf(match->second) == y_site) {
+        role = call;
+        break;
+      }
+    }
+    if (!role) return std::nullopt;
+    const std::string role_site = siteOf(*role);
+    if (role_site == siteOf(x)) return std::nullopt;  // the pairing it always made
+    const EventRecord& e = *x.event;
+    const Standing s = standing(
+        *x.rank, e,
+        [&](const EventRecord& o) {
+          return o.commId() == e.commId() && o.op == e.op && o.rank() == e.rank() &&
+                 o.peer() == e.peer() && !rejected(o) &&
+                 describeCallSite(callSiteOf(*x.rank, o, sites)) == role_site;
+        },
+        sites, true);  // with the pairing of two sites that never paired before
+    if (s != Standing::kPast) return std::nullopt;
+    return callSiteOf(*role->rank, *role->event, sites);
+  };
+  const std::optional<CallSite> a_short = closedShort(a, b);
+  const std::optional<CallSite> b_short = closedShort(b, a);
+  if (a_short.has_value() == b_short.has_value()) return std::nullopt;
+  return a_short ? ShortRun{a, *a_short} : ShortRun{b, *b_short};
 }
 
 bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {

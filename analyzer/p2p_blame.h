@@ -62,12 +62,25 @@ bool heldByChainOn(const std::vector<format::RankData>& ranks, const format::Ran
 // counted for `owed` ops; a loop repeats those counts with some period. kBehind: the stretch that
 // ends at its blocked call holds as many as the same stretch one period before (the ops it owes
 // come after the call it is blocked in: a symptom). kPast: fewer, with the period seen repeat at
-// least once (it closed the run short and went on: it left one out). kUnknown: no history, no
+// least once, or with one earlier stretch when `one_stretch_will_do` (a caller with other
+// evidence): it closed the run short and went on, it left one out. kUnknown: no history, no
 // period, or more than expected.
 enum class Standing { kBehind, kPast, kUnknown };
 Standing standing(const format::RankData& r, const format::EventRecord& blocked,
                   const std::function<bool(const format::EventRecord&)>& owed,
-                  const CallSites& sites);
+                  const CallSites& sites, bool one_stretch_will_do = false);
+
+// A send and a receive paired by seq that move different sizes, from call sites that did not pair
+// before: the side that closed a run short (`standing` kPast for the calls from the site that
+// paired with the other side's site before) while the other side did not, and that site: it left
+// a call out, and its next call paired with the other side's call from another role (faultgen
+// seed 1217: 3 activations of 4, then the halo exchange's send met the 4th activation receive).
+struct ShortRun {
+  Located culprit;
+  CallSite site;  // where the left-out call comes from
+};
+std::optional<ShortRun> shortRunOf(const Posted& posted, const Located& a, const Located& b,
+                                   const CallSites& sites);
 
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
 // count is below what another pair of the communicator moved. Else (the communicator's only pair,

@@ -119,7 +119,7 @@ TEST(P2pStandingTest, TwoPipelinesWaitingOnEachOtherNameTheStageThatSentOneFewer
     for (RankData& r : set.ranks) {
       EventRecord& blocked = r.events.back();
       ASSERT_EQ(blocked.state, EventState::kEnqueued) << "rank " << r.global_rank;
-      blocked.setEnqueueNs(kT0 + 1000 * kSec + (r.global_rank == first ? 0 : 1 + r.global_rank));
+      blocked.setEnqueueNs(kT0 + 50 * kSec + (r.global_rank == first ? 0 : 1 + r.global_rank));
     }
     const Verdict v = diagnose(set);
     EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << "first " << first << ": " << v.headline;
@@ -127,6 +127,53 @@ TEST(P2pStandingTest, TwoPipelinesWaitingOnEachOtherNameTheStageThatSentOneFewer
     EXPECT_EQ(v.op, OpType::kSend) << "first " << first;
     EXPECT_EQ(v.comm_id, d0) << "first " << first << ": " << v.headline;
     EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations") << "first " << first;
+    EXPECT_EQ(v.waiting, (std::vector<int>{1, 2, 3, 4, 5})) << "first " << first;
+  }
+}
+
+TEST(P2pStandingTest, SendThatMetAnotherRolesReceiveNamesTheRankThatClosedItsRunShort) {
+  // Faultgen seed 1217: two ranks; each step 4 activations 0 -> 1, then a halo exchange (a send
+  // and a receive each way, grouped) on the same communicator. In step 2 rank 0 sends 3
+  // activations: its halo send (16 elements) pairs with rank 1's 4th activation receive (4).
+  const Site halo{"exchangeHalo(ncclComm*, float*)", 60};
+  const auto p2p = [](OpType op, int peer, const Site& site, uint64_t count) {
+    Op o = on(kComm, op, site, peer);
+    o.count = count;
+    return o;
+  };
+  std::vector<Op> zero, one;
+  for (int step = 0; step < 3; ++step) {
+    for (int mb = 0; mb < 4; ++mb) {
+      if (step < 2 || mb > 0) zero.push_back(p2p(OpType::kSend, 1, kSendAct, 4));
+      one.push_back(p2p(OpType::kRecv, 0, kRecvAct, 4));
+    }
+    zero.push_back(p2p(OpType::kSend, 1, halo, 16));
+    zero.push_back(p2p(OpType::kRecv, 1, halo, 16));
+    if (step == 2) break;
+    one.push_back(p2p(OpType::kSend, 0, halo, 16));
+    one.push_back(p2p(OpType::kRecv, 0, halo, 16));
+  }
+  Job job(2);
+  job.ops(0, zero, true);
+  job.ops(1, one, true);
+  std::vector<EventRecord>& events = job.rank(0).events;
+  events[events.size() - 2].state = EventState::kEnqueued;  // its halo send waits too
+  for (int r = 0; r < 2; ++r) numberLikeNccl(job.rank(r));
+  for (int first = 0; first < 2; ++first) {
+    format::LoadedSet set = job.set();
+    for (RankData& r : set.ranks) {
+      for (EventRecord& e : r.events) {
+        if (e.state == EventState::kEnqueued) {
+          e.setEnqueueNs(kT0 + 50 * kSec + (r.global_rank == first ? 0 : 1));
+        }
+      }
+    }
+    const Verdict v = diagnose(set);
+    EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << "first " << first << ": " << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{0}) << "first " << first << ": " << v.headline;
+    EXPECT_EQ(shortFunctionName(v.site.function), "sendActivations")
+        << "first " << first << ": " << v.headline;
+    EXPECT_EQ(v.waiting, std::vector<int>{1}) << "first " << first;
   }
 }
 

@@ -283,6 +283,30 @@ std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallS
     const Located& match = list->second.at(e.op_seq);
     if (match.event->count != e.count || match.event->dtype != e.dtype) {
       const CallSite other_site = callSiteOf(*match.rank, *match.event, sites);
+      if (const std::optional<p2p::ShortRun> run = p2p::shortRunOf(posted, w, match, sites)) {
+        const EventRecord& c = *run->culprit.event;
+        const EventRecord& paired = run->culprit.event == &e ? *match.event : e;
+        const CallSite c_site = callSiteOf(*run->culprit.rank, c, sites);
+        const CallSite p_site =
+            callSiteOf(run->culprit.rank == w.rank ? *match.rank : *w.rank, paired, sites);
+        Verdict s;
+        s.tables = std::move(v.tables);
+        s.cls = VerdictClass::kP2pMismatch;
+        s.ranks = {run->culprit.rank->global_rank};
+        s.comm_id = c.commId();
+        s.seq = c.op_seq;
+        s.op = c.op;
+        s.site = run->site;
+        s.stacks = {run->site, c_site, p_site};
+        const std::string who = "rank " + std::to_string(run->culprit.rank->global_rank);
+        s.headline = who + " posted one " + std::string(format::opName(c.op)) + " fewer from " +
+                     describeCallSite(run->site) + " than its loop does, so its next, " +
+                     opAt(c, c_site) + " (" + std::to_string(c.count) + " " +
+                     std::string(format::dataTypeName(c.dtype)) + "), met " + opAt(paired, p_site) +
+                     " (" + std::to_string(paired.count) + " " +
+                     std::string(format::dataTypeName(paired.dtype)) + ")";
+        return s;
+      }
       v.headline = me + " moves " + std::to_string(e.count) + " " +
                    std::string(format::dataTypeName(e.dtype)) + "; rank " +
                    std::to_string(peer->second) + "'s matching " +
