@@ -288,5 +288,38 @@ TEST(BlameTest, ReceiverBehindABlockedRelayIsNotTheCulprit) {
   EXPECT_EQ(v.waiting, (std::vector<int>{0, 2, 3}));
 }
 
+TEST(BlameTest, CollectiveNewToItsCommunicatorIssuedBeforeTheStepsSendsIsGated) {
+  // Faultgen seeds 1834 and 898: each step rank 0 sends 2 activations to rank 1; in step 2 it
+  // first issues an all-reduce on a communicator no rank used before, where rank 1 never comes:
+  // rank 0 waits there for rank 1, which waits in its 5th receive for rank 0. A cycle through a
+  // receive: the member blocked in an op new to its communicator, while the other waits in a call
+  // its history knows, inserted it.
+  const auto p2p = [](OpType op, int peer) {
+    Op o{{"sendActivations(ncclComm*)", 80}, 256, op};
+    if (op == OpType::kRecv) o.site = {"recvActivations(ncclComm*)", 84};
+    o.root = peer;
+    return o;
+  };
+  const Site debug{"dumpDebugStats(ncclComm*)", 90};
+  Job job(2);
+  const Op send = p2p(OpType::kSend, 1), recv = p2p(OpType::kRecv, 0);
+  job.ops(0, {send, send, send, send, pairOp(debug)}, true);
+  job.ops(1, {recv, recv, recv, recv, recv}, true);
+  for (int r = 0; r < 2; ++r) {
+    numberLikeNccl(job.rank(r));
+    format::Comm pair;  // both created it (its entry in each comm table)
+    pair.comm_id = kOtherComm;
+    pair.rank = r;
+    pair.nranks = 2;
+    pair.global_rank = r;
+    job.rank(r).comms.push_back(pair);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+  EXPECT_EQ(v.waiting, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "dumpDebugStats");
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -172,6 +172,50 @@ std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
   return std::nullopt;
 }
 
+// Whether member i's op sits where its history put, every time and at least twice, the send or
+// receive a member waiting for it in the cycle needs: right after the call before it. Else the new
+// op may be a communicator's first collective that a rank reached after leaving out a send or
+// receive (the p2p accounting names that one).
+bool tookTheOwedOpsPlace(const CycleFacts& f, size_t i, const std::vector<size_t>& scc) {
+  const RankData& me = f.set.ranks[i];
+  const EventRecord& mine = *f.blocked[i];
+  const auto isCall = [](const EventRecord& e) {
+    return format::isCollective(e.op) || format::isP2p(e.op);
+  };
+  const EventRecord* prev = nullptr;
+  for (const EventRecord& e : me.events) {
+    if (e.index >= mine.index) break;
+    if (isCall(e)) prev = &e;
+  }
+  if (prev == nullptr) return false;
+  const StepKey prev_key = keyOf(f, me, *prev);
+  for (size_t j : scc) {
+    const EventRecord* theirs = f.blocked[j];
+    if (j == i || theirs == nullptr || !format::isP2p(theirs->op) ||
+        std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end()) {
+      continue;
+    }
+    const format::OpType owed =
+        theirs->op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
+    int seen = 0;  // calls right after one like `prev`
+    bool lacked = false;
+    bool after_prev = false;  // the last call was one like `prev`
+    for (const EventRecord& e : me.events) {
+      if (e.index >= prev->index) break;
+      if (!isCall(e)) continue;
+      if (after_prev) {
+        const bool is_owed =
+            e.commId() == theirs->commId() && e.op == owed && e.peer() == theirs->rank();
+        ++seen;
+        lacked = lacked || !is_owed;
+      }
+      after_prev = prev_key.matches(f, me, e) && e.peer() == prev->peer();
+    }
+    if (seen >= 2 && !lacked) return true;
+  }
+  return false;
+}
+
 bool blockedInP2p(const CycleFacts& f, size_t i) {
   return f.blocked[i] != nullptr && format::isP2p(f.blocked[i]->op);
 }
@@ -258,16 +302,20 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
   for (const auto deviation : {deviationFromOwnHistory, deviationByNewOp}) {
     // Both read events per pair of members (the new-op test every rank's): kept to cycles of a
     // few ranks (a deviant and the partners it holds), not two sides of thousands each.
-    if (found || scc.size() > kMaxMembersForOwnTests ||
-        (through_p2p && deviation == deviationByNewOp)) {
-      break;
-    }
+    if (found || scc.size() > kMaxMembersForOwnTests) break;
     std::vector<Deviation> named;
     for (size_t i : scc) {
       const bool candidate =
           by_peers.empty() || std::any_of(by_peers.begin(), by_peers.end(),
                                           [&](const Deviation& d) { return d.rank == i; });
       if (!candidate) continue;
+      // Through a send or receive, only a collective is taken for inserted: a rank's first send
+      // or receive from a call site is no step its history lacks (faultgen seeds 1834, 898: an
+      // all-reduce new to its communicator, issued before the step's sends).
+      if (through_p2p && deviation == deviationByNewOp &&
+          (!format::isCollective(f.blocked[i]->op) || !tookTheOwedOpsPlace(f, i, scc))) {
+        continue;
+      }
       if (std::optional<Deviation> d = deviation(f, i, scc)) named.push_back(std::move(*d));
     }
     if (named.size() != 1) continue;
