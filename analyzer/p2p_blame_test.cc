@@ -77,6 +77,29 @@ TEST(P2pBlameTest, CollectiveSkippedBeforeASendIsTheCauseOfTheUnmatchedSend) {
   EXPECT_EQ(shortFunctionName(v.site.function), "gatherEmbeddings");
 }
 
+TEST(P2pBlameTest, CollectiveSkippedBeforeASendIsFoundWhenAPeerSawItComplete) {
+  // Faultgen seeds 1337, 1417: each step a broadcast from rank 2, then 2 activations down the
+  // pipeline 0 -> 1 -> 2. Rank 0 skips the broadcast of step 2 and sends; rank 1's broadcast
+  // completed (the root's data came), it relays one activation and waits to send to rank 2,
+  // which waits in the broadcast for rank 0. The receiver that posted fewer is not the culprit.
+  Op bcast{{"broadcastParameters(ncclComm*)", 90}, 64, OpType::kBroadcast};
+  bcast.root = 2;
+  Job job(3);
+  job.ops(0, {bcast, send(1), send(1), bcast, send(1), send(1), send(1), send(1)}, true);
+  job.ops(1,
+          {bcast, recv(0), send(2), recv(0), send(2), bcast, recv(0), send(2), recv(0), send(2),
+           bcast, recv(0), send(2)},
+          true);
+  job.ops(2, {bcast, recv(1), recv(1), bcast, recv(1), recv(1), bcast}, true);
+  renumber(job, 3);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+  EXPECT_EQ(v.op, OpType::kBroadcast);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "broadcastParameters");
+}
+
 TEST(P2pBlameTest, SendBeforeACollectiveIsNotTakenForASkippedCollective) {
   // The same calls with the send before the all-gather in each step: rank 1 leaves out its 3rd
   // receive and waits in the all-gather; rank 0's send is where its history puts it.

@@ -52,6 +52,8 @@ bool pastTheNextIssue(const Engine& en, const RankData& rd, const EventRecord& p
 std::optional<Verdict> skippedBeforeP2p(Engine& en) {
   for (const CommStreams& c : en.comms()) {
     // The ranks pending in one collective at slot p, and the one rank whose stream ends there.
+    // A rank that issued it and saw it complete (its data came before the others') counts with
+    // those pending there (faultgen seed 1337: a broadcast's non-root in a group).
     std::vector<size_t> going, ended;
     size_t p = SIZE_MAX;
     for (size_t s = 0; s < c.streams.size(); ++s) {
@@ -60,12 +62,20 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
         if (p != SIZE_MAX && ops.size() - 1 != p) return std::nullopt;
         p = ops.size() - 1;
         going.push_back(s);
+      }
+    }
+    if (p == SIZE_MAX) continue;
+    const Op& waited = c.streams[going.front()].ops[p];
+    for (size_t s = 0; s < c.streams.size(); ++s) {
+      const auto& ops = c.streams[s].ops;
+      if (std::find(going.begin(), going.end(), s) != going.end()) continue;
+      if (ops.size() == p + 1 && ops[p].key == waited.key) {
+        going.push_back(s);
       } else {
         ended.push_back(s);
       }
     }
-    if (p == SIZE_MAX || ended.size() != 1 || c.streams[ended[0]].ops.size() != p) continue;
-    const Op& waited = c.streams[going.front()].ops[p];
+    if (ended.size() != 1 || c.streams[ended[0]].ops.size() != p) continue;
     const Stream& ds = c.streams[ended[0]];
     const RankData& rd = en.set().ranks[ds.rank];
     if (rd.exited || rd.fatal_signal != 0 || en.dead(ds.rank)) continue;
