@@ -321,5 +321,31 @@ TEST(BlameTest, CollectiveNewToItsCommunicatorIssuedBeforeTheStepsSendsIsGated) 
   EXPECT_EQ(shortFunctionName(v.site.function), "dumpDebugStats");
 }
 
+TEST(BlameTest, RankThatSkippedAGroupedCollectiveIsNamedNotThePartnerItHoldsBehind) {
+  // Faultgen seed 1067: each step ranks 0 and 2 group an all-reduce and a broadcast on a pair
+  // communicator, then all four reduce on the world. In step 2 rank 2 leaves the broadcast out of
+  // its group: the all-reduce completes on it and it goes on to the world reduce; rank 0 waits in
+  // its group for the broadcast, so it is alone behind on the world.
+  const Site merge{"mergeExpertOutputs(ncclComm*)", 60},
+      epoch{"syncDataloaderEpoch(ncclComm*)", 70};
+  Op reduce{merge, 16}, bcast{merge, 256, OpType::kBroadcast}, world{epoch, 4, OpType::kReduce};
+  reduce.comm = bcast.comm = kOtherComm;
+  bcast.root = 1;
+  world.root = 3;
+  Job job(4);
+  const std::vector<Op> step = {reduce, bcast, world};
+  job.ops(0, concat(concat(step, step), {reduce, bcast}), true);
+  job.rank(0).events[job.rank(0).events.size() - 2].state = EventState::kEnqueued;
+  job.ops(2, concat(concat(step, step), {reduce, world}), true);
+  for (int r : {1, 3}) job.ops(r, repeat(world, 3), true);
+  for (int r = 0; r < 4; ++r) numberLikeNccl(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{2}) << v.headline;
+  EXPECT_EQ(v.op, OpType::kBroadcast) << v.headline;
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "mergeExpertOutputs");
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

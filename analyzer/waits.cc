@@ -327,6 +327,7 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
   std::map<std::pair<size_t, uint64_t>, uint64_t> reached;
   std::map<uint64_t, std::set<int>> members;  // comm -> comm ranks
   std::vector<const EventRecord*> blocked(set.ranks.size(), nullptr);
+  std::vector<std::vector<const EventRecord*>> pending_ops(set.ranks.size());
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     for (const format::Comm& c : set.ranks[i].comms) {
       if (c.comm_id == 0 || c.rank < 0) continue;
@@ -345,10 +346,33 @@ std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSit
       }
       if (!format::isCollective(e.op) || rejected(e)) continue;
       *last_reached = std::max(*last_reached, e.op_seq);
-      if (pending(e) && (blocked[i] == nullptr || e.enqueueNs() < blocked[i]->enqueueNs())) {
-        blocked[i] = &e;
+      if (pending(e)) pending_ops[i].push_back(&e);
+    }
+  }
+  // The lowest seq every member reached, per communicator: an op above it waits for someone.
+  std::map<uint64_t, uint64_t> all_reached;
+  for (const auto& [comm, ranks] : members) {
+    uint64_t low = UINT64_MAX;
+    for (int m : ranks) {
+      const auto j = process_of.find({comm, m});
+      const auto r = j == process_of.end() ? reached.end() : reached.find({j->second, comm});
+      low = std::min(low, r == reached.end() ? uint64_t{0} : r->second);
+    }
+    all_reached[comm] = low;
+  }
+  // Blocked in its oldest pending collective that waits for a member; in a group whose other ops
+  // completed on their peers (faultgen seed 1067: a rank's grouped all-reduce done on its peer,
+  // the broadcast of that group skipped there), the one still waiting. Else its oldest.
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    const EventRecord* waiting = nullptr;
+    for (const EventRecord* e : pending_ops[i]) {
+      if (blocked[i] == nullptr || e->enqueueNs() < blocked[i]->enqueueNs()) blocked[i] = e;
+      if (all_reached[e->commId()] < e->op_seq &&
+          (waiting == nullptr || e->enqueueNs() < waiting->enqueueNs())) {
+        waiting = e;
       }
     }
+    if (waiting != nullptr) blocked[i] = waiting;
   }
   // i waits for j: j belongs to the communicator i is blocked in and has not issued that seq.
   // Each communicator's processes sorted by how far they got, so a blocked process looks only at
