@@ -191,6 +191,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
   std::set<size_t> seen = {self};
   std::optional<size_t> end;
   size_t end_parent = 0;
+  std::vector<std::pair<size_t, size_t>> stopped;  // (rank, the node whose op waits for it)
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node node = nodes[i];
     const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
@@ -223,9 +224,10 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
       const RankData& rx = set_.ranks[x];
       const EventRecord* its_pending = newestPendingCommOp(rx);
       if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) {
-        if (end && *end != x) return std::nullopt;  // two ranks stopped: no one end
-        if (!end) end_parent = i;
-        end = x;
+        if (std::none_of(stopped.begin(), stopped.end(),
+                         [&](const auto& e) { return e.first == x; })) {
+          stopped.emplace_back(x, i);
+        }
         continue;
       }
       if (its_pending->commId() == node.op->commId()) return std::nullopt;
@@ -240,7 +242,15 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
       nodes.push_back({x, its_pending, i});
     }
   }
-  if (!end) return std::nullopt;
+  // Two ranks stopped: the end is the one that left on its own when every other one only reacted
+  // (its newest call failed because a peer left; faultgen seed 1712: one rank killed, three that
+  // failed a group with it and exited); else there is no one end.
+  if (stopped.size() > 1) {
+    std::erase_if(stopped, [&](const auto& e) { return reacted(e.first); });
+  }
+  if (stopped.size() != 1) return std::nullopt;
+  end = stopped.front().first;
+  end_parent = stopped.front().second;
   // The links from `self` to the rank at the end, outermost first.
   std::vector<size_t> path;
   for (size_t j = end_parent; j != SIZE_MAX; j = nodes[j].parent) path.push_back(j);

@@ -260,5 +260,29 @@ TEST(DiagnoseTest, BranchesOfAChainThatMeetAtOneStoppedRankNameIt) {
       << v.headline;
 }
 
+TEST(DiagnoseTest, ChainEndingInSeveralStoppedRanksNamesTheOneThatLeftOnItsOwn) {
+  // Faultgen seed 1712: rank 3 waits in B#2 for rank 4, which waits in the broadcast W#2 for
+  // ranks 0-2. Rank 0 was killed; ranks 1 and 2 failed their C#2 with it (remote error) and
+  // exited. Three ranks stopped at the chain's end, two only reacted: rank 0 is the verdict.
+  Op w{kTrain, 64, OpType::kBroadcast}, on_b{kLoss, 1}, on_c{kPair, 1};
+  w.root = 4;
+  on_b.comm = kOtherComm;
+  on_c.comm = 0xdead0000;
+  Job job(5);
+  job.ops(0, {w, on_c});
+  job.rank(0).fatal_signal = 9;
+  for (int r : {1, 2}) {
+    job.ops(r, {w, on_c, on_c});
+    job.rank(r).events.back().state = EventState::kFailed;
+    job.rank(r).events.back().result = 6;  // ncclRemoteError
+    job.rank(r).exited = true;
+  }
+  job.ops(3, {w, on_b, w, on_b}, true);  // a non-root: its W#2 completed
+  job.ops(4, {w, on_b, w}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer
