@@ -5,6 +5,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analyzer/site_rule.h"
@@ -79,5 +80,24 @@ std::string siteFunctionName(const CallSite& site);
 // "saveCheckpoint() main.cc:33", "save_checkpoint() train.py:31", "<module> train.py:40",
 // "libtrain.so+0x1234", or "unknown call site".
 std::string describeCallSite(const CallSite& site);
+
+// Whether a rank's events come from call site `site` (as describeCallSite() writes it), answered
+// once per stack id: a rank's thousands of calls share few stacks. Ask it of one rank's events
+// only.
+class SameSite {
+ public:
+  SameSite(std::string site, const CallSites& sites) : site_(std::move(site)), sites_(&sites) {}
+  bool operator()(const format::RankData& rank, const format::EventRecord& event) const {
+    const auto [it, added] = by_stack_.try_emplace(event.stackId(), false);
+    if (added) it->second = describeCallSite(callSiteOf(rank, event, *sites_)) == site_;
+    return it->second;
+  }
+  const std::string& site() const { return site_; }
+
+ private:
+  std::string site_;
+  const CallSites* sites_;
+  mutable std::unordered_map<uint32_t, bool> by_stack_;
+};
 
 }  // namespace ncclrec::analyzer

@@ -4,7 +4,6 @@
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include "analyzer/rank_ops.h"
 
@@ -83,23 +82,18 @@ bool knownBefore(const CycleFacts& f, const RankData& owner, const EventRecord& 
 }
 
 // What repeats across a program's steps: an op of a communicator from one call site. Asked of
-// one rank's events only: its answer per stack id is kept (a rank's history holds thousands of
-// events and few stacks; a cycle of thousands of ranks asks of each).
+// one rank's events only (SameSite).
 struct StepKey {
   uint64_t comm_id = 0;
   format::OpType op = format::OpType::kUnknown;
-  std::string site;
-  mutable std::unordered_map<uint32_t, bool> by_stack;
-  bool matches(const CycleFacts& f, const RankData& r, const EventRecord& e) const {
-    if (e.commId() != comm_id || e.op != op) return false;
-    const auto [it, added] = by_stack.try_emplace(e.stackId(), false);
-    if (added) it->second = describeCallSite(callSiteOf(r, e, f.sites)) == site;
-    return it->second;
+  SameSite site;
+  bool matches(const RankData& r, const EventRecord& e) const {
+    return e.commId() == comm_id && e.op == op && site(r, e);
   }
 };
 
 StepKey keyOf(const CycleFacts& f, const RankData& r, const EventRecord& e) {
-  return {e.commId(), e.op, describeCallSite(callSiteOf(r, e, f.sites))};
+  return {e.commId(), e.op, SameSite(describeCallSite(callSiteOf(r, e, f.sites)), f.sites)};
 }
 
 // What one rank's own history says of op `missed` before op `mine`: each earlier stretch between
@@ -120,8 +114,8 @@ OwnHistory ownHistory(const CycleFacts& f, const RankData& r, const EventRecord&
   bool held = false;
   for (const EventRecord& e : r.events) {
     if (e.index >= mine.index) break;
-    if (missed_key.matches(f, r, e)) held = true;
-    if (!mine_key.matches(f, r, e)) continue;
+    if (missed_key.matches(r, e)) held = true;
+    if (!mine_key.matches(r, e)) continue;
     if (h.began) ++(held ? h.held : h.lacked);
     h.began = true;
     held = false;
@@ -209,7 +203,7 @@ bool tookTheOwedOpsPlace(const CycleFacts& f, size_t i, const std::vector<size_t
         ++seen;
         lacked = lacked || !is_owed;
       }
-      after_prev = prev_key.matches(f, me, e) && e.peer() == prev->peer();
+      after_prev = prev_key.matches(me, e) && e.peer() == prev->peer();
     }
     if (seen >= 2 && !lacked) return true;
   }

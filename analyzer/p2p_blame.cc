@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "analyzer/phrases.h"
@@ -191,18 +190,34 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
 
 }  // namespace
 
+namespace {
+
+// The first call of `calls` (before seq `before`) whose counterpart in `counterparts`, at the same
+// seq, came from call site `site`: the call that pairs with that site's calls.
+std::optional<Located> pairedBefore(const std::map<uint64_t, Located>& calls,
+                                    const std::map<uint64_t, Located>& counterparts,
+                                    uint64_t before, const std::string& site,
+                                    const CallSites& sites) {
+  for (const auto& [seq, call] : calls) {
+    if (seq >= before) break;
+    const auto match = counterparts.find(seq);
+    if (match != counterparts.end() &&
+        describeCallSite(callSiteOf(*match->second.rank, *match->second.event, sites)) == site) {
+      return call;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Standing standing(const RankData& r, const EventRecord& blocked,
                   const std::function<bool(const EventRecord&)>& owed, const CallSites& sites,
                   bool one_stretch_will_do) {
-  const std::string site = describeCallSite(callSiteOf(r, blocked, sites));
-  std::unordered_map<uint32_t, bool> site_of_stack;  // a rank's thousands of calls share few stacks
+  const SameSite site(describeCallSite(callSiteOf(r, blocked, sites)), sites);
   const auto likeBlocked = [&](const EventRecord& e) {
-    if (e.commId() != blocked.commId() || e.op != blocked.op || e.peer() != blocked.peer()) {
-      return false;
-    }
-    const auto [it, added] = site_of_stack.try_emplace(e.stackId(), false);
-    if (added) it->second = describeCallSite(callSiteOf(r, e, sites)) == site;
-    return it->second;
+    return e.commId() == blocked.commId() && e.op == blocked.op && e.peer() == blocked.peer() &&
+           site(r, e);
   };
   std::vector<size_t> stretches;  // owed ops between two earlier calls like the blocked one
   size_t now = 0;                 // owed ops since the last of them
@@ -248,26 +263,18 @@ std::optional<ShortRun> shortRunOf(const Posted& posted, const Located& a, const
   const auto closedShort = [&](const Located& x, const Located& y) -> std::optional<CallSite> {
     const auto mine = listOf(x), theirs = listOf(y);
     if (mine == posted.end() || theirs == posted.end()) return std::nullopt;
-    const std::string y_site = siteOf(y);
-    std::optional<Located> role;  // x's first call that paired with one from y's site
-    for (const auto& [seq, call] : mine->second) {
-      if (seq >= x.event->op_seq) break;
-      const auto match = theirs->second.find(seq);
-      if (match != theirs->second.end() && siteOf(match->second) == y_site) {
-        role = call;
-        break;
-      }
-    }
+    const std::optional<Located> role =
+        pairedBefore(mine->second, theirs->second, x.event->op_seq, siteOf(y), sites);
     if (!role) return std::nullopt;
     const std::string role_site = siteOf(*role);
     if (role_site == siteOf(x)) return std::nullopt;  // the pairing it always made
     const EventRecord& e = *x.event;
+    const SameSite from_role(role_site, sites);
     const Standing s = standing(
         *x.rank, e,
         [&](const EventRecord& o) {
           return o.commId() == e.commId() && o.op == e.op && o.rank() == e.rank() &&
-                 o.peer() == e.peer() && !rejected(o) &&
-                 describeCallSite(callSiteOf(*x.rank, o, sites)) == role_site;
+                 o.peer() == e.peer() && !rejected(o) && from_role(*x.rank, o);
         },
         sites, true);  // with the pairing of two sites that never paired before
     if (s != Standing::kPast) return std::nullopt;
@@ -324,19 +331,13 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
     // rank's calls from the same site in the earlier steps (the first such pair: later ones may
     // be shifted by the missing call).
     const std::string waiting_at = describeCallSite(waiter_site);
-    for (const auto& [seq, call] : mine->second) {
-      if (seq >= e.op_seq) break;
-      const auto match = theirs->second.find(seq);
-      if (match == theirs->second.end() ||
-          describeCallSite(callSiteOf(*call.rank, *call.event, sites)) != waiting_at) {
-        continue;
-      }
-      const CallSite role = callSiteOf(*match->second.rank, *match->second.event, sites);
+    if (const std::optional<Located> paired =
+            pairedBefore(theirs->second, mine->second, e.op_seq, waiting_at, sites)) {
+      const CallSite role = callSiteOf(*paired->rank, *paired->event, sites);
       if (describeCallSite(role) != describeCallSite(v.site)) {
         v.site = role;
         last = " (those for " + waiting_at + " from " + describeCallSite(role) + ")";
       }
-      break;
     }
   }
   v.stacks = {v.site, waiter_site};
