@@ -23,8 +23,6 @@
 namespace ncclrec::hostnccl {
 namespace {
 
-// One Gloo TCP device (an epoll thread) per local address, shared by the communicators that
-// reach their peers from it. Leaked at exit, like the rendezvous service.
 // NCCL never raises SIGPIPE (its sockets send with MSG_NOSIGNAL); Gloo's TCP transport writes
 // with writev, which does when the peer's end is gone: a rank whose peer was killed would die of
 // SIGPIPE instead of failing its call with a remote error, as it does on NCCL (faultgen seed 334,
@@ -44,6 +42,8 @@ void ignoreSigpipeUnlessChosen() {
   });
 }
 
+// One Gloo TCP device (an epoll thread) per local address, shared by the communicators that
+// reach their peers from it. Leaked at exit, like the rendezvous service.
 std::shared_ptr<gloo::transport::Device> deviceFor(const SockAddr& local) {
   static std::mutex mu;
   using DeviceMap = std::map<std::string, std::shared_ptr<gloo::transport::Device>>;
