@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -74,8 +75,19 @@ std::vector<std::unique_ptr<ncclrec::support::Process>> startJob(const std::stri
 TEST(GatedSaveEndToEnd, EveryRankDumpsAndTheStacksShowWhereEachStopped) {
   ncclrec::format::testing::TempDir dir;
   auto ranks = startJob(dir.path(), "5");
+  // Every rank dumped, and each one's newest dump holds all it recorded: a rank that dumped on
+  // another's trigger before it issued the op it hangs in dumps again on its own hang (until then
+  // its black box, which recorded more, is what the reader keeps; CI under load saw rank 0 so).
+  const auto current = [&] {
+    if (countDumps(dir.path() + "/dumps") < kRanks) return false;
+    auto now = ncclrec::format::loadPaths({dir.path() + "/dumps"});
+    return now.ok() && now.value().ranks.size() == size_t{kRanks} &&
+           std::all_of(now.value().ranks.begin(), now.value().ranks.end(), [](const auto& r) {
+             return r.source == ncclrec::format::SourceKind::kDump;
+           });
+  };
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (countDumps(dir.path() + "/dumps") < kRanks && std::chrono::steady_clock::now() < deadline)
+  while (!current() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(100ms);
   ranks.clear();  // kills the hung job
   auto loaded = ncclrec::format::loadPaths({dir.path() + "/dumps"});
