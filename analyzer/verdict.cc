@@ -67,6 +67,14 @@ std::string_view verdictClassName(VerdictClass c) {
       return "comm_aborted";
     case VerdictClass::kCommDestroyed:
       return "comm_destroyed";
+    case VerdictClass::kCommMemberMissing:
+      return "comm_member_missing";
+    case VerdictClass::kCommIdMismatch:
+      return "comm_id_mismatch";
+    case VerdictClass::kCommInitMismatch:
+      return "comm_init_mismatch";
+    case VerdictClass::kBootstrapStuck:
+      return "bootstrap_stuck";
   }
   return "unknown";
 }
@@ -98,18 +106,7 @@ EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord&
   return o;
 }
 
-std::string formatRanks(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ranks[i]);
-    if (j > i) s += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return s;
-}
+std::string formatRanks(const std::vector<int>& ranks) { return base::numberRanges(ranks); }
 
 }  // namespace ncclrec::analyzer
 

@@ -63,6 +63,15 @@ inline constexpr uint32_t kCommAborted = 1u << 3;
 inline constexpr uint32_t kCommRevoked = 1u << 4;
 inline constexpr uint32_t kCommInitFailed = 1u << 5;
 inline constexpr uint32_t kCommAsyncErrorSeen = 1u << 6;  // GetAsyncError reported an error
+// The record was claimed when the creating call began (ncclCommInitRank*, ncclCommSplit,
+// ncclCommShrink): until kCommInitialized or kCommInitFailed joins it, the communicator is being
+// created (or its process died in the call). A nonblocking creation stays so until the user's
+// ncclCommGetAsyncError sees it settle.
+inline constexpr uint32_t kCommCreating = 1u << 7;
+// Being created: claimed at the start and not yet initialized or failed.
+inline constexpr bool commInCreation(uint32_t state) {
+  return (state & kCommCreating) != 0 && (state & (kCommInitialized | kCommInitFailed)) == 0;
+}
 
 // CommRecord::device_source: who said which device the rank was on.
 inline constexpr uint32_t kDeviceUnknown = 0;
@@ -104,8 +113,16 @@ static_assert(std::is_trivially_copyable_v<Event>);
 static_assert(offsetof(Event, start_ns) % 8 == 0 && offsetof(Event, end_ns) % 8 == 0 &&
               offsetof(Event, aux64) % 8 == 0 && offsetof(Event, device) % 4 == 0);
 
-// One communicator as this process saw it, or one init call that failed (state kCommInitFailed,
-// handle 0: the comm never existed, but which device the rank was on is the evidence). 256 bytes.
+// One communicator as this process saw it, from the start of the call that creates it
+// (kCommCreating), or one init call that failed (state kCommInitFailed, handle 0: the comm never
+// existed, but which device the rank was on is the evidence). 256 bytes.
+//
+// A record claimed at the start of its creation is published with what the call's arguments say
+// (comm_id, parent_id, color, key, created_by, rank and nranks of an init, root_*, blocking, name,
+// event_index_lo); the call's outcome (handle, rank and nranks of a split's child, device,
+// bus_id, uuid, device_source, init_result) is written when it returns, before kCommInitialized
+// or kCommInitFailed is or-stored into `state` with release: a reader that sees either bit
+// (acquire) sees them whole.
 struct CommRecord {
   uint32_t valid;  // kValidMark once published
   uint32_t state;  // live: kComm* bits
@@ -132,10 +149,18 @@ struct CommRecord {
   char bus_id[32];         // PCI bus id "0000:3b:00.0", NUL-terminated; empty when unknown
   uint8_t uuid[16];        // cuDeviceGetUuid; all zero when unknown
   uint32_t device_source;  // kDevice*: where `device` came from
-  uint8_t reserved1[44];
+  // The bootstrap root that an init's unique id names (ncclGetUniqueId's process listens there),
+  // read from the id's bytes in NCCL's layout or hostnccl's; root_family 0 when unknown (split,
+  // shrink, init-all, an id of another layout).
+  uint16_t root_family;   // AF_INET or AF_INET6
+  uint16_t root_port;     // host byte order
+  uint8_t root_addr[16];  // network byte order; the first 4 for AF_INET
+  int32_t blocking;       // ncclConfig_t::blocking: 1 or 0; -1 when the call had no config
+  uint8_t reserved1[20];
 };
 static_assert(sizeof(CommRecord) == 256);
-static_assert(offsetof(CommRecord, bus_id) == 160 && offsetof(CommRecord, device_source) == 208);
+static_assert(offsetof(CommRecord, bus_id) == 160 && offsetof(CommRecord, device_source) == 208 &&
+              offsetof(CommRecord, root_family) == 212 && offsetof(CommRecord, blocking) == 232);
 static_assert(std::is_trivially_copyable_v<CommRecord>);
 
 // An interned call stack: return addresses only, symbolized later. Size depends on the depth
@@ -313,6 +338,12 @@ struct BboxHeader {
   int64_t threads_ns;          // live: when the latest snapshot was taken (CLOCK_REALTIME)
   uint32_t threads_reason;     // live: DumpReason of the dump it was taken for
   int32_t threads_dumper_tid;  // live: the thread that took it
+
+  // The process's NCCL network settings when its recorder started ("NCCL_SOCKET_IFNAME=eth1
+  // NCCL_IB_HCA=mlx5_0"; space-separated, the variables of recorder/net_env.h that are set),
+  // NUL-terminated, empty when none is set or in a file written before it existed: the evidence
+  // when a communicator's bootstrap cannot connect.
+  char net_env[512];
 };
 static_assert(sizeof(BboxHeader) <= kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<BboxHeader>);

@@ -18,6 +18,7 @@
 #include "recorder/format/prefault.h"
 #include "recorder/format/python_lines.h"
 #include "recorder/format/reader.h"
+#include "recorder/format/root_address.h"
 
 namespace ncclrec::format {
 namespace {
@@ -166,6 +167,8 @@ void readComms(const BboxHeader* h, uint32_t count, RankData* out) {
   for (uint32_t i = 0; i < std::min(count, h->comm_capacity); ++i) {
     const CommRecord& c = records[i];
     if (loadLive(c.valid) != kValidMark) continue;
+    // State first: once it says the creating call returned, the outcome fields are whole.
+    const uint32_t state = loadLive(c.state);
     Comm m;
     m.index = i;
     m.comm_id = c.comm_id;
@@ -179,7 +182,7 @@ void readComms(const BboxHeader* h, uint32_t count, RankData* out) {
     m.key = c.key;
     m.created_by = static_cast<OpType>(c.created_by);
     m.init_result = c.init_result;
-    m.state = loadLive(c.state);
+    m.state = state;
     m.coll_seq = loadLive(c.coll_seq);
     m.created_ns = c.created_ns;
     m.ended_ns = loadLive(c.ended_ns);
@@ -187,6 +190,8 @@ void readComms(const BboxHeader* h, uint32_t count, RankData* out) {
     m.bus_id = boundedString(c.bus_id, sizeof(c.bus_id));
     m.uuid = formatDeviceUuid(c.uuid);
     m.device_source = c.device_source;
+    m.root = formatRootAddress(c.root_family, c.root_port, c.root_addr);
+    m.blocking = c.blocking;
     out->comms.push_back(std::move(m));
   }
 }
@@ -301,6 +306,7 @@ base::StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string
   out.host = boundedString(h->host, sizeof(h->host));
   out.run_id = boundedString(h->run_id, sizeof(h->run_id));
   out.exe = boundedString(h->exe, sizeof(h->exe));
+  out.net_env = boundedString(h->net_env, sizeof(h->net_env));
   out.start_ns = h->start_realtime_ns;
   out.heartbeat_ns = loadLive(h->heartbeat_ns);
   out.exited = loadLive(h->exited) != 0;

@@ -107,6 +107,8 @@ void toProto(const Comm& c, pb::Comm* p) {
   p->set_bus_id(c.bus_id);
   p->set_uuid(c.uuid);
   p->set_device_source(c.device_source);
+  p->set_root(c.root);
+  p->set_blocking(c.blocking);
 }
 
 Comm fromProto(const pb::Comm& p) {
@@ -131,6 +133,10 @@ Comm fromProto(const pb::Comm& p) {
   c.bus_id = p.bus_id();
   c.uuid = p.uuid();
   c.device_source = p.device_source();
+  c.root = p.root();
+  // Dumps older than minor 4 have no blocking field: proto3 reads 0, which would claim a
+  // nonblocking config.
+  c.blocking = p.has_blocking() ? p.blocking() : -1;
   return c;
 }
 
@@ -246,6 +252,7 @@ pb::Dump toProto(const RankData& d) {
   p.set_host(d.host);
   p.set_run_id(d.run_id);
   p.set_exe(d.exe);
+  p.set_net_env(d.net_env);
   p.set_start_ns(d.start_ns);
   p.set_heartbeat_ns(d.heartbeat_ns);
   p.set_exited(d.exited);
@@ -294,6 +301,7 @@ RankData fromProto(const pb::Dump& p) {
   d.host = p.host();
   d.run_id = p.run_id();
   d.exe = p.exe();
+  d.net_env = p.net_env();
   d.start_ns = p.start_ns();
   d.heartbeat_ns = p.heartbeat_ns();
   d.exited = p.exited();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/format/bbox_layout.h"
 #include "recorder/format/event_context.h"
 #include "recorder/format/op_type.h"
 
@@ -67,8 +68,14 @@ struct Comm {
   std::string bus_id;          // PCI bus id "0000:3b:00.0"; "" when unknown
   std::string uuid;            // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (as nvidia-smi -L); ""
   uint32_t device_source = 0;  // kDevice* of bbox_layout.h
+  // The bootstrap root the init's unique id names, "10.0.0.1:41234" or "[fe80::1]:41234"; "" when
+  // unknown (bbox_layout.h CommRecord::root_*).
+  std::string root;
+  int blocking = -1;  // ncclConfig_t::blocking: 1 or 0; -1 when the creating call had no config
   friend bool operator==(const Comm&, const Comm&) = default;
 };
+// Whether the communicator was still being created when recorded (bbox_layout.h kCommCreating).
+inline bool inCreation(const Comm& c) { return commInCreation(c.state); }
 
 // One recorded call, every field in its own member: what readers and writers fill before they
 // store it as an EventRecord. The widths hold every value a recording can carry (event indices,
@@ -303,6 +310,8 @@ struct RankData {
   std::string run_id;
   std::string exe;
   int64_t start_ns = 0;
+  // Its NCCL network settings (bbox_layout.h BboxHeader::net_env); "" when none was set.
+  std::string net_env;
   // Liveness and marks.
   int64_t heartbeat_ns = 0;
   bool exited = false;

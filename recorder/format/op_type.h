@@ -58,6 +58,17 @@ inline bool hasRoot(OpType op) {
 }
 // Creates, splits, shrinks, finalizes, destroys, aborts or revokes a communicator.
 bool isCommLifecycle(OpType op);
+// Creates one: ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitAll,
+// ncclCommInitRankScalable, ncclCommSplit, ncclCommShrink.
+inline bool isCommCreation(OpType op) {
+  return op >= OpType::kCommInitRank && op <= OpType::kCommShrink;
+}
+// Creates one from unique ids that the ranks share (not from a parent, not all in one process):
+// ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitRankScalable. Its members join by the id.
+inline bool joinsById(OpType op) {
+  return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
+         op == OpType::kCommInitRankScalable;
+}
 
 // Life of one event. Host backends go kEnqueued -> kCompleted when the call returns; CUDA streams
 // go kEnqueued -> kStarted -> kCompleted as the watchdog observes the pooled CUDA events.

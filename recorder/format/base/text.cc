@@ -33,4 +33,17 @@ std::string hostName() {
   return buf;
 }
 
+std::string numberRanges(const std::vector<int>& ascending) {
+  std::string s;
+  for (size_t i = 0; i < ascending.size();) {
+    size_t j = i;
+    while (j + 1 < ascending.size() && ascending[j + 1] == ascending[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ascending[i]);
+    if (j > i) s += "-" + std::to_string(ascending[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
 }  // namespace ncclrec::base

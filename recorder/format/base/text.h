@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ncclrec::base {
 
@@ -23,5 +24,8 @@ int signalNumber(const std::string& name);
 
 // This host's name (gethostname), or "unknown-host" when it has none.
 std::string hostName();
+
+// "0", "1-3", "0,2,5-7": ascending numbers (ranks), runs written as ranges.
+std::string numberRanges(const std::vector<int>& ascending);
 
 }  // namespace ncclrec::base
