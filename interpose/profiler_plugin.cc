@@ -246,8 +246,10 @@ ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char*
   creator.rank = rank;
   creator.nranks = nranks;
   CallHandle call = r->begin(creator, ncclrec::interpose::kShimFrames);
-  r->commCreated(comm, creator, call.index, 0, -1, -1, ncclSuccess, r->identifyDevice(-1, nullptr),
-                 name != nullptr && *name ? name : nullptr);
+  ncclrec::recorder::CreationArgs args;
+  args.name = name != nullptr && *name ? name : nullptr;
+  r->commCreated(comm, creator, call, args, ncclSuccess, r->identifyDevice(-1, nullptr),
+                 ncclrec::format::kNoComm);
   r->end(call, ncclSuccess);
   return ncclSuccess;
 }

@@ -10,11 +10,13 @@
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/bbox_ring.h"
 #include "recorder/format/nccl_result.h"
+#include "recorder/format/root_address.h"
 
 using ncclrec::format::OpType;
 using ncclrec::interpose::realNccl;
 using ncclrec::interpose::recordCall;
 using ncclrec::recorder::CallHandle;
+using ncclrec::recorder::CreationArgs;
 using ncclrec::recorder::OpArgs;
 using ncclrec::recorder::Recorder;
 
@@ -50,6 +52,41 @@ const char* configName(const ncclConfig_t* config) {
   return config->commName;
 }
 
+// config->blocking as the caller set it: 1 or 0; -1 without a config (blocking, NCCL's default)
+// or when left to NCCL's default (NCCL_CONFIG_UNDEF_INT).
+int configBlocking(const ncclConfig_t* config) {
+  if (config == nullptr || config->magic != 0xcafebeef) return -1;
+  if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(config->blocking)) return -1;
+  return config->blocking == 0 || config->blocking == 1 ? config->blocking : -1;
+}
+
+CreationArgs creationArgs(const ncclConfig_t* config) {
+  CreationArgs c;
+  c.blocking = configBlocking(config);
+  c.name = configName(config);
+  return c;
+}
+
+// Records a call that creates a communicator: begin(a), then the record of what it creates
+// (`made`: its id, and this rank's place where known before the call) claimed before the call
+// (commCreating: a creation that never returns is on record), the call, `after(recorder, call,
+// result, record)` and end(). Inlined: Recorder::begin counts exactly kShimFrames frames of the
+// shim above the user.
+template <class Forward, class After>
+__attribute__((always_inline)) inline ncclResult_t recordCreation(
+    const OpArgs& a, const OpArgs& made, const CreationArgs& c, Forward&& forward, After&& after) {
+  ncclrec::interpose::ReentryGuard guard;
+  Recorder* r = guard.nested() ? nullptr : Recorder::get();
+  if (r == nullptr) return forward();
+  CallHandle call = r->begin(a, ncclrec::interpose::kShimFrames);
+  const uint32_t record = r->commCreating(made, call.index, c);
+  ncclrec::interpose::CurrentCall current(&call);
+  const ncclResult_t result = forward();
+  after(r, call, result, record);
+  r->end(call, result);
+  return result;
+}
+
 // The device of the creating call's rank, known once the call returned (Event::device is live for
 // the calls that create communicators).
 ncclrec::recorder::DeviceIdentity deviceOf(Recorder* r, CallHandle& call, ncclComm_t comm) {
@@ -76,16 +113,21 @@ __attribute__((always_inline)) inline ncclResult_t initRank(OpType op, ncclComm_
                                                             auto&& forward) {
   const uint64_t id = ncclrec::recorder::commIdFromUniqueIds(ids, id_bytes);
   const OpArgs a = creator(op, id, rank, nranks);
-  return recordCall(a, forward, [&](Recorder* r, CallHandle& call, ncclResult_t result) {
-    if (!succeeded(result) || comm == nullptr || *comm == nullptr) {
-      // Refused (e.g. two ranks of one host on one GPU): which device this rank was on is the
-      // evidence, so it is recorded although no communicator exists.
-      r->commInitFailed(a, call.index, result, deviceOf(r, call, nullptr));
-      return;
-    }
-    r->commCreated(*comm, a, call.index, 0, -1, -1, result, deviceOf(r, call, *comm),
-                   configName(config));
-  });
+  CreationArgs c = creationArgs(config);
+  // The first id's root: every rank of a scalable init reaches its own, all of the same job.
+  c.root = ncclrec::format::rootOfUniqueId(
+      ids, id_bytes >= sizeof(ncclUniqueId) ? sizeof(ncclUniqueId) : 0);
+  return recordCreation(
+      a, a, c, forward, [&](Recorder* r, CallHandle& call, ncclResult_t result, uint32_t record) {
+        if (!succeeded(result) || comm == nullptr || *comm == nullptr) {
+          // Refused (e.g. two ranks of one host on one GPU): which device this
+          // rank was on is the evidence, so it is recorded although no
+          // communicator exists.
+          r->commInitFailed(a, call.index, result, deviceOf(r, call, nullptr), record);
+          return;
+        }
+        r->commCreated(*comm, a, call, c, result, deviceOf(r, call, *comm), record);
+      });
 }
 
 void commEnded(ncclComm_t comm, uint32_t bits) {
@@ -154,9 +196,9 @@ NCCLREC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const i
         if (!succeeded(result) || comms == nullptr) return;
         for (int i = 0; i < ndev; ++i) {
           OpArgs member = creator(OpType::kCommInitAll, id, i, ndev);
-          rec->commCreated(comms[i], member, call.index, 0, -1, -1, result,
+          rec->commCreated(comms[i], member, call, CreationArgs{}, result,
                            rec->identifyDevice(queryDevice(comms[i]), realNccl().hostncclGetDevice),
-                           nullptr);
+                           ncclrec::format::kNoComm);
         }
       });
 }
@@ -175,16 +217,28 @@ NCCLREC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   a.aux = color;
   a.aux2 = key;
   a.aux64 = color == NCCL_SPLIT_NOCOLOR ? 0 : child_id;
-  return recordCall(
-      a, [&] { return real_fn(comm, color, key, newcomm, config); },
-      [&](Recorder* rec, CallHandle& call, ncclResult_t result) {
-        if (!succeeded(result) || newcomm == nullptr || *newcomm == nullptr) return;
-        OpArgs child =
-            creator(OpType::kCommSplit, child_id, queryRank(*newcomm), queryCount(*newcomm));
-        rec->commCreated(*newcomm, child, call.index, parent_id, color, key, result,
-                         rec->identifyDevice(queryDevice(*newcomm), realNccl().hostncclGetDevice),
-                         configName(config));
-      });
+  CreationArgs c = creationArgs(config);
+  c.parent_id = parent_id;
+  c.color = color;
+  c.key = key;
+  const auto forward = [&] { return real_fn(comm, color, key, newcomm, config); };
+  const auto after = [&](Recorder* rec, CallHandle& call, ncclResult_t result, uint32_t record) {
+    if (!succeeded(result) || newcomm == nullptr || *newcomm == nullptr) {
+      // The child was not made: its record ends failed.
+      if (record != ncclrec::format::kNoComm)
+        rec->commInitFailed(creator(OpType::kCommSplit, child_id, -1, 0), call.index, result, {},
+                            record);
+      return;
+    }
+    OpArgs child = creator(OpType::kCommSplit, child_id, queryRank(*newcomm), queryCount(*newcomm));
+    rec->commCreated(*newcomm, child, call, c, result,
+                     rec->identifyDevice(queryDevice(*newcomm), realNccl().hostncclGetDevice),
+                     record);
+  };
+  // NCCL_SPLIT_NOCOLOR creates nothing for this rank: a plain call on the parent.
+  if (color == NCCL_SPLIT_NOCOLOR)
+    return recordCall(a, forward, [](Recorder*, CallHandle&, ncclResult_t) {});
+  return recordCreation(a, creator(OpType::kCommSplit, child_id, -1, 0), c, forward, after);
 }
 
 NCCLREC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
@@ -203,18 +257,26 @@ NCCLREC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   a.aux = excludeRanksCount;
   a.aux2 = shrinkFlags;
   a.aux64 = child_id;
-  return recordCall(
-      a,
+  CreationArgs c = creationArgs(config);
+  c.parent_id = parent_id;
+  return recordCreation(
+      a, creator(OpType::kCommShrink, child_id, -1, 0), c,
       [&] {
         return real_fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
       },
-      [&](Recorder* rec, CallHandle& call, ncclResult_t result) {
-        if (!succeeded(result) || newcomm == nullptr || *newcomm == nullptr) return;
+      [&](Recorder* rec, CallHandle& call, ncclResult_t result, uint32_t record) {
+        if (!succeeded(result) || newcomm == nullptr || *newcomm == nullptr) {
+          // The child was not made: its record ends failed.
+          if (record != ncclrec::format::kNoComm)
+            rec->commInitFailed(creator(OpType::kCommShrink, child_id, -1, 0), call.index, result,
+                                {}, record);
+          return;
+        }
         OpArgs child =
             creator(OpType::kCommShrink, child_id, queryRank(*newcomm), queryCount(*newcomm));
-        rec->commCreated(*newcomm, child, call.index, parent_id, -1, -1, result,
+        rec->commCreated(*newcomm, child, call, c, result,
                          rec->identifyDevice(queryDevice(*newcomm), realNccl().hostncclGetDevice),
-                         configName(config));
+                         record);
       });
 }
 

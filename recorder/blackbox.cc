@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #include "recorder/clock.h"
 #include "recorder/format/base/text.h"
 #include "recorder/format/bbox_ring.h"
+#include "recorder/net_env.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -28,6 +30,15 @@ int envInt(const char* name, int fallback) {
   char* end = nullptr;
   const long n = strtol(v, &end, 10);
   return (*end == '\0' && n >= 0 && n < (1 << 30)) ? static_cast<int>(n) : fallback;
+}
+
+// The first of `names` that is set to a number, else `fallback`.
+int envIntOf(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names) {
+    const int v = envInt(name, -1);
+    if (v >= 0) return v;
+  }
+  return fallback;
 }
 
 }  // namespace
@@ -104,9 +115,12 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
                      kModuleCapacity, python.code_capacity, python.blob_bytes, threads);
   h->python_depth = python.depth;
   h->pid = getpid();
-  h->global_rank = envInt("RANK", -1);
-  h->world_size = envInt("WORLD_SIZE", -1);
-  h->local_rank = envInt("LOCAL_RANK", -1);
+  // torchrun's and cxxrun's variables, else the MPI launcher's or Slurm's: a process that hangs
+  // in its first communicator's creation is still known by its rank.
+  h->global_rank = envIntOf({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}, -1);
+  h->world_size = envIntOf({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, -1);
+  h->local_rank = envIntOf(
+      {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, -1);
   h->start_realtime_ns = realtimeNs();
   h->start_monotonic_ns = monotonicNs();
   copyString(h->host, sizeof(h->host), name.host);
@@ -114,6 +128,7 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   char exe[sizeof(h->exe)] = {};
   if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0) exe[0] = '\0';
   copyString(h->exe, sizeof(h->exe), exe);
+  captureNetEnv(environ, h->net_env, sizeof(h->net_env));
   return std::unique_ptr<BlackBox>(new BlackBox(h, g.file_bytes, path, name));
 }
 

@@ -70,9 +70,67 @@ CommTable::CommTable(format::BboxHeader* header, uint32_t capacity)
 
 CommTable::~CommTable() = default;
 
-CommState* CommTable::add(const CommInfo& info) {
+namespace {
+
+// What the creating call's arguments say: written before the record is published.
+void fillIdentity(format::CommRecord* rec, const CommInfo& info) {
+  rec->comm_id = info.comm_id;
+  rec->parent_id = info.parent_id;
+  rec->rank = info.rank;
+  rec->nranks = info.nranks;
+  rec->global_rank = info.global_rank;
+  rec->color = info.color;
+  rec->key = info.key;
+  rec->created_by = info.created_by;
+  rec->created_ns = info.created_ns;
+  rec->event_index_lo = static_cast<uint32_t>(info.event_index);
+  if (info.name != nullptr) strncpy(rec->name, info.name, sizeof(rec->name) - 1);
+  rec->root_family = info.root.family;
+  rec->root_port = info.root.port;
+  memcpy(rec->root_addr, info.root.addr, sizeof(rec->root_addr));
+  rec->blocking = info.blocking;
+}
+
+// What the call's return says: written before its state bit (or the record) is published.
+void fillOutcome(format::CommRecord* rec, const CommInfo& info) {
+  rec->handle = reinterpret_cast<uintptr_t>(info.handle);
+  rec->rank = info.rank;
+  rec->nranks = info.nranks;
+  rec->device = info.device.device;
+  memcpy(rec->bus_id, info.device.bus_id, sizeof(rec->bus_id));
+  rec->bus_id[sizeof(rec->bus_id) - 1] = '\0';
+  memcpy(rec->uuid, info.device.uuid, sizeof(rec->uuid));
+  rec->device_source = info.device.source;
+  rec->init_result = info.init_result;
+}
+
+}  // namespace
+
+uint32_t CommTable::beginCreation(const CommInfo& info) {
   std::lock_guard<std::mutex> lock(add_mutex_);
   const uint32_t index = format::atomicField(header_->comm_count).load(std::memory_order_relaxed);
+  if (index >= capacity_ || index >= header_->comm_capacity) return format::kNoComm;
+  format::CommRecord* rec = &format::commRecords(header_)[index];
+  memset(rec, 0, sizeof(*rec));
+  fillIdentity(rec, info);
+  rec->device = -1;
+  rec->state = format::kCommCreating;
+  format::atomicField(rec->valid).store(format::kValidMark, std::memory_order_release);
+  format::atomicField(header_->comm_count).store(index + 1, std::memory_order_release);
+  return index;
+}
+
+void CommTable::settleCreation(CommState* comm, bool ok) {
+  if (comm == nullptr || comm->record == nullptr || !comm->creating.exchange(false)) return;
+  format::atomicField(comm->record->state)
+      .fetch_or(ok ? format::kCommInitialized : format::kCommInitFailed, std::memory_order_release);
+}
+
+CommState* CommTable::add(const CommInfo& info) {
+  std::lock_guard<std::mutex> lock(add_mutex_);
+  const uint32_t count = format::atomicField(header_->comm_count).load(std::memory_order_relaxed);
+  const bool claimed = info.record != format::kNoComm && info.record < count;
+  const uint32_t index = claimed ? info.record : count;
   if (index >= capacity_ || index >= header_->comm_capacity) return nullptr;
   auto state = std::make_unique<CommState>();
   state->index = index;
@@ -86,31 +144,20 @@ CommState* CommTable::add(const CommInfo& info) {
     state->recv_seq = std::make_unique<std::atomic<uint64_t>[]>(info.nranks);
   }
   format::CommRecord* rec = &format::commRecords(header_)[index];
-  memset(rec, 0, sizeof(*rec));
-  rec->comm_id = info.comm_id;
-  rec->parent_id = info.parent_id;
-  rec->handle = reinterpret_cast<uintptr_t>(info.handle);
-  rec->rank = info.rank;
-  rec->nranks = info.nranks;
-  rec->device = info.device.device;
-  memcpy(rec->bus_id, info.device.bus_id, sizeof(rec->bus_id));
-  rec->bus_id[sizeof(rec->bus_id) - 1] = '\0';
-  memcpy(rec->uuid, info.device.uuid, sizeof(rec->uuid));
-  rec->device_source = info.device.source;
-  rec->global_rank = info.global_rank;
-  rec->color = info.color;
-  rec->key = info.key;
-  rec->created_by = info.created_by;
-  rec->init_result = info.init_result;
-  rec->created_ns = info.created_ns;
-  rec->event_index_lo = static_cast<uint32_t>(info.event_index);
-  rec->state = info.state;
-  if (info.name != nullptr) {
-    strncpy(rec->name, info.name, sizeof(rec->name) - 1);
+  if (claimed) {
+    // Published at the start of the call: the outcome, then its state bit (release).
+    fillOutcome(rec, info);
+    state->creating.store(info.state == 0, std::memory_order_relaxed);
+    format::atomicField(rec->state).fetch_or(info.state, std::memory_order_release);
+  } else {
+    memset(rec, 0, sizeof(*rec));
+    fillIdentity(rec, info);
+    fillOutcome(rec, info);
+    rec->state = info.state;
+    format::atomicField(rec->valid).store(format::kValidMark, std::memory_order_release);
+    format::atomicField(header_->comm_count).store(index + 1, std::memory_order_release);
   }
-  format::atomicField(rec->valid).store(format::kValidMark, std::memory_order_release);
   state->record = rec;
-  format::atomicField(header_->comm_count).store(index + 1, std::memory_order_release);
 
   CommState* raw = state.get();
   states_[index] = std::move(state);

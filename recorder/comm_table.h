@@ -10,6 +10,7 @@
 
 #include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
+#include "recorder/format/root_address.h"
 #include "recorder/in_progress.h"
 
 namespace ncclrec::recorder {
@@ -34,8 +35,11 @@ struct CommState {
   std::unique_ptr<std::atomic<uint64_t>[]> send_seq;
   std::unique_ptr<std::atomic<uint64_t>[]> recv_seq;
   // Ops whose call returned ncclInProgress (a nonblocking communicator), held until
-  // ncclCommGetAsyncError says the communicator settled (recorder/in_progress.h).
+  // ncclCommGetAsyncError says the communicator settled (recorder/in_progress.h); the creating
+  // call of a nonblocking communicator among them.
   InProgressQueue in_progress;
+  // Its record is still kCommCreating: the nonblocking creation has not settled yet.
+  std::atomic<bool> creating{false};
 };
 
 struct CommInfo {
@@ -50,10 +54,16 @@ struct CommInfo {
   int key = -1;
   uint16_t created_by = 0;  // format::OpType
   int init_result = 0;
-  uint32_t state = format::kCommInitialized;  // kCommInitFailed for a failed init
+  // kCommInitialized, kCommInitFailed for a failed init, 0 for a nonblocking creation that has
+  // not settled (its record stays kCommCreating until settleCreation()).
+  uint32_t state = format::kCommInitialized;
   int64_t created_ns = 0;
   uint64_t event_index = 0;
   const char* name = nullptr;
+  format::RootAddress root;  // the unique id's bootstrap root, family 0 when unknown
+  int blocking = -1;         // ncclConfig_t::blocking, -1 without a config
+  // The record beginCreation() claimed for this communicator; kNoComm: add() claims one.
+  uint32_t record = format::kNoComm;
 };
 
 class CommTable {
@@ -63,11 +73,21 @@ class CommTable {
   CommTable(const CommTable&) = delete;
   CommTable& operator=(const CommTable&) = delete;
 
-  // At communicator creation (not the record path: allocates, takes a mutex). A handle seen
-  // before (an address reused after destroy) now maps to the new state. A null handle (a failed
-  // init) gets a record and no per-peer counters, and is not findable. nullptr when the table is
-  // full (the caller warns once).
+  // When a creating call begins (not the record path: takes a mutex): claims and publishes the
+  // communicator's record with what the call's arguments say, state kCommCreating, so that a
+  // creation that never returns is on record. The record's index, kNoComm when the table is full.
+  uint32_t beginCreation(const CommInfo& info);
+
+  // When the creating call returned (not the record path: allocates, takes a mutex): fills the
+  // record info.record names with the call's outcome and or-stores info.state into it (a record
+  // of its own when info.record is kNoComm). A handle seen before (an address reused after
+  // destroy) now maps to the new state. A null handle (a failed init) gets no per-peer counters
+  // and is not findable. nullptr when the table is full (the caller warns once).
   CommState* add(const CommInfo& info);
+
+  // A nonblocking creation settled (ncclCommGetAsyncError): or-stores kCommInitialized or
+  // kCommInitFailed into its record, once.
+  void settleCreation(CommState* comm, bool ok);
 
   // Record path: lock-free, no allocation. nullptr for handles never added.
   CommState* find(const void* handle) const;

@@ -50,8 +50,10 @@ bool Recorder::markWithCuda(const HeldOp& op, bool ok) {
 void Recorder::asyncSettled(const void* handle, int state) {
   if (state == format::kNcclInProgress) return;
   CommState* cs = comms_->find(handle);
-  if (cs == nullptr || cs->in_progress.empty()) return;
+  if (cs == nullptr) return;
   const bool ok = format::acceptedResult(state);
+  comms_->settleCreation(cs, ok);
+  if (cs->in_progress.empty()) return;
   const int64_t now = realtimeNs();
   HeldOp op;
   while (cs->in_progress.pop(&op)) {

@@ -52,6 +52,7 @@ struct GroupState {
     int32_t ticket;
     CommState* comm;
     std::atomic<uint8_t>* arbiter;
+    bool creates;  // a communicator's creation, deferred by NCCL to the group's end
   } pending[kMaxGroupOps];
 };
 
@@ -309,16 +310,17 @@ void Recorder::end(CallHandle& call, int result) {
     return;
   }
   GroupState* g = tls_group;
-  if (ok && g != nullptr && g->depth > 0 && takesStream(op)) {
+  const bool creates = format::isCommCreation(op);
+  if (ok && g != nullptr && g->depth > 0 && (takesStream(op) || creates)) {
     // Runs at the outermost GroupEnd: stays enqueued until then.
     if (g->count < kMaxGroupOps) {
-      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm, call.arbiter};
+      g->pending[g->count++] = {call.index, e, call.stream, -1, call.comm, call.arbiter, creates};
       return;
     }
   }
   const int32_t ticket = call.timed_by_cuda ? call.cuda_ticket : -1;
   // A nonblocking communicator's op: NCCL launches it later, from its own thread.
-  if (result == kNcclInProgress && takesStream(op) &&
+  if (result == kNcclInProgress && (takesStream(op) || creates) &&
       holdInProgress(call.comm, {call.index, e, call.stream, ticket, call.arbiter})) {
     return;
   }
@@ -355,6 +357,11 @@ bool Recorder::groupEnding() {
   return true;
 }
 
+bool Recorder::inGroup() {
+  const GroupState* g = tls_group;
+  return g != nullptr && g->depth > 0;
+}
+
 void Recorder::groupEnded(int result, bool simulated) {
   GroupState* g = tls_group;
   if (g == nullptr || g->depth == 0) return;
@@ -366,6 +373,7 @@ void Recorder::groupEnded(int result, bool simulated) {
     const HeldOp held{p.index, p.slot, p.stream, p.ticket, p.arbiter};
     // Launched later by NCCL's thread: the settle decides (in_progress.cc).
     if (result == kNcclInProgress && !simulated && holdInProgress(p.comm, held)) continue;
+    if (p.creates && !simulated) comms_->settleCreation(p.comm, ok);
     if (ok && pluginTakes(p.arbiter, p.slot, p.index, p.ticket, p.stream)) continue;
     if (markWithCuda(held, ok)) continue;
     completeEvent(p.slot, p.index, result, now);

@@ -24,6 +24,7 @@
 #include "recorder/device_identity.h"
 #include "recorder/format/bbox_layout.h"
 #include "recorder/format/op_type.h"
+#include "recorder/format/root_address.h"
 #include "recorder/in_progress.h"
 #include "recorder/params.h"
 
@@ -52,6 +53,17 @@ struct OpArgs {
   // Completion comes from elsewhere (NCCL's profiler callbacks, opStarted/opCompleted): begin()
   // leaves the op enqueued with no start time and no CUDA markers.
   bool deferred = false;
+};
+
+// What identifies the communicator a creating call makes, besides its OpArgs (comm_id, rank,
+// nranks): for commCreating() and commCreated().
+struct CreationArgs {
+  uint64_t parent_id = 0;      // split, shrink
+  int color = -1;              // split
+  int key = -1;                // split
+  format::RootAddress root;    // init: the unique id's bootstrap root
+  int blocking = -1;           // ncclConfig_t::blocking; -1 without a config
+  const char* name = nullptr;  // ncclConfig_t::commName
 };
 
 // What begin() hands to end(). Lives on the caller's stack.
@@ -106,19 +118,30 @@ class Recorder {
   bool groupEnding();
   // After the real GroupEnd of the outermost group: completes the ops deferred in it.
   void groupEnded(int result, bool simulated);
+  // Whether the calling thread is between ncclGroupStart and its ncclGroupEnd (NCCL defers a
+  // communicator's creation there to the group's end).
+  static bool inGroup();
   // ncclCommGetAsyncError reported `state` (not ncclInProgress) for `handle`: the ops left
   // enqueued by an ncclInProgress return complete (ncclSuccess) or fail (an error).
   void asyncSettled(const void* handle, int state);
 
   // Communicator life cycle (not the record path).
-  void commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
-                   uint64_t parent_id, int color, int key, int result, const DeviceIdentity& device,
-                   const char* name);
+  // A creating call (init, split, shrink) begins, after begin(): claims the communicator's record
+  // (kCommCreating) with what identifies what it creates, so that a creation that never returns
+  // is on record; the returned index goes to commCreated/commInitFailed (kNoComm when the table
+  // is full). `creator`: the child's id, rank and nranks where known before the call.
+  uint32_t commCreating(const OpArgs& creator, uint64_t creator_event, const CreationArgs& args);
+  // The creating call returned success or ncclInProgress (a nonblocking creation: the record
+  // stays kCommCreating, and `call`, the creating call, is held in the new communicator's
+  // in-progress queue until its settle). `record`: commCreating's index (kNoComm: none).
+  void commCreated(const void* handle, const OpArgs& creator, CallHandle& call,
+                   const CreationArgs& args, int result, const DeviceIdentity& device,
+                   uint32_t record);
   // A creating call that failed: the comm never existed, but the attempt is recorded (a comm
   // record with kCommInitFailed and no handle) with the device the rank was on, because a refused
   // init (two ranks on one GPU) is explained by that device.
   void commInitFailed(const OpArgs& creator, uint64_t creator_event, int result,
-                      const DeviceIdentity& device);
+                      const DeviceIdentity& device, uint32_t record);
   // The device of the calling thread's rank (device_identity.h), with NCCLREC_CUDA_LIBRARY.
   DeviceIdentity identifyDevice(int comm_device, HostncclGetDeviceFn hostnccl) const;
   void commEnded(const void* handle, uint32_t state_bits);
@@ -165,7 +188,7 @@ class Recorder {
                    int32_t ticket, const void* stream);
   // Records a held or grouped op's end marker; false when it has no ticket or the driver refused.
   bool markWithCuda(const HeldOp& op, bool ok);
-  void addComm(const CommInfo& info);
+  CommState* addComm(const CommInfo& info);
 
   Params params_;
   std::unique_ptr<BlackBox> box_;

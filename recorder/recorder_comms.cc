@@ -23,35 +23,72 @@ void Recorder::setProcessRank(int rank, int nranks) {
   atomicField(h->world_size).compare_exchange_strong(unknown, nranks, std::memory_order_relaxed);
 }
 
-void Recorder::commCreated(const void* handle, const OpArgs& creator, uint64_t creator_event,
-                           uint64_t parent_id, int color, int key, int result,
-                           const DeviceIdentity& device, const char* name) {
-  if (handle == nullptr || !acceptedResult(result)) return;
-  setProcessRank(creator.rank, creator.nranks);
+namespace {
+
+CommInfo creationInfo(const OpArgs& creator, uint64_t creator_event, const CreationArgs& args,
+                      int global_rank) {
   CommInfo info;
-  info.handle = handle;
   info.comm_id = creator.comm_id;
-  info.parent_id = parent_id;
+  info.parent_id = args.parent_id;
   info.rank = creator.rank;
   info.nranks = creator.nranks;
-  info.device = device;
-  info.global_rank = atomicField(box_->header()->global_rank).load(std::memory_order_relaxed);
-  info.color = color;
-  info.key = key;
+  info.global_rank = global_rank;
+  info.color = args.color;
+  info.key = args.key;
   info.created_by = static_cast<uint16_t>(creator.op);
-  info.init_result = result;
   info.created_ns = realtimeNs();
   info.event_index = creator_event;
-  info.name = name;
-  NCCLREC_TRACE(kLogInit, "comm %016llx (parent %016llx): rank %d of %d, device %d %s, by %s",
+  info.name = args.name;
+  info.root = args.root;
+  info.blocking = args.blocking;
+  return info;
+}
+
+}  // namespace
+
+uint32_t Recorder::commCreating(const OpArgs& creator, uint64_t creator_event,
+                                const CreationArgs& args) {
+  // A process hanging in its first creation is known by the rank it asked for (a rank outside
+  // [0, nranks) is the caller's bad argument, not an identity to adopt).
+  if (creator.rank >= 0 && creator.rank < creator.nranks)
+    setProcessRank(creator.rank, creator.nranks);
+  const int global = atomicField(box_->header()->global_rank).load(std::memory_order_relaxed);
+  const uint32_t record = comms_->beginCreation(creationInfo(creator, creator_event, args, global));
+  NCCLREC_TRACE(kLogInit, "comm %016llx: %s begins (rank %d of %d), record %u",
+                static_cast<unsigned long long>(creator.comm_id),
+                std::string(format::opName(creator.op)).c_str(), creator.rank, creator.nranks,
+                record);
+  return record;
+}
+
+void Recorder::commCreated(const void* handle, const OpArgs& creator, CallHandle& call,
+                           const CreationArgs& args, int result, const DeviceIdentity& device,
+                           uint32_t record) {
+  if (handle == nullptr || !acceptedResult(result)) return;
+  setProcessRank(creator.rank, creator.nranks);
+  CommInfo info =
+      creationInfo(creator, call.index, args,
+                   atomicField(box_->header()->global_rank).load(std::memory_order_relaxed));
+  info.handle = handle;
+  info.device = device;
+  info.init_result = result;
+  info.record = record;
+  // A nonblocking creation is under way until the user's polling sees it settle; one inside a
+  // group, until the group's end.
+  const bool pending = result == format::kNcclInProgress || inGroup();
+  info.state = pending ? 0 : format::kCommInitialized;
+  NCCLREC_TRACE(kLogInit, "comm %016llx (parent %016llx): rank %d of %d, device %d %s, by %s%s",
                 static_cast<unsigned long long>(info.comm_id),
-                static_cast<unsigned long long>(parent_id), info.rank, info.nranks, device.device,
-                device.bus_id, std::string(format::opName(creator.op)).c_str());
-  addComm(info);
+                static_cast<unsigned long long>(args.parent_id), info.rank, info.nranks,
+                device.device, device.bus_id, std::string(format::opName(creator.op)).c_str(),
+                pending ? " (in progress)" : "");
+  CommState* cs = addComm(info);
+  // end() holds the creating call in the new communicator's queue (ncclInProgress).
+  if (pending && cs != nullptr) call.comm = cs;
 }
 
 void Recorder::commInitFailed(const OpArgs& creator, uint64_t creator_event, int result,
-                              const DeviceIdentity& device) {
+                              const DeviceIdentity& device, uint32_t record) {
   // A rank outside [0, nranks) is the caller's bad argument, not an identity to adopt.
   if (creator.rank >= 0 && creator.rank < creator.nranks)
     setProcessRank(creator.rank, creator.nranks);
@@ -66,19 +103,22 @@ void Recorder::commInitFailed(const OpArgs& creator, uint64_t creator_event, int
   info.state = format::kCommInitFailed;
   info.created_ns = realtimeNs();
   info.event_index = creator_event;
+  info.record = record;
   NCCLREC_TRACE(kLogInit, "comm %016llx: init failed (%d) on rank %d of %d, device %d %s",
                 static_cast<unsigned long long>(info.comm_id), result, info.rank, info.nranks,
                 device.device, device.bus_id);
   addComm(info);
 }
 
-void Recorder::addComm(const CommInfo& info) {
-  if (comms_->add(info) == nullptr) {
+CommState* Recorder::addComm(const CommInfo& info) {
+  CommState* cs = comms_->add(info);
+  if (cs == nullptr) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
       NCCLREC_WARN(kLogInit, "more than NCCLREC_MAX_COMMS=%u communicators: later ones untracked",
                    params_.max_comms);
   }
+  return cs;
 }
 
 DeviceIdentity Recorder::identifyDevice(int comm_device, HostncclGetDeviceFn hostnccl) const {

@@ -194,7 +194,7 @@ TEST_F(RecorderTest, FailedInitIsRecordedWithItsDevice) {
     device.source = format::kDeviceFromCudaContext;
     snprintf(device.bus_id, sizeof(device.bus_id), "0000:3b:00.0");
     for (uint8_t i = 0; i < 16; ++i) device.uuid[i] = i;
-    r->commInitFailed(a, c.index, 5, device);  // ncclInvalidUsage
+    r->commInitFailed(a, c.index, 5, device, format::kNoComm);  // ncclInvalidUsage
     r->end(c, 5);
     EXPECT_EQ(r->findComm(nullptr), nullptr);  // nothing to find by handle
     EXPECT_EQ(r->header()->global_rank, 2);
@@ -230,12 +230,12 @@ TEST_F(RecorderTest, FailedInitWithHugeNranksAllocatesNothing) {
     a.comm_id = 0x77;
     a.rank = 5;
     a.nranks = 2000000000;
-    r->commInitFailed(a, 0, 4, DeviceIdentity{});
+    r->commInitFailed(a, 0, 4, DeviceIdentity{}, format::kNoComm);
     EXPECT_EQ(r->header()->global_rank, 5);
     EXPECT_EQ(r->header()->comm_count, 1u);
     a.rank = -1;  // a bad rank is not adopted as the process's
     a.nranks = 4;
-    r->commInitFailed(a, 0, 4, DeviceIdentity{});
+    r->commInitFailed(a, 0, 4, DeviceIdentity{}, format::kNoComm);
     EXPECT_EQ(r->header()->comm_count, 2u);
   });
 }

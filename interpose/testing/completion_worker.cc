@@ -83,6 +83,19 @@ EventRecord newest(OpType op) {
   return found;
 }
 
+// The newest communicator record of this process's live black box with id `comm_id`.
+ncclrec::format::Comm newestComm(uint64_t comm_id) {
+  auto loaded = ncclrec::format::loadPaths({std::getenv("NCCLREC_DIR")});
+  ncclrec::format::Comm found{};
+  if (!loaded.ok()) return found;
+  for (const auto& rank : loaded.value().ranks) {
+    if (rank.pid != getpid()) continue;
+    for (const ncclrec::format::Comm& c : rank.comms)
+      if (c.comm_id == comm_id) found = c;
+  }
+  return found;
+}
+
 bool completesSoon(OpType op) {
   for (int i = 0; i < 600; ++i) {
     if (newest(op).state == EventState::kCompleted) return true;
@@ -143,8 +156,28 @@ int nonblocking() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
-  OK(ncclCommInitRankConfig(&comm, gN, id, gRank, &config));
+  // Rank 1 comes late: rank 0's creation stays in progress until it does.
+  if (gRank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const ncclResult_t init = ncclCommInitRankConfig(&comm, gN, id, gRank, &config);
+  OK(init);
+  const uint64_t comm_id = newest(OpType::kCommInitRankConfig).commId();
+  if (init == ncclInProgress && gRank == 0) {
+    // The creation is on record while it runs: its call pending, its record being created, with
+    // the config's blocking = 0; both settle only when the program's polling sees it settle.
+    CHECK(newest(OpType::kCommInitRankConfig).state == EventState::kEnqueued,
+          "nonblocking init: not pending before the settle (%d)",
+          static_cast<int>(newest(OpType::kCommInitRankConfig).state));
+    CHECK(ncclrec::format::inCreation(newestComm(comm_id)),
+          "nonblocking init: its record is not in creation (state %u)", newestComm(comm_id).state);
+    CHECK(newestComm(comm_id).blocking == 0, "nonblocking init: blocking %d recorded",
+          newestComm(comm_id).blocking);
+    CHECK(!newestComm(comm_id).root.empty(), "nonblocking init: no bootstrap root recorded");
+  }
   settle(comm);
+  CHECK(completesSoon(OpType::kCommInitRankConfig), "nonblocking init: never completed");
+  CHECK((newestComm(comm_id).state & ncclrec::format::kCommInitialized) != 0,
+        "nonblocking init: its record is not initialized after the settle (state %u)",
+        newestComm(comm_id).state);
   // The first op is timed by its marker whatever the choice: under auto the plugin takes ops only
   // once NCCL has reported a kernel channel done.
   {

@@ -53,6 +53,9 @@ struct ParamSpec {
     "Live detection: least seconds before warning that ranks wait for a rank in host code")        \
   X(NCCLREC_HOST_STALL, kDouble, "30", "",                                                         \
     "Live detection: least seconds before a rank in host code while others wait is a hang")        \
+  X(NCCLREC_INIT_STALL, kDouble, "30", "",                                                         \
+    "Live detection: seconds a communicator's creation that every member joined may take before "  \
+    "it is a hang (its bootstrap cannot connect)")                                                 \
   X(NCCLREC_POLL_MS, kInt, "200", "", "Watchdog poll period in milliseconds")                      \
   X(NCCLREC_DUMP_SIGNAL, kSignal, "SIGUSR2", "",                                                   \
     "Signal that makes a process dump (name or number; 0 = none)")                                 \

@@ -103,7 +103,8 @@ inline void registerComm(Recorder* r, const void* handle, uint64_t id, int rank,
   DeviceIdentity device;
   device.device = rank;
   device.source = format::kDeviceFromComm;
-  r->commCreated(handle, a, 0, 0, -1, -1, 0, device, nullptr);
+  CallHandle none;
+  r->commCreated(handle, a, none, CreationArgs{}, 0, device, format::kNoComm);
 }
 
 inline CallHandle beginOp(Recorder* r, format::OpType op, const void* comm, uint64_t count,
