@@ -41,10 +41,29 @@ Config readConfig() {
     }
   }
   if (const char* v = std::getenv("HOSTNCCL_SOCKET_IFNAME")) c.socketIfname = v;
+  if (const char* v = std::getenv("NCCL_SOCKET_IFNAME")) c.ncclSocketIfname = v;
   return c;
 }
 
 }  // namespace
+
+bool matchesIfname(const std::string& spec, const std::string& name) {
+  std::string list = spec;
+  const bool exclude = !list.empty() && list[0] == '^';
+  if (exclude) list.erase(0, 1);
+  const bool exact = !list.empty() && list[0] == '=';
+  if (exact) list.erase(0, 1);
+  bool any = false;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma - start);
+    if (!item.empty() && (exact ? name == item : name.compare(0, item.size(), item) == 0))
+      any = true;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return exclude ? !any : any;
+}
 
 const Config& config() {
   static const Config kConfig = readConfig();

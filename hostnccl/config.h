@@ -12,12 +12,20 @@ struct Config {
   std::chrono::milliseconds timeout{0};
   // HOSTNCCL_SOCKET_IFNAME: the interface whose address hostnccl listens on and connects from.
   std::string socketIfname;
+  // NCCL_SOCKET_IFNAME, when HOSTNCCL_SOCKET_IFNAME is unset: which interface's address a unique
+  // id advertises, matched as NCCL matches it (matchesIfname()).
+  std::string ncclSocketIfname;
   // HOSTNCCL_DEBUG: 0 = silent (default), 1 = WARN, 2 = INFO.
   int debugLevel = 0;
 };
 
 // Thread-safe; the environment is read at the first call only.
 const Config& config();
+
+// Whether interface `name` matches an NCCL_SOCKET_IFNAME value as NCCL reads it: a comma list of
+// prefixes ("eth,ib"), exact names after a leading '=' ("=eth0"), and a leading '^' that
+// excludes what the rest matches ("^docker,lo").
+bool matchesIfname(const std::string& spec, const std::string& name);
 
 // Parses HOSTNCCL_TIMEOUT's value; false when it is not a non-negative number of seconds.
 bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out);

@@ -25,5 +25,18 @@ TEST(ConfigTest, RejectsGarbage) {
   EXPECT_EQ(t.count(), 7);
 }
 
+TEST(ConfigTest, MatchesInterfacesAsNcclSocketIfnameDoes) {
+  EXPECT_TRUE(matchesIfname("eth", "eth0"));  // a prefix
+  EXPECT_TRUE(matchesIfname("ib,eth", "eth1"));
+  EXPECT_FALSE(matchesIfname("eth", "ib0"));
+  EXPECT_TRUE(matchesIfname("=eth0", "eth0"));  // exact names
+  EXPECT_FALSE(matchesIfname("=eth0", "eth01"));
+  EXPECT_TRUE(matchesIfname("^docker,lo", "eth0"));  // an exclusion
+  EXPECT_FALSE(matchesIfname("^docker,lo", "docker0"));
+  EXPECT_FALSE(matchesIfname("^=lo", "lo"));
+  EXPECT_TRUE(matchesIfname("lo", "lo"));
+  EXPECT_FALSE(matchesIfname("", "lo"));
+}
+
 }  // namespace
 }  // namespace ncclrec::hostnccl

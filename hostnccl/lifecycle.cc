@@ -125,8 +125,13 @@ ncclResult_t joinComm(ncclComm_t* out, int nranks, const IdInfo& id, int rank, i
   StoreService* service = StoreService::get(&error);
   if (service == nullptr) return fail(ncclSystemError, "hostnccl init: %s", error.c_str());
   StoreClient store;
-  if (!store.connect(id, nranks, deadlineAfter(config().timeout), &error)) {
-    return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, error.c_str());
+  switch (store.connect(id, nranks, rank, deadlineAfter(config().timeout), &error)) {
+    case StoreClient::Result::kOk:
+      break;
+    case StoreClient::Result::kRefused:
+      return fail(ncclSystemError, "hostnccl init rank %d/%d: %s", rank, nranks, error.c_str());
+    case StoreClient::Result::kUnreachable:
+      return fail(ncclRemoteError, "hostnccl init rank %d/%d: %s", rank, nranks, error.c_str());
   }
   std::unique_ptr<ncclComm> owned;
   if (into == nullptr) owned = std::make_unique<ncclComm>();

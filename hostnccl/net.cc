@@ -52,6 +52,8 @@ std::string SockAddr::str() const {
 
 std::optional<SockAddr> chooseListenAddress(std::string* error) {
   const std::string& wanted = config().socketIfname;
+  // NCCL_SOCKET_IFNAME, matched as NCCL does, when hostnccl's own exact name is not given.
+  const std::string& nccl = wanted.empty() ? config().ncclSocketIfname : std::string();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {
     *error = std::string("getifaddrs failed: ") + std::strerror(errno);
@@ -64,6 +66,11 @@ std::optional<SockAddr> chooseListenAddress(std::string* error) {
     if (family != AF_INET && family != AF_INET6) continue;
     if (!wanted.empty()) {
       if (wanted != ifa->ifa_name) continue;
+    } else if (!nccl.empty()) {
+      if (family != AF_INET || (ifa->ifa_flags & IFF_UP) == 0 ||
+          !matchesIfname(nccl, ifa->ifa_name)) {
+        continue;
+      }
     } else if (family != AF_INET || (ifa->ifa_flags & IFF_UP) == 0 ||
                (ifa->ifa_flags & IFF_LOOPBACK) != 0) {
       continue;
@@ -80,8 +87,9 @@ std::optional<SockAddr> chooseListenAddress(std::string* error) {
   }
   freeifaddrs(list);
   if (found) return found;
-  if (!wanted.empty()) {
-    *error = "HOSTNCCL_SOCKET_IFNAME=" + wanted + ": no such interface with an IP address";
+  if (!wanted.empty() || !nccl.empty()) {
+    *error = (!wanted.empty() ? "HOSTNCCL_SOCKET_IFNAME=" + wanted : "NCCL_SOCKET_IFNAME=" + nccl) +
+             ": no such interface with an IP address";
     return std::nullopt;
   }
   SockAddr lo;

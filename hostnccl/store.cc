@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "hostnccl/errors.h"
@@ -19,11 +20,12 @@ namespace ncclrec::hostnccl {
 namespace {
 
 // Wire protocol, all integers little-endian host order (both ends run this code):
-//   hello:   "HNS1" secret[16] nranks:u32      -> 'A' accepted | 'U' unknown | 'M' nranks differ
+//   hello:   "HNS2" secret[16] nranks:u32 rank:i32 -> 'A' accepted | 'U' unknown
+//            (a hello that breaks the session gets no answer; see serveConnection)
 //   set:     'S' klen:u32 key vlen:u32 value   -> 'K'
 //   get:     'G' klen:u32 key                  -> 'V' vlen:u32 value (blocks until the key is set)
 //   done:    'D'                               -> 'K'
-constexpr char kHello[4] = {'H', 'N', 'S', '1'};
+constexpr char kHello[4] = {'H', 'N', 'S', '2'};
 constexpr uint32_t kMaxField = 64u << 20;
 
 struct Session {
@@ -31,6 +33,10 @@ struct Session {
   std::condition_variable cv;
   uint32_t nranks = 0;  // 0 until the first hello
   uint32_t doneCount = 0;
+  std::set<int32_t> ranks;  // the ranks that said hello
+  // A hello disagreed with the session (another nranks, a rank said twice): like NCCL's bootstrap
+  // root, which stops at the first mismatch, the session serves no one from then on.
+  bool broken = false;
   std::map<std::string, std::vector<char>> kv;
 };
 
@@ -53,15 +59,43 @@ bool readField(int fd, std::string* out) {
   return n == 0 || recvAll(fd, out->data(), n, std::nullopt);
 }
 
+// Holds a connection open, unanswered, until its peer closes it: the rank waits, as an NCCL rank
+// whose bootstrap root stopped waits for its ring information.
+void parkUntilPeerCloses(int fd) {
+  char c;
+  while (::recv(fd, &c, 1, 0) > 0) {
+  }
+  ::close(fd);
+}
+
+// The hello's verdict: 'A' accepted, 'X' this hello broke the session, 'B' an earlier one did.
+char admit(Session& session, uint32_t nranks, int32_t rank) {
+  std::lock_guard<std::mutex> lock(session.mu);
+  if (session.broken) return 'B';
+  if (session.nranks == 0) session.nranks = nranks;
+  if (session.nranks != nranks || session.ranks.count(rank) != 0) {
+    // NCCL's bootstrap root: "mismatch in info from procs" / "rank %d of %d ranks has already
+    // checked in", then it stops serving.
+    logWarn("rendezvous: %s (rank %d says nranks %u, the session has %u); it serves no one now",
+            session.nranks != nranks ? "ranks disagree on nranks" : "a rank joined twice", rank,
+            nranks, session.nranks);
+    session.broken = true;
+    return 'X';
+  }
+  session.ranks.insert(rank);
+  return 'A';
+}
+
 void serveConnection(int fd) {
   char hello[4];
   Secret secret;
   uint32_t nranks = 0;
+  int32_t rank = -1;
   // A peer that does not complete its hello promptly is not one of ours.
   Deadline helloDeadline = deadlineAfter(std::chrono::seconds(30));
   if (!recvAll(fd, hello, 4, helloDeadline) || std::memcmp(hello, kHello, 4) != 0 ||
       !recvAll(fd, secret.data(), secret.size(), helloDeadline) ||
-      !recvAll(fd, &nranks, 4, helloDeadline)) {
+      !recvAll(fd, &nranks, 4, helloDeadline) || !recvAll(fd, &rank, 4, helloDeadline)) {
     ::close(fd);
     return;
   }
@@ -72,19 +106,17 @@ void serveConnection(int fd) {
     auto it = r.sessions.find(secret);
     if (it != r.sessions.end()) session = it->second;
   }
-  char verdict = 'A';
-  if (!session) {
-    verdict = 'U';
-  } else {
-    std::lock_guard<std::mutex> lock(session->mu);
-    if (session->nranks == 0) session->nranks = nranks;
-    if (session->nranks != nranks) verdict = 'M';
-  }
-  sendAll(fd, &verdict, 1, std::nullopt);
+  const char verdict = session ? admit(*session, nranks, rank) : 'U';
+  // The hello that broke the session waits forever, like the rank whose information NCCL's root
+  // read before it stopped; a later one finds the root gone: closed unanswered, it retries as
+  // against a refused connection, then fails.
+  if (verdict == 'X') return parkUntilPeerCloses(fd);
+  if (verdict == 'U') sendAll(fd, &verdict, 1, std::nullopt);
   if (verdict != 'A') {
     ::close(fd);
     return;
   }
+  sendAll(fd, &verdict, 1, std::nullopt);
   for (;;) {
     char op;
     if (!recvAll(fd, &op, 1, std::nullopt)) break;
@@ -238,43 +270,55 @@ void StoreService::acceptLoop() {
   }
 }
 
-bool StoreClient::connect(const IdInfo& id, int nranks, const Deadline& deadline,
-                          std::string* error) {
+StoreClient::Result StoreClient::connect(const IdInfo& id, int nranks, int rank,
+                                         const Deadline& deadline, std::string* error) {
   deadline_ = deadline;
   auto retryDelay = std::chrono::milliseconds(5);
+  int attempts = 0;
   for (;;) {
     int fd = connectTo(id.root, deadline, error);
     char verdict = 0;
     if (fd >= 0) {
-      uint32_t n = static_cast<uint32_t>(nranks);
+      const uint32_t n = static_cast<uint32_t>(nranks);
+      const int32_t r = rank;
       if (sendAll(fd, kHello, 4, deadline) &&
           sendAll(fd, id.secret.data(), id.secret.size(), deadline) &&
-          sendAll(fd, &n, 4, deadline) && recvAll(fd, &verdict, 1, deadline)) {
+          sendAll(fd, &n, 4, deadline) && sendAll(fd, &r, 4, deadline) &&
+          recvAll(fd, &verdict, 1, deadline)) {
         if (verdict == 'A') {
           fd_ = fd;
           local_.len = sizeof(local_.storage);
           getsockname(fd, reinterpret_cast<sockaddr*>(&local_.storage), &local_.len);
-          return true;
+          return Result::kOk;
         }
       } else {
-        *error = "rendezvous with " + id.root.str() + " failed during the handshake";
+        *error = "rendezvous with " + id.root.str() + " did not answer the hello";
       }
       ::close(fd);
-    }
-    if (verdict == 'M') {
-      *error = "rendezvous with " + id.root.str() + ": ranks disagree on nranks (this rank says " +
-               std::to_string(nranks) + ")";
-      return false;
     }
     if (verdict == 'U') {
       *error =
           "rendezvous with " + id.root.str() + " refused the unique id (unknown or already used)";
+      // A derived id's root may not be listening for it yet; a user id's root always is, so a
+      // refusal there is final.
+      if (!id.derived) return Result::kRefused;
+    } else if (!id.derived) {
+      // No root there (refused, unreachable, timed out, or it closed on us: it stopped serving):
+      // NCCL retries kConnectRetries times, sleeping 100 ms more each time, then gives up with
+      // ncclRemoteError.
+      if (++attempts > kConnectRetries) {
+        *error +=
+            ", exceeded the retry count after " + std::to_string(kConnectRetries) + " attempts";
+        return Result::kUnreachable;
+      }
+      const auto sleep = std::chrono::milliseconds(100) * attempts;
+      if (deadline && std::chrono::steady_clock::now() + sleep > *deadline)
+        return Result::kUnreachable;
+      std::this_thread::sleep_for(sleep);
+      continue;
     }
-    // A derived id's root may not be listening for it yet; a user id's root always is, so a
-    // refusal there is final.
-    bool retry = id.derived && (verdict == 'U' || fd < 0);
-    if (!retry) return false;
-    if (deadline && std::chrono::steady_clock::now() + retryDelay > *deadline) return false;
+    if (deadline && std::chrono::steady_clock::now() + retryDelay > *deadline)
+      return Result::kUnreachable;
     std::this_thread::sleep_for(retryDelay);
     retryDelay = std::min(retryDelay * 2, std::chrono::milliseconds(200));
   }

@@ -46,9 +46,23 @@ class StoreService {
 // One rank's connection to a communicator's rendezvous session.
 class StoreClient final : public gloo::rendezvous::Store {
  public:
-  // Connects and authenticates; on failure returns false with *error. For a derived id an
-  // unknown secret is retried until the deadline (the root may not have opened it yet).
-  bool connect(const IdInfo& id, int nranks, const Deadline& deadline, std::string* error);
+  // How connect() ended.
+  enum class Result {
+    kOk,
+    kRefused,      // the root does not know the id (ncclSystemError)
+    kUnreachable,  // no root answered after the retries, or the deadline passed (ncclRemoteError)
+  };
+  // As NCCL's socket connect: attempts that find no root (refused, unreachable, timed out, closed
+  // unanswered) are retried this many times, each after 100 ms more than the last (about a
+  // minute in all), as NCCL_SOCKET_RETRY_CNT and NCCL_SOCKET_RETRY_SLEEP_MSEC default to.
+  static constexpr int kConnectRetries = 34;
+  // Connects and says hello as `rank` of `nranks`; on failure *error says why. A user id's root
+  // that cannot be reached is retried as above; for a derived id (split, shrink) an unknown
+  // secret or an absent root is retried until the deadline (the root may not have opened it yet).
+  // A hello that disagrees with the session (another nranks, a rank said twice) gets no answer:
+  // the call then waits until the deadline, or forever, as NCCL's does.
+  Result connect(const IdInfo& id, int nranks, int rank, const Deadline& deadline,
+                 std::string* error);
   ~StoreClient() override;
 
   // The local address of the connection to the root: the address peers can reach us at.

@@ -174,6 +174,16 @@ TEST(Conformance, MismatchedCollectivesNeverSucceed) {
   runRanks("mismatch", 2, {"HOSTNCCL_TIMEOUT=1"});
 }
 
+TEST(Conformance, InitWithDisagreeingNranksBlocksAsAtNcclsRoot) {
+  if (realNccl()) GTEST_SKIP() << "HOSTNCCL_TIMEOUT is hostnccl's";
+  runRanks("init_nranks", 3, {"HOSTNCCL_TIMEOUT=1"});
+}
+
+TEST(Conformance, InitWithARankClaimedTwiceBlocksAsAtNcclsRoot) {
+  if (realNccl()) GTEST_SKIP() << "HOSTNCCL_TIMEOUT is hostnccl's";
+  runRanks("init_rank_twice", 3, {"HOSTNCCL_TIMEOUT=1"});
+}
+
 TEST(Conformance, KilledRankGivesTheOthersAnError) {
   if (realNccl()) GTEST_SKIP() << "HOSTNCCL_TIMEOUT is hostnccl's";
   runRanks("kill", 3, {"HOSTNCCL_TIMEOUT=20"}, Expect{.killedRank = 2});

@@ -457,7 +457,9 @@ int main(int argc, char** argv) {
                                                            {"fork", forkedRanks},
                                                            {"duplicate_device", duplicateDevice},
                                                            {"placement", placement},
-                                                           {"nonblocking", nonblocking}};
+                                                           {"nonblocking", nonblocking},
+                                                           {"init_nranks", initNranksMismatch},
+                                                           {"init_rank_twice", initRankTwice}};
   auto it = scenarios.find(scenario);
   if (it == scenarios.end()) {
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());

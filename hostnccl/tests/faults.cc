@@ -248,3 +248,30 @@ int forkedRanks() {
 }
 
 }  // namespace ncclrec::hostnccl::testing
+
+namespace ncclrec::hostnccl::testing {
+
+// Run with HOSTNCCL_TIMEOUT=1 and 3 ranks: the last rank disagrees with the others at init (it
+// passes another nranks, or claims rank 0 again). As at NCCL's bootstrap root, the mismatch stops
+// the rendezvous: no rank's init succeeds; each fails at the timeout (the ranks inside with
+// ncclSystemError, those that find the root gone with ncclRemoteError), and none fails at once.
+int initDisagrees(bool claim_twice) {
+  const ncclUniqueId id = shareId(0);
+  // The last rank arrives after the others, so that the mismatch is its own.
+  if (gRank == gN - 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int nranks = !claim_twice && gRank == gN - 1 ? gN + 1 : gN;
+  const int rank = claim_twice && gRank == gN - 1 ? 0 : gRank;
+  ncclComm_t comm = nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  const ncclResult_t rc = ncclCommInitRank(&comm, nranks, id, rank);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(rc == ncclSystemError || rc == ncclRemoteError, "init gave %d", rc);
+  CHECK(took > 0.8, "init failed after %.2f s: a mismatch must block, as NCCL's does", took);
+  return 0;
+}
+
+int initNranksMismatch() { return initDisagrees(false); }
+int initRankTwice() { return initDisagrees(true); }
+
+}  // namespace ncclrec::hostnccl::testing

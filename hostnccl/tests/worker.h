@@ -48,6 +48,9 @@ int killedWhileWriting();
 int badInput();
 int initAll();
 int forkedRanks();
+// The ranks disagree at init: one passes another nranks, or claims a rank another holds.
+int initNranksMismatch();
+int initRankTwice();
 // Nonblocking communicators (nonblocking.cc).
 int nonblocking();
 
