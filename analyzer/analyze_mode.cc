@@ -1,8 +1,12 @@
 #include "analyzer/analyze_mode.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
+#include <vector>
 
+#include "analyzer/creation.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/launcher_facts.h"
 #include "analyzer/trace.h"
@@ -46,13 +50,20 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
     err << kTool << st.message() << '\n';
     return kExitBadInput;
   }
-  std::set<int> seen;
+  // Two processes of one run that claim one rank while they create a communicator are the bug
+  // itself (a wrong RANK), which the verdict names; otherwise, mixed recordings.
+  std::map<int, std::vector<const format::RankData*>> by_rank;
   for (const format::RankData& r : set->ranks) {
-    if (r.global_rank >= 0 && !seen.insert(r.global_rank).second) {
-      err << kTool << "rank " << r.global_rank << " is recorded by two processes (" << r.source_path
-          << " and another): mixed runs? pick one with --run ID\n";
-      return kExitBadInput;
-    }
+    if (r.global_rank >= 0) by_rank[r.global_rank].push_back(&r);
+  }
+  for (const auto& [rank, procs] : by_rank) {
+    if (procs.size() < 2) continue;
+    const bool creating = std::all_of(procs.begin(), procs.end(),
+                                      [](const format::RankData* r) { return joiningById(*r); });
+    if (creating) continue;
+    err << kTool << "rank " << rank << " is recorded by two processes (" << procs[1]->source_path
+        << " and another): mixed runs? pick one with --run ID\n";
+    return kExitBadInput;
   }
   // A directory cxxrun reported on holds what it saw of the processes (killed by SIGKILL...).
   for (const std::string& path : paths) applyWorkerEnds(*set, workerEndsFromReport(path));

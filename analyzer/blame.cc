@@ -35,6 +35,14 @@ bool classNamesOnlyCulprits(VerdictClass c) {
   }
 }
 
+// Where a rank waits: its newest collective or point-to-point call, or a communicator's creation
+// it entered after it; nullptr when it made neither.
+const EventRecord* newestWait(const RankData& r) {
+  const EventRecord* op = newestCommOp(r);
+  const EventRecord* creating = newestPendingCreation(r);
+  return creating != nullptr && (op == nullptr || creating->index > op->index) ? creating : op;
+}
+
 }  // namespace
 
 std::vector<int> waitingRanks(const format::LoadedSet& set, const Verdict& v) {
@@ -48,7 +56,7 @@ std::vector<int> waitingRanks(const format::LoadedSet& set, const Verdict& v) {
     if (st != state.end() && (st->second == RankState::kDead || st->second == RankState::kCrashed))
       continue;
     if (r.fatal_signal != 0) continue;
-    const EventRecord* e = newestCommOp(r);
+    const EventRecord* e = newestWait(r);
     if (e == nullptr) continue;
     if ((isIncomplete(*e) && !r.exited) || lostPeer(*e)) out.push_back(r.global_rank);
   }
@@ -64,7 +72,7 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
   std::map<Where, std::vector<int>> groups;
   for (const RankData& r : set.ranks) {
     if (!std::binary_search(v.waiting.begin(), v.waiting.end(), r.global_rank)) continue;
-    const EventRecord* e = newestCommOp(r);
+    const EventRecord* e = newestWait(r);
     if (e == nullptr) continue;
     groups[{e->commId(), e->op_seq, e->op, lostPeer(*e),
             describeCallSite(callSiteOf(r, *e, sites))}]
@@ -88,11 +96,12 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
            : !first ? " in "
            : single ? " waits for " + it + " in "
                     : " wait for " + it + " in ";
-    // The verdict's own op goes without its name and communicator; another one is named.
-    if (comm == v.comm_id && op == v.op) {
+    // The verdict's own op goes without its name and communicator; another one is named (a
+    // communicator's creation has no sequence number).
+    if (comm == v.comm_id && op == v.op && seq != 0) {
       out += "#" + std::to_string(seq);
     } else {
-      out += std::string(format::opName(op)) + " #" + std::to_string(seq);
+      out += std::string(format::opName(op)) + (seq != 0 ? " #" + std::to_string(seq) : "");
       if (comm != v.comm_id) out += " on comm " + shortCommId(comm);
     }
     out += " from " + site;

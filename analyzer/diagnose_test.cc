@@ -193,11 +193,15 @@ TEST(DiagnoseTest, RanksStuckInInitWaitForARankWithNoData) {
   format::LoadedSet set = job.set();
   set.ranks.pop_back();  // rank 2 left no recording
   const Verdict v = analyzer::diagnose(set);
-  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
-  EXPECT_EQ(exitCodeFor(v.cls), 4);
+  // The rank that never started is the culprit; the ranks in the creation only wait for it.
+  EXPECT_EQ(v.cls, VerdictClass::kCommMemberMissing) << v.headline;
+  EXPECT_EQ(exitCodeFor(v.cls), 3);
+  EXPECT_EQ(v.ranks, std::vector<int>{2});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1}));
   EXPECT_EQ(v.headline,
-            "ranks 0-1 wait in ncclCommInitRank on comm c0ffee00 for a communicator of 3 ranks; "
-            "no data for rank 2");
+            "rank 2 never joined ncclCommInitRank of comm c0ffee00 (3 ranks) from unknown call "
+            "site: rank 2 has no recording (it never started, or started without the recorder); "
+            "ranks 0-1 wait in the creation for it; every member of a communicator must create it");
   ASSERT_EQ(v.missing.size(), 1u);
   EXPECT_NE(v.missing[0].find("RANK, WORLD_SIZE"), std::string::npos) << v.missing[0];
 }

@@ -107,6 +107,11 @@ void Engine::addStatus(Verdict& v) const {
       st.state = RankState::kWaiting;
       st.detail = describe(*pending);
       if (pending->enqueueNs() > 0) st.detail += " for " + seconds(now_ - pending->enqueueNs());
+    } else if (const EventRecord* creating = newestPendingCreation(rd)) {
+      // In a communicator's creation: waiting for its other members.
+      st.state = RankState::kWaiting;
+      st.detail = describe(*creating);
+      if (creating->enqueueNs() > 0) st.detail += " for " + seconds(now_ - creating->enqueueNs());
     }
     if (st.detail.empty() && last_done != nullptr) {
       st.detail = "last op " + describe(*last_done);

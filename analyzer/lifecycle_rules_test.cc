@@ -157,7 +157,9 @@ TEST(LifecycleRulesTest, SplitSkippedByOneRankNamesIt) {
   EXPECT_EQ(v.headline,
             "rank 3 skipped ncclCommSplit of comm c0ffee00 from buildExpertGroup() train.cc:70 "
             "that ranks 0-2 called after collective #2; it issued ncclAllReduce #3 from "
-            "trainStep() train.cc:27 instead");
+            "trainStep() train.cc:27 instead; ranks 0-2 wait for it in ncclCommSplit from "
+            "buildExpertGroup() train.cc:70");
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1, 2}));
 }
 
 TEST(LifecycleRulesTest, ASkipperThatDestroyedTheParentAndLeftIsNamed) {

@@ -19,6 +19,12 @@ const format::EventRecord* newestPendingCommOp(const format::RankData& r) {
   return newest(r, [](const format::EventRecord& e) { return isCommOp(e) && isIncomplete(e); });
 }
 
+const format::EventRecord* newestPendingCreation(const format::RankData& r) {
+  return newest(r, [](const format::EventRecord& e) {
+    return format::isCommCreation(e.op) && isIncomplete(e);
+  });
+}
+
 const format::EventRecord* newestPeerCall(const format::RankData& r) {
   return newest(r, talksToPeers);
 }

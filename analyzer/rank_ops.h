@@ -50,6 +50,10 @@ const format::EventRecord* newestCommOp(const format::RankData& r);
 // The rank's newest collective or point-to-point call still pending, nullptr when none.
 const format::EventRecord* newestPendingCommOp(const format::RankData& r);
 
+// The rank's newest call that creates a communicator (format::isCommCreation) still pending,
+// nullptr when none.
+const format::EventRecord* newestPendingCreation(const format::RankData& r);
+
 // The rank's newest call that talks to peers (talksToPeers()), nullptr when none.
 const format::EventRecord* newestPeerCall(const format::RankData& r);
 

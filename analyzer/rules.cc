@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "analyzer/creation_rules.h"
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
 
@@ -20,6 +21,11 @@ std::optional<Verdict> onRecordings(Engine& en) {
 constexpr NamedRule kRules[] = {
     // A refused init (ranks sharing a device) explains whatever follows it.
     {"device_collision", &onRecordings<&findDeviceCollision>},
+    // A communicator whose creation does not finish (creation_rules.h): the ranks in the creation
+    // wait for a member that is elsewhere, for an id that cannot fill, with arguments that
+    // disagree, or on a bootstrap that cannot connect. From any other communicator those ranks
+    // look like ranks that stopped in host code.
+    {"comm_creation", &findCreationHang},
     // Calls around the slots (lifecycle_rules.h): a communicator ended or split by some ranks
     // only, or a peer left out of a grouped exchange. The ranks that wait would otherwise take
     // the blame for them.

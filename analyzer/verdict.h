@@ -35,6 +35,11 @@ enum class VerdictClass {
   kDeviceCollision,
   kCommAborted,
   kCommDestroyed,
+  // A communicator's creation that does not finish (creation_rules.h).
+  kCommMemberMissing,
+  kCommIdMismatch,
+  kCommInitMismatch,
+  kBootstrapStuck,
 };
 
 // "rank_gated_collective", ...

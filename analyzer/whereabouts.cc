@@ -76,7 +76,7 @@ RankThreads threadsOf(const format::RankData& rd, const CallSites& sites) {
 
 bool aboutStoppedRanks(VerdictClass c) {
   return c == VerdictClass::kRankStuckInHost || c == VerdictClass::kRankBlockedElsewhere ||
-         c == VerdictClass::kUndecided;
+         c == VerdictClass::kCommMemberMissing || c == VerdictClass::kUndecided;
 }
 
 void printFrames(const std::vector<format::Frame>& frames, int marked, const char* indent,

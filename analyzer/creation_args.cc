@@ -1,0 +1,276 @@
+// A creation that does not finish although its members called it: their arguments disagree
+// (comm_init_mismatch), or every member joined alike and the bootstrap cannot connect
+// (bootstrap_stuck).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analyzer/creation_rules.h"
+#include "analyzer/rank_ops.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// A creation every member joined alike for this long, without finishing, cannot connect: NCCL's
+// own bootstrap takes well under a second per thousand ranks when the network works.
+constexpr int64_t kBootstrapStuckNs = 3'000'000'000;
+
+std::vector<int> sorted(std::set<int> s) { return {s.begin(), s.end()}; }
+
+std::vector<int> ranksOf(const std::vector<const Joiner*>& js) {
+  std::set<int> out;
+  for (const Joiner* j : js) out.insert(j->global_rank);
+  return sorted(out);
+}
+
+std::string waitsIn(const std::vector<int>& ranks) {
+  return ranks.empty()
+             ? ""
+             : "; " + ranksWord(ranks) + (ranks.size() == 1 ? " waits" : " wait") + " in it";
+}
+
+// Joiners that asked for a rank outside [0, nranks): NCCL refuses the call (invalid argument).
+std::optional<Verdict> rankOutOfRange(const Engine& en, const Creation& c) {
+  std::vector<const Joiner*> bad;
+  for (const Joiner& j : c.joiners) {
+    if (j.comm_rank < 0 || j.comm_rank >= j.nranks) bad.push_back(&j);
+  }
+  if (bad.empty()) return std::nullopt;
+  Verdict v;
+  fromCreation(en, c, v);
+  v.cls = VerdictClass::kCommInitMismatch;
+  v.ranks = ranksOf(bad);
+  std::set<int> waiting;
+  for (const Joiner& j : c.joiners) {
+    if (!j.failed() && std::find(bad.begin(), bad.end(), &j) == bad.end())
+      waiting.insert(j.global_rank);
+  }
+  v.waiting = sorted(waiting);
+  const Joiner& b = *bad.front();
+  v.site = en.siteAt(en.set().ranks[b.rank], *b.event);
+  v.stacks = {v.site};
+  v.headline = ranksWord(v.ranks) + " asked for rank " + std::to_string(b.comm_rank) + " of " +
+               std::to_string(b.nranks) + " in " + creationPhrase(en, c) +
+               (b.failed() ? ", which NCCL refused (invalid argument)" : "") + waitsIn(v.waiting) +
+               ": a rank of a communicator is 0 to nranks-1";
+  v.tables.push_back(creationTable(en, c, {}, v.ranks));
+  return v;
+}
+
+// Joiners that disagree on nranks: the bootstrap root keeps the first size it hears and stops at
+// the first that differs; every member then waits.
+std::optional<Verdict> sizesDisagree(const Engine& en, const Creation& c) {
+  std::map<int, std::vector<const Joiner*>> by_size;
+  for (const Joiner& j : c.joiners) by_size[j.nranks].push_back(&j);
+  if (by_size.size() < 2) return std::nullopt;
+  const int agreed = c.agreedSize();
+  size_t top = 0, second = 0;
+  for (const auto& [n, js] : by_size) {
+    const size_t k = ranksOf(js).size();
+    if (k > top) {
+      second = top;
+      top = k;
+    } else if (k > second) {
+      second = k;
+    }
+  }
+  Verdict v;
+  fromCreation(en, c, v);
+  v.cls = VerdictClass::kCommInitMismatch;
+  std::set<int> culprits, waiting;
+  std::string parts;
+  for (const auto& [n, js] : by_size) {
+    const std::vector<int> ranks = ranksOf(js);
+    const bool deviant = top > second ? n != agreed : true;
+    for (int r : ranks) (deviant ? culprits : waiting).insert(r);
+    parts += (parts.empty() ? "" : ", ") + ranksWord(ranks) +
+             (ranks.size() == 1 ? " passes " : " pass ") + "nranks " + std::to_string(n);
+  }
+  v.ranks = sorted(culprits);
+  v.waiting = sorted(waiting);
+  v.headline = creationPhrase(en, c) + ": " + parts +
+               (top > second ? "" : ", and no size has a majority") +
+               "; the bootstrap stops at the first size that differs" + waitsIn(v.waiting) +
+               ": pass the same nranks (the job's size) on every member";
+  v.tables.push_back(creationTable(en, c, {}, v.ranks));
+  return v;
+}
+
+// Of the claimers `js` of comm rank `k`, the one that was to be one of the `free` ranks: the one
+// that, given such a rank, makes every member fit one numbering (global = a x comm + b, over the
+// ranks claimed once and the other claimers of k). Else those whose global rank is not k (the
+// identity numbering), when another's is; else all of them.
+std::vector<const Joiner*> oddClaimers(int k, const std::vector<const Joiner*>& js,
+                                       const std::vector<std::pair<int, int>>& once,
+                                       const std::vector<int>& free) {
+  std::vector<const Joiner*> fit;
+  for (const Joiner* x : js) {
+    for (int m : free) {
+      std::vector<std::pair<int, int>> pairs = once;
+      for (const Joiner* y : js) {
+        if (y != x) pairs.emplace_back(y->global_rank, k);
+      }
+      pairs.emplace_back(x->global_rank, m);
+      if (rankMapping(pairs)) {
+        fit.push_back(x);
+        break;
+      }
+    }
+  }
+  if (fit.size() == 1) return fit;
+  std::vector<const Joiner*> not_k;
+  for (const Joiner* j : js) {
+    if (j->global_rank != k) not_k.push_back(j);
+  }
+  return not_k.empty() || not_k.size() == js.size() ? js : not_k;
+}
+
+// Two processes (or more) joined as one comm rank: the bootstrap root stops at the second, and
+// the ranks nobody took never join. The odd claimers of each rank are named (oddClaimers).
+std::optional<Verdict> rankClaimedTwice(const Engine& en, const Creation& c) {
+  std::map<int, std::vector<const Joiner*>> by_rank;
+  for (const Joiner& j : c.joiners) by_rank[j.comm_rank].push_back(&j);
+  std::vector<std::pair<int, int>> once;
+  for (const auto& [k, js] : by_rank) {
+    if (js.size() == 1) once.emplace_back(js.front()->global_rank, k);
+  }
+  std::vector<int> free;
+  for (int r = 0; r < c.agreedSize(); ++r) {
+    if (!by_rank.contains(r)) free.push_back(r);
+  }
+  std::vector<const Joiner*> odd;
+  std::set<int> twice;
+  for (const auto& [k, js] : by_rank) {
+    if (js.size() < 2) continue;
+    twice.insert(k);
+    const std::vector<const Joiner*> mine = oddClaimers(k, js, once, free);
+    odd.insert(odd.end(), mine.begin(), mine.end());
+  }
+  if (twice.empty()) return std::nullopt;
+  Verdict v;
+  fromCreation(en, c, v);
+  v.cls = VerdictClass::kCommInitMismatch;
+  v.ranks = ranksOf(odd);
+  std::set<int> waiting;
+  for (const Joiner& j : c.joiners) {
+    if (std::find(odd.begin(), odd.end(), &j) == odd.end()) waiting.insert(j.global_rank);
+  }
+  v.waiting = sorted(waiting);
+  std::string who;
+  for (const Joiner* j : odd) {
+    const RankData& rd = en.set().ranks[j->rank];
+    who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j->global_rank) +
+           " (pid " + std::to_string(rd.pid) + " on " + rd.host + ") as rank " +
+           std::to_string(j->comm_rank);
+  }
+  v.headline = creationPhrase(en, c) + ": " + who + ", which another process joined as too" +
+               (free.empty() ? ""
+                             : std::string("; no process joined as ") +
+                                   (free.size() == 1 ? "rank " : "ranks ") + formatRanks(free)) +
+               "; the bootstrap stops at the second claim" + waitsIn(v.waiting) +
+               ": each process needs its own rank (LOCAL_RANK where RANK was meant?)";
+  v.tables.push_back(creationTable(en, c, {}, v.ranks));
+  return v;
+}
+
+// "NCCL_SOCKET_IFNAME=eth1 on ranks 0-1; no NCCL network setting on ranks 2-3", in the order of
+// each setting's lowest rank.
+std::string netSettings(const Engine& en, const Creation& c) {
+  std::map<std::string, std::set<int>> by_env;
+  for (const Joiner& j : c.joiners) by_env[en.set().ranks[j.rank].net_env].insert(j.global_rank);
+  std::vector<std::pair<std::string, std::set<int>>> ordered(by_env.begin(), by_env.end());
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return *a.second.begin() < *b.second.begin(); });
+  std::string s;
+  for (const auto& [env, ranks] : ordered) {
+    s += (s.empty() ? "" : "; ") + (env.empty() ? std::string("no NCCL network setting") : env) +
+         " on " + ranksWord(sorted(ranks));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<Verdict> processesShareARank(const Engine& en, const std::vector<Creation>& all) {
+  std::map<int, std::vector<std::pair<const Creation*, const Joiner*>>> by_rank;
+  for (const Creation& c : all) {
+    for (const Joiner& j : c.joiners) {
+      if (j.global_rank >= 0) by_rank[j.global_rank].emplace_back(&c, &j);
+    }
+  }
+  for (const auto& [rank, claims] : by_rank) {
+    std::set<size_t> procs;
+    for (const auto& [c, j] : claims) procs.insert(j->rank);
+    if (procs.size() < 2) continue;
+    Verdict v;
+    fromCreation(en, *claims.front().first, v);
+    v.cls = VerdictClass::kCommInitMismatch;
+    v.ranks = {rank};
+    std::string who;
+    for (const auto& [c, j] : claims) {
+      const RankData& rd = en.set().ranks[j->rank];
+      who += (who.empty() ? "" : "; ") + std::string("pid ") + std::to_string(rd.pid) + " on " +
+             rd.host + " in " + creationPhrase(en, *c) + " as rank " +
+             std::to_string(j->comm_rank) + " (id " + madeByPhrase(en, *c) + ")";
+    }
+    std::set<int> present, waiting;
+    int world = 0;
+    for (const RankData& rd : en.set().ranks) {
+      present.insert(rd.global_rank);
+      world = std::max(world, rd.world_size);
+      if (rd.global_rank != rank && joiningById(rd)) waiting.insert(rd.global_rank);
+    }
+    std::vector<int> absent;
+    for (int r = 0; r < world; ++r) {
+      if (!present.contains(r)) absent.push_back(r);
+    }
+    v.waiting = sorted(waiting);
+    v.headline = std::to_string(procs.size()) + " processes run as rank " + std::to_string(rank) +
+                 ": " + who + (absent.empty() ? "" : "; no process runs as " + ranksWord(absent)) +
+                 ": each process needs its own RANK (started by hand, or a launcher variable "
+                 "read where another was meant?)";
+    for (const auto& [c, j] : claims) v.tables.push_back(creationTable(en, *c, {}, v.ranks));
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> argumentsDisagree(const Engine& en, const Creation& c) {
+  if (auto v = rankOutOfRange(en, c)) return v;
+  if (auto v = sizesDisagree(en, c)) return v;
+  return rankClaimedTwice(en, c);
+}
+
+std::optional<Verdict> bootstrapStuck(const Engine& en, const Creation& c) {
+  const int n = c.agreedSize();
+  std::set<int> ranks;
+  bool lost = false;
+  for (const Joiner& j : c.joiners) {
+    if (j.nranks != n) return std::nullopt;
+    if (j.failed() && !lostPeer(*j.event)) return std::nullopt;  // refused: not a connection
+    lost = lost || j.failed();
+    ranks.insert(j.comm_rank);
+  }
+  if (static_cast<int>(ranks.size()) != n || static_cast<int>(c.joiners.size()) != n)
+    return std::nullopt;
+  if (!lost && en.now() - c.last_ns < kBootstrapStuckNs) return std::nullopt;
+  Verdict v;
+  fromCreation(en, c, v);
+  v.cls = VerdictClass::kBootstrapStuck;
+  v.waiting = joinerRanks(c);
+  v.headline = "every member joined " + creationPhrase(en, c) + " (" + ranksWord(v.waiting) +
+               ", the last " + seconds(en.now() - c.last_ns) + " ago) and " +
+               (lost ? "their calls failed" : "it does not finish") +
+               ": the bootstrap cannot connect to the id's root" +
+               (c.root.empty() ? "" : " " + c.root) + " (" + madeByPhrase(en, c) +
+               "); network settings: " + netSettings(en, c) +
+               "; check that every member reaches that address and port (the interface "
+               "NCCL_SOCKET_IFNAME picks, firewalls, the root process itself)";
+  v.missing.push_back(
+      "which connection fails: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP on the ranks "
+      "logs each attempt to reach the root");
+  v.tables.push_back(creationTable(en, c, {}, {}));
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::engine

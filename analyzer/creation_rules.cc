@@ -1,0 +1,352 @@
+// A creation that does not finish because members did not join: a member elsewhere (or gone), or
+// one communicator given several unique ids. Arguments that disagree and a bootstrap that cannot
+// connect: creation_args.cc.
+#include "analyzer/creation_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analyzer/rank_ops.h"
+#include "recorder/format/base/text.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// How a process that did not join a creation stands.
+enum class Away { kBlocked, kHost, kExited, kCrashed, kDead, kNoData };
+
+struct Absent {
+  int global_rank = -1;
+  std::optional<size_t> rank;  // index into LoadedSet::ranks; nullopt: no recording
+  Away how = Away::kNoData;
+  std::string where;  // "is blocked in ncclAllReduce #4 on comm 81fd1b08 from trainStep() ..."
+};
+
+Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
+  Absent a;
+  a.global_rank = global_rank;
+  a.rank = r;
+  if (!r) {
+    a.where = "has no recording (it never started, or started without the recorder)";
+    return a;
+  }
+  const RankData& rd = en.set().ranks[*r];
+  const EventRecord* last = newestCommOp(rd);
+  if (rd.exited) {
+    a.how = Away::kExited;
+    a.where = "exited; " + en.lastOpPhrase(rd, last);
+  } else if (rd.fatal_signal != 0) {
+    a.how = Away::kCrashed;
+    a.where = "crashed (" + base::signalName(rd.fatal_signal) + "); " + en.lastOpPhrase(rd, last);
+  } else if (en.dead(*r)) {
+    a.how = Away::kDead;
+    a.where = "died without an exit mark (killed from outside); " + en.lastOpPhrase(rd, last);
+  } else if (const EventRecord* p = newestPendingCommOp(rd)) {
+    a.how = Away::kBlocked;
+    a.where = "is blocked in " + std::string(format::opName(p->op)) + " #" +
+              std::to_string(p->op_seq) + " on comm " + shortCommId(p->commId()) + " from " +
+              describeCallSite(en.siteAt(rd, *p));
+  } else {
+    a.how = Away::kHost;
+    a.where = "is in host code: " + en.lastOpPhrase(rd, last);
+  }
+  return a;
+}
+
+// The processes of the job that did not join `c`, by global rank (several for a rank claimed
+// twice), and those with no recording at all.
+std::vector<Absent> othersOf(const Engine& en, const Creation& c) {
+  std::set<size_t> joined;
+  for (const Joiner& j : c.joiners) joined.insert(j.rank);
+  std::vector<Absent> out;
+  for (size_t r = 0; r < en.set().ranks.size(); ++r) {
+    if (!joined.contains(r)) out.push_back(absentOf(en, en.globalRank(r), r));
+  }
+  for (int g : en.ranksWithNoData()) out.push_back(absentOf(en, g, std::nullopt));
+  std::sort(out.begin(), out.end(),
+            [](const Absent& a, const Absent& b) { return a.global_rank < b.global_rank; });
+  return out;
+}
+
+int worldSize(const Engine& en) {
+  int world = 0;
+  for (const RankData& rd : en.set().ranks) world = std::max(world, rd.world_size);
+  return world;
+}
+
+// The processes that were to join as the comm ranks nobody took.
+std::vector<Absent> missingOf(const Engine& en, const Creation& c, Missing* missing) {
+  const std::vector<Absent> others = othersOf(en, c);
+  std::vector<std::pair<int, int>> joined;
+  for (const Joiner& j : c.joiners) joined.emplace_back(j.global_rank, j.comm_rank);
+  std::vector<int> other_ranks;
+  for (const Absent& a : others) other_ranks.push_back(a.global_rank);
+  *missing = missingMembers(joined, c.agreedSize(), other_ranks, worldSize(en));
+  std::vector<Absent> out;
+  for (const Absent& a : others) {
+    if (std::binary_search(missing->global_ranks.begin(), missing->global_ranks.end(),
+                           a.global_rank))
+      out.push_back(a);
+  }
+  return out;
+}
+
+std::string whereText(const std::vector<Absent>& away) {
+  std::string s;
+  for (const Absent& a : away) {
+    if (!s.empty()) s += "; ";
+    s += "rank " + std::to_string(a.global_rank) + " " + a.where;
+  }
+  return s;
+}
+
+std::vector<int> ranksOfAbsent(const std::vector<Absent>& away) {
+  std::vector<int> out;
+  for (const Absent& a : away) out.push_back(a.global_rank);
+  return out;
+}
+
+std::vector<size_t> indicesOf(const std::vector<Absent>& away) {
+  std::vector<size_t> out;
+  for (const Absent& a : away) {
+    if (a.rank) out.push_back(*a.rank);
+  }
+  return out;
+}
+
+// ", which ranks 0-2 create lazily, at the first collective on it (Group::allReduce() main.cc:27
+// from logMetrics() main.cc:46)"; "" when the creation is not lazy.
+std::string lazyPhrase(const Engine& en, const Creation& c) {
+  const Joiner& j = c.joiners.front();
+  const CallSite site = en.siteAt(en.set().ranks[j.rank], *j.event);
+  const std::optional<size_t> t = lazyTrigger(site);
+  if (!t) return "";
+  CallSite trigger = site;
+  trigger.frame = static_cast<int>(*t);
+  CallSite from = site;
+  if (site.frame <= static_cast<int>(*t)) from.frame = static_cast<int>(*t) + 1;
+  const bool has_caller = from.frame < static_cast<int>(site.frames.size());
+  // describeCallSite names site.frames[site.frame]: point each copy's fields at its frame.
+  const auto at = [](CallSite s) {
+    const format::Frame& f = s.frames[static_cast<size_t>(s.frame)];
+    s.function = f.function;
+    s.file = f.file;
+    s.line = f.line;
+    s.python = f.python;
+    s.module = f.module;
+    s.module_offset = f.module_offset;
+    return describeCallSite(s);
+  };
+  const std::string caller = has_caller ? "called from " + at(from) : "";
+  // The call site is the collective itself when the rule stopped there: name only its caller.
+  if (site.frame == static_cast<int>(*t))
+    return " (created lazily, by this first collective on it" +
+           (caller.empty() ? "" : ", " + caller) + ")";
+  return " (created lazily, by the first collective on it: " + at(trigger) +
+         (caller.empty() ? "" : ", " + caller) + ")";
+}
+
+// A member that never joined (comm_member_missing), or one that left (rank_exited,
+// rank_crashed), or ranks alone in a creation the others never make (rank_gated_collective).
+std::optional<Verdict> memberMissing(const Engine& en, const Creation& c) {
+  if (c.pending() != c.joiners.size()) return std::nullopt;  // a failed joiner: argument rules
+  Missing missing;
+  const std::vector<Absent> away = missingOf(en, c, &missing);
+  if (missing.comm_ranks.empty() || away.empty()) return std::nullopt;
+  const std::vector<int> joined = joinerRanks(c);
+  std::vector<Absent> gone;
+  bool all_blocked = true;
+  for (const Absent& a : away) {
+    if (a.how != Away::kBlocked && a.how != Away::kHost) gone.push_back(a);
+    if (a.how != Away::kBlocked) all_blocked = false;
+  }
+  Verdict v;
+  fromCreation(en, c, v);
+  const std::string what = creationPhrase(en, c) + lazyPhrase(en, c);
+  if (gone.empty() && all_blocked && joined.size() < away.size()) {
+    // The joiners are the few: they began a creation the others, busy elsewhere, never make.
+    v.cls = VerdictClass::kRankGatedCollective;
+    v.ranks = joined;
+    v.waiting = ranksOfAbsent(away);
+    v.headline = ranksWord(joined) + " alone began " + what +
+                 "; every member of a communicator must create it, and " +
+                 ranksWord(ranksOfAbsent(away)) + " never did";
+  } else {
+    const std::vector<Absent>& culprits = gone.empty() ? away : gone;
+    v.ranks = ranksOfAbsent(culprits);
+    v.waiting = joined;
+    const Away first = culprits.front().how;
+    v.cls = first == Away::kExited                            ? VerdictClass::kRankExited
+            : first == Away::kCrashed || first == Away::kDead ? VerdictClass::kRankCrashed
+                                                              : VerdictClass::kCommMemberMissing;
+    v.headline = ranksWord(v.ranks) + " never joined " + what + ": " + whereText(culprits) + "; " +
+                 ranksWord(joined) + (joined.size() == 1 ? " waits" : " wait") +
+                 " in the creation for " + (culprits.size() == 1 ? "it" : "them") +
+                 "; every member of a communicator must create it";
+  }
+  v.tables.push_back(creationTable(en, c, indicesOf(away), v.ranks));
+  for (const Absent& a : away) {
+    if (!a.rank) {
+      v.missing.push_back("no data for rank " + std::to_string(a.global_rank) +
+                          ": a rank that was not started, or was started with another RANK, "
+                          "WORLD_SIZE or unique id, never joins; its launcher's log would show it");
+      break;
+    }
+  }
+  return v;
+}
+
+// Several ids for what is one communicator: pending creations of one size and one call site
+// whose joiners hold disjoint ranks of it, none of which can fill.
+std::vector<const Creation*> siblingsOf(const Engine& en, const std::vector<Creation>& all,
+                                        const Creation& c) {
+  const int n = c.agreedSize();
+  const auto siteOf = [&](const Creation& x) {
+    const Joiner& j = x.joiners.front();
+    return callSiteKey(en.siteAt(en.set().ranks[j.rank], *j.event));
+  };
+  const std::string site = siteOf(c);
+  std::vector<const Creation*> group;
+  std::set<int> taken;
+  for (const Creation& x : all) {
+    if (x.agreedSize() != n || x.joiners.size() >= static_cast<size_t>(n) || siteOf(x) != site)
+      continue;
+    bool disjoint = true;
+    for (const Joiner& j : x.joiners) disjoint = disjoint && !taken.contains(j.comm_rank);
+    if (!disjoint) continue;
+    for (const Joiner& j : x.joiners) taken.insert(j.comm_rank);
+    group.push_back(&x);
+  }
+  return group;
+}
+
+std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>& all) {
+  for (const Creation& c : all) {
+    const std::vector<const Creation*> ids = siblingsOf(en, all, c);
+    if (ids.size() < 2) continue;
+    // The largest group holds the id the others should have used; with no strict majority, the
+    // rule that made several ids is at fault: their makers are named.
+    std::vector<const Creation*> by_size = ids;
+    std::stable_sort(by_size.begin(), by_size.end(), [](const Creation* a, const Creation* b) {
+      return a->joiners.size() > b->joiners.size();
+    });
+    const bool majority = by_size[0]->joiners.size() > by_size[1]->joiners.size();
+    Verdict v;
+    fromCreation(en, *by_size[0], v);
+    v.cls = VerdictClass::kCommIdMismatch;
+    std::set<int> culprits, waiting;
+    std::string groups;
+    for (const Creation* x : by_size) {
+      const std::vector<int> ranks = joinerRanks(*x);
+      const bool deviant = majority && x != by_size[0];
+      for (int r : ranks) (deviant ? culprits : waiting).insert(r);
+      if (!majority && x->maker != nullptr) culprits.insert(x->maker->global_rank);
+      groups += (groups.empty() ? "" : "; ") + ranksWord(ranks) + " joined the id " +
+                madeByPhrase(en, *x);
+    }
+    if (!majority && culprits.empty()) culprits = waiting;  // no maker recorded: every joiner
+    if (!majority) {
+      for (int r : culprits) waiting.erase(r);
+    }
+    v.ranks.assign(culprits.begin(), culprits.end());
+    v.waiting.assign(waiting.begin(), waiting.end());
+    v.headline = "one communicator of " + std::to_string(c.agreedSize()) + " ranks (" +
+                 creationPhrase(en, c) + ") was given " + std::to_string(ids.size()) +
+                 " unique ids, and none can fill: " + groups +
+                 (majority ? "" : "; no id is shared by a majority of its members") +
+                 ": one rank must make the id and every member use that one";
+    for (const Creation* x : by_size) {
+      std::vector<int> marked;
+      for (const Joiner& j : x->joiners) {
+        if (culprits.contains(j.global_rank)) marked.push_back(j.global_rank);
+      }
+      v.tables.push_back(creationTable(en, *x, {}, marked));
+    }
+    return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<int> joinerRanks(const Creation& c) {
+  std::vector<int> out;
+  for (const Joiner& j : c.joiners) out.push_back(j.global_rank);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string creationPhrase(const Engine& en, const Creation& c) {
+  const Joiner& j = c.joiners.front();
+  return std::string(format::opName(j.event->op)) + " of comm " + shortCommId(c.id) + " (" +
+         std::to_string(c.agreedSize()) + " ranks) from " +
+         describeCallSite(en.siteAt(en.set().ranks[j.rank], *j.event));
+}
+
+std::string madeByPhrase(const Engine& en, const Creation& c) {
+  std::string s;
+  if (c.maker != nullptr) {
+    s = "made by rank " + std::to_string(c.maker->global_rank) + " (ncclGetUniqueId from " +
+        describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
+  } else {
+    s = "made by no recorded rank";
+  }
+  return s;
+}
+
+void fromCreation(const Engine& en, const Creation& c, Verdict& v) {
+  const Joiner& j = c.joiners.front();
+  v.comm_id = c.id;
+  v.op = j.event->op;
+  v.site = en.siteAt(en.set().ranks[j.rank], *j.event);
+  v.stacks = {v.site};
+}
+
+EvidenceTable creationTable(const Engine& en, const Creation& c, const std::vector<size_t>& away,
+                            const std::vector<int>& marked) {
+  EvidenceTable t;
+  t.title = "creation of comm " + shortCommId(c.id) + " (id " + madeByPhrase(en, c) +
+            (c.root.empty() ? "" : ", root " + c.root) + ")";
+  t.columns = {"rank", "host", "pid", "comm_rank", "nranks", "call", "now"};
+  const auto row = [&](size_t r, const Joiner* j) {
+    const RankData& rd = en.set().ranks[r];
+    std::vector<TableCell> cells = {TableCell::of(int64_t{rd.global_rank}), TableCell::of(rd.host),
+                                    TableCell::of(int64_t{rd.pid})};
+    if (j != nullptr) {
+      cells.push_back(TableCell::of(int64_t{j->comm_rank}));
+      cells.push_back(TableCell::of(int64_t{j->nranks}));
+      cells.push_back(TableCell::of(evidenceOpOf(rd, *j->event, en.callsites())));
+      cells.push_back(TableCell::of(j->failed() ? "failed"
+                                                : "in the creation for " +
+                                                      seconds(en.now() - j->event->enqueueNs())));
+    } else {
+      cells.insert(cells.end(), {TableCell::none(), TableCell::none(), TableCell::none()});
+      cells.push_back(TableCell::of(absentOf(en, rd.global_rank, r).where));
+    }
+    t.rows.push_back(std::move(cells));
+    t.marked.push_back(std::find(marked.begin(), marked.end(), rd.global_rank) != marked.end());
+  };
+  for (const Joiner& j : c.joiners) row(j.rank, &j);
+  for (size_t r : away) row(r, nullptr);
+  return t;
+}
+
+std::optional<Verdict> findCreationHang(Engine& en) {
+  const std::vector<Creation> all = pendingCreations(en.set());
+  if (all.empty()) return std::nullopt;
+  if (auto v = processesShareARank(en, all)) return v;
+  for (const Creation& c : all) {
+    if (auto v = argumentsDisagree(en, c)) return v;
+  }
+  if (auto v = severalIds(en, all)) return v;
+  for (const Creation& c : all) {
+    if (auto v = memberMissing(en, c)) return v;
+  }
+  for (const Creation& c : all) {
+    if (auto v = bootstrapStuck(en, c)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ncclrec::analyzer::engine
