@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -9,8 +10,21 @@
 #include "analyzer/verdict.h"
 #include "recorder/format/base/text.h"
 #include "tui/analysis.h"
+#include "watch/need.h"
 
 namespace ncclrec::watch {
+
+void detail::notArrived(const tui::Snapshot& s, size_t m, Need* n) {
+  if (dead(s.ranks[m])) {
+    n->cannot = true;
+    n->blame.push_back(m);
+    if (n->reason.empty())
+      n->reason = rankName(s, m) + " " + std::string(tui::livenessName(s.ranks[m].liveness));
+    return;
+  }
+  n->deps.push_back(m);
+}
+
 namespace {
 
 using tui::CommGroup;
@@ -20,20 +34,10 @@ using tui::OpView;
 using tui::RankEntry;
 using tui::Snapshot;
 
-// What a blocked rank's oldest incomplete op needs to complete.
-struct Need {
-  bool cannot = false;        // it never will: a counterpart differs, is dead or closed the comm
-  bool unknown = false;       // a counterpart this view does not show, or an op not paired here
-  std::vector<size_t> deps;   // ranks (snapshot indexes) that have not issued their side yet
-  std::vector<size_t> blame;  // ranks that make it impossible (dead, closed, different op)
-  std::string reason;         // why it cannot complete, for the line
-};
-
-bool dead(const RankEntry& r) { return r.liveness != Liveness::kAlive; }
-
-std::string rankName(const Snapshot& s, size_t i) {
-  return "rank " + std::to_string(s.ranks[i].global_rank);
-}
+using detail::dead;
+using detail::Need;
+using detail::notArrived;
+using detail::rankName;
 
 // "trainStep() main.cc:18": frame `f`, named by the black box (Python) or a dump's symbols; ""
 // when unnamed.
@@ -74,9 +78,48 @@ std::string whereNow(const Snapshot& s, const RankEntry& r, int64_t since_ns) {
   return text.empty() ? "" : "; it is now in " + text;
 }
 
+bool isSplit(format::OpType op) {
+  return op == format::OpType::kCommSplit || op == format::OpType::kCommShrink;
+}
+
 std::string opText(const OpView& op) {
-  return std::string(format::opName(op.op)) + " #" + std::to_string(op.op_seq) + " on comm " +
+  // A creation has no sequence number.
+  return std::string(format::opName(op.op)) +
+         (op.op_seq != 0 ? " #" + std::to_string(op.op_seq) : std::string()) + " on comm " +
          base::shortHex(op.comm_id);
+}
+
+// The earliest first NCCL call of the job's recorded ranks (their recorders start at it).
+int64_t firstCallNs(const Snapshot& s) {
+  int64_t first = 0;
+  for (const RankEntry& r : s.ranks) {
+    if (r.start_ns > 0 && (first == 0 || r.start_ns < first)) first = r.start_ns;
+  }
+  return first;
+}
+
+// The line of a wait this view cannot judge: members of a creation that made no NCCL call yet,
+// a creation every member joined that does not finish, or ranks or pairings it does not show.
+std::string unknownWhy(const Snapshot& s, const std::vector<int>& waiting, size_t u,
+                       const OpView& op, const Need& need) {
+  const std::string head = analyzer::ranksWord(waiting) +
+                           (waiting.size() == 1 ? " waits" : " wait") + " (" + rankName(s, u) +
+                           " in " + opText(op) + siteOf(s, s.ranks[u], op) + ")";
+  if (!need.unrecorded.empty()) {
+    const double since = tui::ageSeconds(s.now_ns, firstCallNs(s));
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%.1f s", since);
+    return head + " for " + analyzer::ranksWord(need.unrecorded) + ", which " +
+           (need.unrecorded.size() == 1 ? "has" : "have") + " made no NCCL call " + secs +
+           " after the others' first (no black box): not started, or still starting";
+  }
+  if (need.all_joined) {
+    return head +
+           ": every member joined and the creation does not finish (its bootstrap may "
+           "not connect)";
+  }
+  const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
+  return head + (paired ? " for ranks this view does not show" : ", an op not paired here");
 }
 
 // "ncclAllReduce 4096 float32", "ncclBroadcast 16 float32 root 1".
@@ -104,17 +147,6 @@ uint64_t newestP2p(const RankEntry& r, uint64_t comm, format::OpType op, int pee
     if (o.comm_id == comm && o.op == op && o.peer == peer) seq = std::max(seq, o.op_seq);
   }
   return seq;
-}
-
-void notArrived(const Snapshot& s, size_t m, Need* n) {
-  if (dead(s.ranks[m])) {
-    n->cannot = true;
-    n->blame.push_back(m);
-    if (n->reason.empty())
-      n->reason = rankName(s, m) + " " + std::string(tui::livenessName(s.ranks[m].liveness));
-    return;
-  }
-  n->deps.push_back(m);
 }
 
 Need collectiveNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) {
@@ -171,10 +203,6 @@ Need p2pNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g) 
   return n;
 }
 
-bool isSplit(format::OpType op) {
-  return op == format::OpType::kCommSplit || op == format::OpType::kCommShrink;
-}
-
 // Splits and shrinks of `comm` among the rank's recent ops; -1 when its history is longer than
 // what the snapshot keeps (the count would be wrong).
 int splitsOn(const RankEntry& r, uint64_t comm) {
@@ -206,6 +234,8 @@ Need splitNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup& g
 Need needOf(const Snapshot& s, size_t r, const std::map<uint64_t, const CommGroup*>& comms) {
   const OpView& op = s.ranks[r].history->ops[size_t(s.status[r].oldest_incomplete)];
   auto it = comms.find(op.comm_id);
+  if (format::joinsById(op.op))
+    return detail::creationNeed(s, r, op, it == comms.end() ? nullptr : it->second);
   Need n;
   const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
   if (it == comms.end() || !paired) {
@@ -398,8 +428,14 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
   const bool under_way =
       a.kind == StallKind::kWaitHost &&
       std::all_of(host.begin(), host.end(), [&](size_t h) { return completedAny(s.ranks[h]); });
-  a.hang_after_s =
-      p.timeout_set || !under_way ? p.timeout_s : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
+  // Every blocked rank in a creation all its members joined: only its bootstrap is left.
+  const bool creations_joined =
+      a.kind == StallKind::kWaitUnknown &&
+      std::all_of(waiting.begin(), waiting.end(), [&](size_t r) { return needs[r].all_joined; });
+  a.hang_after_s = p.timeout_set      ? p.timeout_s
+                   : creations_joined ? std::min(p.init_stall_s, p.timeout_s)
+                   : !under_way       ? p.timeout_s
+                                      : clampTo(3 * gap, p.host_stall_s, p.timeout_s);
   a.warn_after_s = std::min(clampTo(2 * gap, p.host_warn_s, p.timeout_s), a.hang_after_s / 2);
   if (a.kind == StallKind::kWaitHost) {
     const size_t h = *host.begin();
@@ -414,10 +450,7 @@ Assessment assess(const Snapshot& s, const DetectorParams& p) {
   } else {
     const size_t u = *unknown_waiters.begin();
     const OpView& op = s.ranks[u].history->ops[size_t(s.status[u].oldest_incomplete)];
-    const bool paired = format::isCollective(op.op) || format::isP2p(op.op) || isSplit(op.op);
-    a.why = waitWord(a.waiting) + " (" + rankName(s, u) + " in " + opText(op) +
-            siteOf(s, s.ranks[u], op) +
-            (paired ? ") for ranks this view does not show" : "), an op not paired here");
+    a.why = unknownWhy(s, a.waiting, u, op, needs[u]);
   }
   return a;
 }

@@ -19,8 +19,10 @@
 //                 host_stall_s, at most timeout_s); timeout_s while the awaited rank has not
 //                 completed any op yet (start-up: one rank loading data or a model).
 //   kWaitUnknown  they wait for ranks this view does not show (another node's, without a shared
-//                 NCCLREC_DIR) or in an op whose pairing is not tracked (init, group end): the
-//                 early warning as kWaitHost, the verdict at timeout_s.
+//                 NCCLREC_DIR; a member of a creation that made no NCCL call yet), or in an op
+//                 whose pairing is not tracked (group end): the early warning as kWaitHost, the
+//                 verdict at timeout_s; for a creation every member joined (only its bootstrap
+//                 is left), at init_stall_s.
 // NCCLREC_TIMEOUT set in the environment is the fixed rule of the old watchdog for every kind but
 // kCertain: a hang when the stall is that old.
 #pragma once
@@ -39,6 +41,7 @@ struct DetectorParams {
   double factor = 4;         // NCCLREC_STALL_FACTOR
   double host_warn_s = 5;    // NCCLREC_HOST_WARN: the earliest host-stall warning
   double host_stall_s = 30;  // NCCLREC_HOST_STALL: the least host-stall threshold
+  double init_stall_s = 30;  // NCCLREC_INIT_STALL: a creation every member joined, unfinished
   double timeout_s = 60;     // NCCLREC_TIMEOUT: the upper bound of every threshold
   bool timeout_set = false;  // NCCLREC_TIMEOUT came from the environment: the fixed rule
   // From the NCCLREC_* environment (format::paramValue); a bad value keeps the default and is

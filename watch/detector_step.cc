@@ -40,6 +40,7 @@ DetectorParams DetectorParams::fromEnvironment(std::string* problem) {
   readSeconds("NCCLREC_STALL_FACTOR", &p.factor, problem);
   readSeconds("NCCLREC_HOST_WARN", &p.host_warn_s, problem);
   readSeconds("NCCLREC_HOST_STALL", &p.host_stall_s, problem);
+  readSeconds("NCCLREC_INIT_STALL", &p.init_stall_s, problem);
   readSeconds("NCCLREC_TIMEOUT", &p.timeout_s, problem);
   const char* set = getenv("NCCLREC_TIMEOUT");
   p.timeout_set = set != nullptr && *set != '\0';

@@ -30,7 +30,18 @@ class Job {
         live_(nranks, Liveness::kAlive) {}
   // Rank `r` is member `comm_rank` of `comm` (of `nranks`).
   Job& member(int r, uint64_t comm, int comm_rank, int nranks) {
-    comms_[r][comm] = {comm, comm_rank, nranks};
+    comms_[r][comm] = {comm, comm_rank, nranks, 0};
+    return *this;
+  }
+  // Rank `r` is in ncclCommInitRank of `comm` as `comm_rank` of `nranks` since `t`: its record
+  // says it is being created.
+  Job& joining(int r, uint64_t comm, int comm_rank, int nranks, int64_t t) {
+    comms_[r][comm] = {comm, comm_rank, nranks, format::kCommCreating};
+    return add(r, comm, OpType::kCommInitRank, 0, t, 0);
+  }
+  // The world size every rank reports (RANK/WORLD_SIZE).
+  Job& worldSize(int n) {
+    world_ = n;
     return *this;
   }
   // `n` all-reduces #1..n on `comm`, one per second from kT0 + 1 s, each done 10 ms later.
@@ -105,6 +116,7 @@ class Job {
         v.comm_id = id;
         v.rank = c.comm_rank;
         v.nranks = c.nranks;
+        v.state = c.state;
         for (const tui::OpView& o : ops_[r]) {
           if (o.comm_id == id && format::isCollective(o.op)) v.coll_seq = o.op_seq;
         }
@@ -112,6 +124,8 @@ class Job {
       }
       tui::RankEntry e;
       e.global_rank = static_cast<int>(r);
+      e.world_size = world_;
+      e.start_ns = ops_[r].empty() ? 0 : ops_[r].front().enqueue_ns;
       e.pid = 100 + static_cast<int>(r);
       e.liveness = live_[r];
       e.history = h;
@@ -126,7 +140,9 @@ class Job {
   struct Member {
     uint64_t id;
     int comm_rank, nranks;
+    uint32_t state;
   };
+  int world_ = -1;
   std::vector<std::vector<tui::OpView>> ops_;
   std::vector<std::map<uint64_t, Member>> comms_;
   std::vector<tui::StackMap> stacks_;
@@ -333,14 +349,73 @@ TEST(DetectorTest, RanksThisViewDoesNotShowAreWaitedForLikeHostCode) {
 
 TEST(DetectorTest, RanksWaitingInInitForALateRankAreGivenTheUpperBound) {
   Job j(2);  // rank 2 of 3 has not called NCCL yet: no black box
-  j.member(0, kWorld, 0, 3).member(1, kWorld, 1, 3);
-  j.add(0, kWorld, OpType::kCommInitRank, 0, kT0, 0)
-      .add(1, kWorld, OpType::kCommInitRank, 0, kT0, 0);
+  j.worldSize(3).joining(0, kWorld, 0, 3, kT0).joining(1, kWorld, 1, 3, kT0);
   const Assessment a = assess(j.at(kT0 + 10 * kS), DetectorParams{});
   EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
   EXPECT_DOUBLE_EQ(a.hang_after_s, 60);
-  EXPECT_NE(a.why.find("ranks 0-1 wait (rank 0 in ncclCommInitRank #0 on comm a11ce000), an op "
-                       "not paired here"),
+  EXPECT_DOUBLE_EQ(a.warn_after_s, 5);
+  // The start-up stall's warning names the rank that made no NCCL call yet.
+  EXPECT_NE(a.why.find("ranks 0-1 wait (rank 0 in ncclCommInitRank on comm a11ce000) for rank "
+                       "2, which has made no NCCL call 10.0 s after the others' first (no black "
+                       "box): not started, or still starting"),
+            std::string::npos)
+      << a.why;
+}
+
+constexpr uint64_t kEval = 0xe7a1000000000003ull;
+
+TEST(DetectorTest, AMemberOfACreationBlockedElsewhereIsCertain) {
+  // Ranks 0-2 create kEval; rank 3 skipped it and waits in the world's all-reduce #5, which
+  // ranks 0-2 never reach: no pending op can complete.
+  Job j = world(4);
+  for (int r = 0; r < 3; ++r) j.joining(r, kEval, r, 4, kStall);
+  j.add(3, kWorld, OpType::kAllReduce, 5, kStall, 0);
+  const Assessment a = assess(j.worldSize(4).at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain) << a.why;
+  EXPECT_EQ(a.waiting, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 1);
+}
+
+TEST(DetectorTest, ACreationWhoseMembersDisagreeOnItsSizeIsCertain) {
+  Job j = world(4);
+  for (int r = 0; r < 4; ++r) j.joining(r, kEval, r, r == 1 ? 3 : 4, kStall);
+  const Assessment a = assess(j.worldSize(4).at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain) << a.why;
+  EXPECT_EQ(a.awaited, (std::vector<int>{1}));
+  EXPECT_NE(a.why.find("rank 1 joins comm e7a10000 as rank 1 of 3, the others of 4"),
+            std::string::npos)
+      << a.why;
+}
+
+TEST(DetectorTest, TwoIdsForOneCommunicatorThatCanNeverFillAreCertain) {
+  // Ranks 0-1 joined one id, ranks 2-3 another, each for a communicator of 4: each half waits
+  // for the other, which waits in its own creation.
+  Job j = world(4);
+  for (int r = 0; r < 4; ++r) j.joining(r, r < 2 ? kEval : kPair, r, 4, kStall);
+  const Assessment a = assess(j.worldSize(4).at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kCertain) << a.why;
+}
+
+TEST(DetectorTest, ACreationEveryMemberJoinedWaitsForTheInitStall) {
+  Job j = world(4);
+  for (int r = 0; r < 4; ++r) j.joining(r, kEval, r, 4, kStall);
+  DetectorParams p;
+  p.init_stall_s = 12;
+  const Assessment a = assess(j.worldSize(4).at(kStall + 2 * kS), p);
+  EXPECT_EQ(a.kind, StallKind::kWaitUnknown);
+  EXPECT_DOUBLE_EQ(a.hang_after_s, 12);
+  EXPECT_NE(a.why.find("every member joined and the creation does not finish"), std::string::npos)
+      << a.why;
+}
+
+TEST(DetectorTest, AMemberInHostCodeIsWaitedForLikeHostCode) {
+  Job j = world(4);
+  for (int r = 0; r < 3; ++r) j.joining(r, kEval, r, 4, kStall);
+  const Assessment a = assess(j.worldSize(4).at(kStall + 2 * kS), DetectorParams{});
+  EXPECT_EQ(a.kind, StallKind::kWaitHost) << a.why;
+  EXPECT_EQ(a.awaited, (std::vector<int>{3}));
+  EXPECT_NE(a.why.find("ranks 0-2 wait in ncclCommInitRank on comm e7a10000 for rank 3, in host "
+                       "code since its ncclAllReduce #4"),
             std::string::npos)
       << a.why;
 }
