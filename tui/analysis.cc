@@ -75,9 +75,12 @@ std::vector<CommGroup> groupComms(const Snapshot& s) {
       CommMember m;
       m.rank = r;
       m.comm_rank = c.rank;
+      m.nranks = c.nranks;
       m.issued = c.coll_seq;
       m.pending = pendingOn(rank, c.comm_id);
       m.ended = (c.state & kCommEnded) != 0;
+      m.creating = format::commInCreation(c.state);
+      g.creating += m.creating ? 1 : 0;
       g.members.push_back(m);
     }
   }

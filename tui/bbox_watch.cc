@@ -247,6 +247,12 @@ bool BboxWatch::readComms() {
     const int64_t ended = loadLive(r.ended_ns);
     CommView& c = comms_[k];
     if (state != c.state || seq != c.coll_seq || ended != c.ended_ns) {
+      // A creation that returned wrote its outcome (a split child's rank and size) before the
+      // state bit the load above saw.
+      if (state != c.state) {
+        c.rank = r.rank;
+        c.nranks = r.nranks;
+      }
       c.state = state;
       c.coll_seq = seq;
       c.ended_ns = ended;

@@ -186,7 +186,15 @@ void drawBanner(Frame& f, const Snapshot& s) {
     same_comm &= st.lag > 0 && st.lag_comm == first.lag_comm && st.lag_max == first.lag_max;
   }
   std::string text = " HANG? no progress for " +
-                     formatAge(ageSeconds(s.now_ns, s.summary.last_progress_ns)) + "; behind";
+                     formatAge(ageSeconds(s.now_ns, s.summary.last_progress_ns)) + "; ";
+  // A communicator whose creation waits for members comes first: the ranks in it lag elsewhere
+  // only because they wait there.
+  for (const CommGroup& g : s.comms) {
+    if (g.creating == 0 || static_cast<int>(g.members.size()) >= g.nranks) continue;
+    text += "creating " + shortCommId(g.comm_id) + ": " + creationText(g) + "; ";
+    break;
+  }
+  text += "behind";
   if (same_comm) {
     const RankStatus& first = s.status[behind.front()];
     text += " on " + shortCommId(first.lag_comm) + " #" + std::to_string(first.lag_max);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "recorder/format/base/text.h"
 #include "tui/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
@@ -52,6 +53,22 @@ void drawLegend(Frame& f, int row) {
 
 }  // namespace
 
+std::string creationText(const CommGroup& g) {
+  std::vector<bool> joined(static_cast<size_t>(std::max(g.nranks, 0)), false);
+  for (const CommMember& m : g.members) {
+    if (m.comm_rank >= 0 && m.comm_rank < g.nranks) joined[size_t(m.comm_rank)] = true;
+  }
+  std::vector<int> missing;
+  for (size_t r = 0; r < joined.size(); ++r) {
+    if (!joined[r]) missing.push_back(static_cast<int>(r));
+  }
+  const std::string counts =
+      std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) + " joined";
+  if (missing.empty()) return counts + ", every member in";
+  return counts + ", missing comm rank" + (missing.size() == 1 ? " " : "s ") +
+         base::numberRanges(missing);
+}
+
 void drawGrid(Frame& f, const Snapshot& s, const ViewState& v) {
   const int top = contentTop(s);
   if (s.comms.empty()) {
@@ -62,9 +79,13 @@ void drawGrid(Frame& f, const Snapshot& s, const ViewState& v) {
   const CommGroup& g = s.comms[ci];
   std::string title = "Comm " + shortCommId(g.comm_id);
   if (!g.name.empty()) title += " '" + g.name + "'";
-  title += "  " + std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) +
-           " ranks, issued #" + std::to_string(g.min_issued);
-  if (g.max_issued != g.min_issued) title += "..#" + std::to_string(g.max_issued);
+  if (g.creating > 0) {
+    title += "  being created: " + creationText(g);
+  } else {
+    title += "  " + std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) +
+             " ranks, issued #" + std::to_string(g.min_issued);
+    if (g.max_issued != g.min_issued) title += "..#" + std::to_string(g.max_issued);
+  }
   title += "   [" + std::to_string(ci + 1) + " of " + std::to_string(s.comms.size()) + "]";
   f.put(top, 1, title, Style::kHeader);
   drawLegend(f, top + 1);
@@ -76,7 +97,8 @@ void drawGrid(Frame& f, const Snapshot& s, const ViewState& v) {
   f.put(axis, 0, "  " + fitRight("RANK", 6) + " " + fitRight("CR", 4) + " " + fitRight("ISSUED", 6),
         Style::kHeader);
   if (hi == 0) {
-    f.put(axis, kPrefixW, "no collectives yet", Style::kDim);
+    f.put(axis, kPrefixW, g.creating > 0 ? "in the creation call" : "no collectives yet",
+          Style::kDim);
   } else {
     // A label at the first column and at every sequence number that is a multiple of 10 with
     // room for it.

@@ -31,6 +31,8 @@ std::string rankLabel(const RankEntry& rank);
 std::string fit(const std::string& text, int width);
 // Right aligned in `width` columns (cut on the left when longer).
 std::string fitRight(const std::string& text, int width);
+// "3/4 joined, missing comm rank 3" for a communicator being created (CommGroup::creating).
+std::string creationText(const CommGroup& g);
 // A frame as "trainStep() main.cc:33" or "save_checkpoint() train.py:31" (its own or borrowed
 // names), else "train+0x1a2b", else the address. *named tells which.
 std::string frameText(const format::Frame& frame, const SymbolTable& symbols, bool* named);

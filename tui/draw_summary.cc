@@ -66,10 +66,15 @@ void drawJob(Frame& f, const Snapshot& s, int row) {
   line = "Comms    " + std::to_string(s.comms.size());
   for (size_t k = 0; k < s.comms.size(); ++k) {
     const CommGroup& g = s.comms[k];
-    std::string one = (k == 0 ? ": " : ", ") + shortCommId(g.comm_id) + " " +
-                      std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) +
-                      " ranks #" + std::to_string(g.min_issued);
-    if (g.max_issued != g.min_issued) one += "..#" + std::to_string(g.max_issued);
+    std::string one = (k == 0 ? ": " : ", ") + shortCommId(g.comm_id) + " ";
+    if (g.creating > 0) {
+      one += "creating, " + std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) +
+             " joined";
+    } else {
+      one += std::to_string(g.members.size()) + "/" + std::to_string(g.nranks) + " ranks #" +
+             std::to_string(g.min_issued);
+      if (g.max_issued != g.min_issued) one += "..#" + std::to_string(g.max_issued);
+    }
     if (static_cast<int>(line.size() + one.size()) > f.width() - 10) {
       line += ", +" + std::to_string(s.comms.size() - k) + " more";
       break;

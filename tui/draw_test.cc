@@ -98,6 +98,22 @@ TEST(DrawGolden, GridOfTheSecondCommByRank) {
   expectGolden(draw(hangSnapshot(), v, 80, 24), "comms_tp_by_rank");
 }
 
+// A communicator being created: the Comms line says so, and its screen lists the members that
+// joined and the comm rank nobody joined yet.
+TEST(DrawGolden, SummaryWithACommunicatorBeingCreated) {
+  expectGolden(draw(testing::creatingSnapshot(), ViewState{}, 80, 24), "summary_creating");
+}
+
+TEST(DrawGolden, GridOfACommunicatorBeingCreated) {
+  const Snapshot s = testing::creatingSnapshot();
+  ViewState v;
+  v.screen = Screen::kComms;
+  for (size_t k = 0; k < s.comms.size(); ++k) {
+    if (s.comms[k].comm_id == testing::kCommEval) v.comm = k;
+  }
+  expectGolden(draw(s, v, 80, 24), "comms_creating");
+}
+
 TEST(DrawGolden, GridWide) {
   ViewState v;
   v.screen = Screen::kComms;

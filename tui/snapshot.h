@@ -139,17 +139,20 @@ std::string symbolKey(const std::string& module_path, uint64_t module_offset);
 
 // Derived by analyze() (analysis.h) when the snapshot is built.
 struct CommMember {
-  size_t rank = 0;       // index into Snapshot::ranks
-  int comm_rank = -1;    // rank in the communicator
-  uint64_t issued = 0;   // collectives issued on it (coll_seq)
-  uint64_t pending = 0;  // op_seq of its oldest incomplete collective on it, 0 when none
-  bool ended = false;    // destroyed, finalized or aborted on this rank
+  size_t rank = 0;        // index into Snapshot::ranks
+  int comm_rank = -1;     // rank in the communicator
+  int nranks = 0;         // the size this rank made (or asks to make) it with
+  uint64_t issued = 0;    // collectives issued on it (coll_seq)
+  uint64_t pending = 0;   // op_seq of its oldest incomplete collective on it, 0 when none
+  bool ended = false;     // destroyed, finalized or aborted on this rank
+  bool creating = false;  // still in the call that creates it (format::commInCreation)
 };
 
 struct CommGroup {
   uint64_t comm_id = 0;
   int nranks = 0;
   std::string name;
+  size_t creating = 0;  // members still in its creation: it is being created
   uint64_t max_issued = 0;
   uint64_t min_issued = 0;
   std::vector<CommMember> members;  // lagging first: fewest issued, then incomplete, then rank

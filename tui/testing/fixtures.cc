@@ -232,6 +232,35 @@ Snapshot stoppedSnapshot() {
   return s;
 }
 
+Snapshot creatingSnapshot() {
+  Snapshot s;
+  s.now_ns = kT0 + 100 * kSecond;
+  s.source_label = "/dumps/eval/attempt_0";
+  for (int r = 0; r < 4; ++r) {
+    format::RankData d = makeRank(r, 4, "node0", kCommWorld, 12, r == 3 ? 1 : 0);
+    if (r < 3) {
+      format::EventRecord e;
+      e.index = d.events.size();
+      e.op = format::OpType::kCommInitRank;
+      e.state = format::EventState::kEnqueued;
+      e.setCommId(kCommEval);
+      e.setRank(r);
+      e.setNranks(4);
+      e.setStackId(1);
+      e.setEnqueueNs(kT0 + 20 * kSecond);
+      e.setStartNs(kT0 + 20 * kSecond);
+      d.events.push_back(e);
+      d.events_total = d.events.size();
+      format::Comm c = comm(kCommEval, r, 4, 0, "eval");
+      c.state = format::kCommCreating;
+      d.comms.push_back(c);
+    }
+    addRank(&s, d);
+  }
+  analyze(&s);
+  return s;
+}
+
 Snapshot healthySnapshot() {
   Snapshot s;
   s.now_ns = kT0 + 30 * kSecond + kSecond / 2;

@@ -43,6 +43,12 @@ Snapshot pythonSnapshot();
 // Analyzed.
 Snapshot stoppedSnapshot();
 
+// Four ranks at kT0 + 100 s after 12 all-reduces on kCommWorld: ranks 0-2 have been in
+// ncclCommInitRank of kCommEval (4 ranks; their records say it is being created) since kT0 +
+// 20 s, rank 3 skipped it and waits in the world's all-reduce #13. Analyzed.
+inline constexpr uint64_t kCommEval = 0xe7a1000000000003ull;
+Snapshot creatingSnapshot();
+
 // `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
 Snapshot manyRanksSnapshot(int n);
 
