@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "recorder/format/bbox_ring.h"
+#include "recorder/format/op_type.h"
 
 namespace ncclrec::recorder {
 namespace {
@@ -116,6 +117,85 @@ TEST(CommTable, FullTableReturnsNull) {
   info.handle = &h[2];
   EXPECT_EQ(table.add(info), nullptr);
   EXPECT_EQ(table.find(&h[2]), nullptr);
+}
+
+TEST(CommTable, CreationIsOnRecordBeforeTheCallReturns) {
+  Box box(4);
+  CommTable table(box.header, 4);
+  CommInfo info;
+  info.comm_id = 0xabc;
+  info.rank = 1;
+  info.nranks = 4;
+  info.created_by = static_cast<uint16_t>(format::OpType::kCommInitRank);
+  info.root.family = 2;  // AF_INET
+  info.root.port = 4242;
+  info.blocking = 0;
+  info.event_index = 17;
+  const uint32_t record = table.beginCreation(info);
+  ASSERT_EQ(record, 0u);
+  const format::CommRecord& rec = format::commRecords(box.header)[record];
+  // Published with what the call's arguments say, and no outcome yet.
+  EXPECT_EQ(rec.valid, format::kValidMark);
+  EXPECT_EQ(box.header->comm_count, 1u);
+  EXPECT_TRUE(format::commInCreation(rec.state));
+  EXPECT_EQ(rec.comm_id, 0xabcu);
+  EXPECT_EQ(rec.rank, 1);
+  EXPECT_EQ(rec.nranks, 4);
+  EXPECT_EQ(rec.root_port, 4242);
+  EXPECT_EQ(rec.blocking, 0);
+  EXPECT_EQ(rec.event_index_lo, 17u);
+  EXPECT_EQ(rec.device, -1);
+  EXPECT_EQ(rec.handle, 0u);
+
+  // The call returned: the same record, now with its outcome and kCommInitialized.
+  int handle = 0;
+  info.handle = &handle;
+  info.device.device = 3;
+  info.record = record;
+  CommState* s = table.add(info);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(box.header->comm_count, 1u);
+  EXPECT_EQ(table.find(&handle), s);
+  EXPECT_EQ(s->record, &rec);
+  EXPECT_FALSE(format::commInCreation(rec.state));
+  EXPECT_EQ(rec.state, format::kCommCreating | format::kCommInitialized);
+  EXPECT_EQ(rec.handle, reinterpret_cast<uintptr_t>(&handle));
+  EXPECT_EQ(rec.device, 3);
+}
+
+TEST(CommTable, NonblockingCreationStaysInCreationUntilItSettles) {
+  Box box(4);
+  CommTable table(box.header, 4);
+  CommInfo info;
+  info.comm_id = 5;
+  info.rank = 0;
+  info.nranks = 2;
+  const uint32_t record = table.beginCreation(info);
+  int handle = 0;
+  info.handle = &handle;
+  info.record = record;
+  info.state = 0;  // ncclInProgress
+  CommState* s = table.add(info);
+  ASSERT_NE(s, nullptr);
+  const format::CommRecord& rec = format::commRecords(box.header)[record];
+  EXPECT_TRUE(format::commInCreation(rec.state));
+  EXPECT_NE(table.find(&handle), nullptr);  // its ops are recorded meanwhile
+  table.settleCreation(s, /*ok=*/false);
+  EXPECT_EQ(rec.state, format::kCommCreating | format::kCommInitFailed);
+  table.settleCreation(s, /*ok=*/true);  // once only
+  EXPECT_EQ(rec.state, format::kCommCreating | format::kCommInitFailed);
+}
+
+TEST(CommTable, CreationWithAFullTableClaimsNothing) {
+  Box box(1);
+  CommTable table(box.header, 1);
+  CommInfo info;
+  EXPECT_EQ(table.beginCreation(info), 0u);
+  EXPECT_EQ(table.beginCreation(info), format::kNoComm);
+  int handle = 0;
+  info.handle = &handle;
+  info.record = format::kNoComm;
+  EXPECT_EQ(table.add(info), nullptr);
 }
 
 TEST(CommTable, ConcurrentFindsWhileAdding) {
