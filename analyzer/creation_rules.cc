@@ -227,9 +227,11 @@ std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>&
     if (ids.size() < 2) continue;
     // The largest group holds the id the others should have used; with no strict majority, the
     // rule that made several ids is at fault: their makers are named.
+    // Largest first; among equals, the one with the lowest rank.
     std::vector<const Creation*> by_size = ids;
-    std::stable_sort(by_size.begin(), by_size.end(), [](const Creation* a, const Creation* b) {
-      return a->joiners.size() > b->joiners.size();
+    std::sort(by_size.begin(), by_size.end(), [](const Creation* a, const Creation* b) {
+      if (a->joiners.size() != b->joiners.size()) return a->joiners.size() > b->joiners.size();
+      return a->joiners.front().global_rank < b->joiners.front().global_rank;
     });
     const bool majority = by_size[0]->joiners.size() > by_size[1]->joiners.size();
     Verdict v;
@@ -287,8 +289,14 @@ std::string creationPhrase(const Engine& en, const Creation& c) {
 std::string madeByPhrase(const Engine& en, const Creation& c) {
   std::string s;
   if (c.maker != nullptr) {
-    s = "made by rank " + std::to_string(c.maker->global_rank) + " (ncclGetUniqueId from " +
-        describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
+    // The process too, when another one runs as the same rank.
+    const auto& ranks = en.set().ranks;
+    const bool shared = std::count_if(ranks.begin(), ranks.end(), [&](const RankData& r) {
+                          return r.global_rank == c.maker->global_rank;
+                        }) > 1;
+    s = "made by rank " + std::to_string(c.maker->global_rank) +
+        (shared ? " (pid " + std::to_string(c.maker->pid) + ")" : "") +
+        " (ncclGetUniqueId from " + describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
   } else {
     s = "made by no recorded rank";
   }

@@ -53,10 +53,9 @@ inline ncclComm_t initComm(int rank, int world, const std::string& key) {
   return comm;
 }
 
-// Parses the mode, reads the rank and makes the job's communicator. `name` keys the unique id
-// (NCCLREC_SAMPLE_ID_FILE overrides the file used without cxxrun). A bad argument ends the process
-// with exit code 2 and a usage line.
-inline Job start(int argc, char** argv, const char* name) {
+// Parses the mode and reads the rank, with no communicator yet (for the samples whose bug is in
+// making it). A bad argument ends the process with exit code 2 and a usage line.
+inline Job parse(int argc, char** argv) {
   Job job;
   const std::string mode = argc > 1 ? argv[1] : "faulty";
   if (argc > 2 || (mode != "faulty" && mode != "healthy")) {
@@ -66,6 +65,13 @@ inline Job start(int argc, char** argv, const char* name) {
   job.healthy = mode == "healthy";
   job.rank = launcherRank();
   job.world = launcherWorldSize();
+  return job;
+}
+
+// parse(), then the job's communicator. `name` keys the unique id (NCCLREC_SAMPLE_ID_FILE
+// overrides the file used without cxxrun).
+inline Job start(int argc, char** argv, const char* name) {
+  Job job = parse(argc, argv);
   job.comm = initComm(job.rank, job.world, uniqueIdPath(name));
   return job;
 }

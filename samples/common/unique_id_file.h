@@ -19,17 +19,19 @@
 
 namespace samples {
 
-inline ncclUniqueId shareUniqueId(int rank, const std::string& path, double timeout_s = 60) {
+// `maker`: this rank makes the id and publishes it (rank 0 in shareUniqueId).
+inline ncclUniqueId shareUniqueIdFrom(bool maker, int rank, const std::string& path,
+                                      double timeout_s = 60) {
   ncclUniqueId id{};
   if (std::getenv("CXXRUN_STORE") != nullptr) {
-    if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+    if (maker && ncclGetUniqueId(&id) != ncclSuccess)
       throw std::runtime_error("ncclGetUniqueId failed");
     const auto status =
-        ncclrec::launcher::storeBroadcast("nccl_id:" + path, rank == 0, &id, sizeof(id), timeout_s);
+        ncclrec::launcher::storeBroadcast("nccl_id:" + path, maker, &id, sizeof(id), timeout_s);
     if (!status.ok()) throw std::runtime_error(status.message());
     return id;
   }
-  if (rank == 0) {
+  if (maker) {
     if (ncclGetUniqueId(&id) != ncclSuccess) throw std::runtime_error("ncclGetUniqueId failed");
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
     std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof(id.internal));
@@ -45,7 +47,11 @@ inline ncclUniqueId shareUniqueId(int rank, const std::string& path, double time
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   throw std::runtime_error("rank " + std::to_string(rank) + ": no unique id at " + path +
-                           " after " + std::to_string(timeout_s) + " s (is rank 0 running?)");
+                           " after " + std::to_string(timeout_s) + " s (is its maker running?)");
+}
+
+inline ncclUniqueId shareUniqueId(int rank, const std::string& path, double timeout_s = 60) {
+  return shareUniqueIdFrom(rank == 0, rank, path, timeout_s);
 }
 
 inline int envInt(const char* name, int fallback) {
@@ -82,10 +88,13 @@ inline std::string launcherJobKey() {
   return "local";
 }
 
-// $NCCLREC_SAMPLE_ID_FILE, else a file of this program and run in /tmp.
-inline std::string uniqueIdPath(const std::string& program) {
+// $NCCLREC_SAMPLE_ID_FILE, else a file of this program and run in /tmp. A program that makes
+// more than one id names each by `purpose`, which extends either path.
+inline std::string uniqueIdPath(const std::string& program, const std::string& purpose = "") {
   const std::string file = envString("NCCLREC_SAMPLE_ID_FILE");
-  return !file.empty() ? file : "/tmp/ncclrec-" + program + "-" + launcherJobKey() + ".id";
+  const std::string path =
+      !file.empty() ? file : "/tmp/ncclrec-" + program + "-" + launcherJobKey() + ".id";
+  return purpose.empty() ? path : path + "." + purpose;
 }
 
 }  // namespace samples

@@ -26,10 +26,11 @@ class Job:
         self.comm = comm
 
 
-def share_unique_id(rank, path, timeout_s=60.0):
-    """Rank 0 makes the id and publishes it at `path` atomically (temporary name, then rename);
-    the others wait for the file. Give every run a fresh path."""
-    if rank == 0:
+def share_unique_id(rank, path, timeout_s=60.0, maker=None):
+    """Rank 0 (or the rank for which `maker` is true) makes the id and publishes it at `path`
+    atomically (temporary name, then rename); the others wait for the file. Give every run a
+    fresh path."""
+    if (rank == 0) if maker is None else maker:
         uid = ncclpy.get_unique_id()
         tmp = "%s.tmp.%d" % (path, os.getpid())
         with open(tmp, "wb") as f:
@@ -46,7 +47,8 @@ def share_unique_id(rank, path, timeout_s=60.0):
         except FileNotFoundError:
             pass
         time.sleep(0.02)
-    sys.exit("rank %d: no unique id at %s after %.0f s (is rank 0 running?)" % (rank, path, timeout_s))
+    sys.exit("rank %d: no unique id at %s after %.0f s (is its maker running?)"
+             % (rank, path, timeout_s))
 
 
 def launcher_rank():
@@ -77,19 +79,17 @@ def launcher_job_key():
     return "local"
 
 
-def id_file(name):
-    """$NCCLREC_SAMPLE_ID_FILE, else a name of this program and run in the temporary folder."""
-    path = os.environ.get("NCCLREC_SAMPLE_ID_FILE")
-    if path:
-        return path
-    return os.path.join(tempfile.gettempdir(),
-                        "ncclrec-py-%s-%s.id" % (name, launcher_job_key()))
+def id_file(name, purpose=None):
+    """$NCCLREC_SAMPLE_ID_FILE, else a name of this program and run in the temporary folder. A
+    program that makes more than one id names each by `purpose`, which extends either path."""
+    path = os.environ.get("NCCLREC_SAMPLE_ID_FILE") or os.path.join(
+        tempfile.gettempdir(), "ncclrec-py-%s-%s.id" % (name, launcher_job_key()))
+    return path if purpose is None else "%s.%s" % (path, purpose)
 
 
-def start(name, argv=None):
-    """Parses the arguments, loads NCCL, makes the job's communicator of all ranks and waits until
-    every rank has joined (a barrier, as scripts do after init_process_group). A bad argument ends
-    the process with exit code 2 and a usage line."""
+def parse(name, argv=None):
+    """Parses the arguments and loads NCCL, with no communicator yet (for the samples whose bug is
+    in making it). A bad argument ends the process with exit code 2 and a usage line."""
     args = list(sys.argv[1:] if argv is None else argv)
     mode = args[0] if args else "faulty"
     style = args[1] if len(args) > 1 else None
@@ -102,9 +102,16 @@ def start(name, argv=None):
     ncclpy.load(style)
     if rank == 0:
         print("%s (%s): NCCL through ctypes, %s style" % (name, mode, ncclpy.binding), flush=True)
-    comm = ncclpy.comm_init_rank(world, share_unique_id(rank, id_file(name)), rank)
-    ncclpy.barrier(comm)
-    return Job(rank, world, mode == "healthy", comm)
+    return Job(rank, world, mode == "healthy", None)
+
+
+def start(name, argv=None):
+    """parse(), then the job's communicator of all ranks, and a wait until every rank has joined
+    it (a barrier, as scripts do after init_process_group)."""
+    job = parse(name, argv)
+    job.comm = ncclpy.comm_init_rank(job.world, share_unique_id(job.rank, id_file(name)), job.rank)
+    ncclpy.barrier(job.comm)
+    return job
 
 
 def finish(job):
