@@ -120,10 +120,11 @@ std::vector<Creation> pendingCreations(const format::LoadedSet& set) {
   return out;
 }
 
-std::optional<std::pair<int, int>> rankMapping(const std::vector<std::pair<int, int>>& joined) {
+std::optional<std::pair<int, int>> rankMapping(const std::vector<std::pair<int, int>>& joined,
+                                               std::optional<int> stride) {
   if (joined.empty()) return std::nullopt;
   const auto [g0, c0] = joined.front();
-  int a = 1;
+  int a = stride.value_or(1);
   for (const auto& [g, c] : joined) {
     if (c != c0) {
       if ((g - g0) % (c - c0) != 0) return std::nullopt;
@@ -140,7 +141,7 @@ std::optional<std::pair<int, int>> rankMapping(const std::vector<std::pair<int, 
 }
 
 Missing missingMembers(const std::vector<std::pair<int, int>>& joined, int nranks,
-                       const std::vector<int>& others, int world_size) {
+                       const std::vector<int>& others, int world_size, std::optional<int> stride) {
   Missing m;
   std::set<int> taken;
   for (const auto& [g, c] : joined) taken.insert(c);
@@ -154,7 +155,7 @@ Missing missingMembers(const std::vector<std::pair<int, int>>& joined, int nrank
     m.how = Missing::How::kAllOthers;
     return m;
   }
-  if (const auto map = rankMapping(joined)) {
+  if (const auto map = rankMapping(joined, stride)) {
     for (int c : m.comm_ranks) {
       const int g = map->first * c + map->second;
       if (std::binary_search(others.begin(), others.end(), g)) m.global_ranks.push_back(g);

@@ -63,14 +63,17 @@ struct Missing {
 
 // The (a, b) of global rank = a x comm rank + b that every (global, comm) pair of `joined` fits,
 // a >= 1 (a communicator of the whole job: 1, 0; a group of ranks 1, 3, 5, 7: 2, 1); nullopt
-// when none does. One pair fits any stride: only a = 1 is assumed then.
-std::optional<std::pair<int, int>> rankMapping(const std::vector<std::pair<int, int>>& joined);
+// when none does. Pairs of one comm rank fit any stride: `stride` is assumed then (what the
+// other groups of the same communicators follow), else 1.
+std::optional<std::pair<int, int>> rankMapping(const std::vector<std::pair<int, int>>& joined,
+                                               std::optional<int> stride = std::nullopt);
 
 // `joined`: (global rank, comm rank) of each joiner; `others`: the job's global ranks that did not
 // join (recorded elsewhere, or never recorded), ascending; `world_size`: the job's size, or <= 0
-// when unknown.
+// when unknown; `stride`: rankMapping()'s, known from sibling communicators.
 Missing missingMembers(const std::vector<std::pair<int, int>>& joined, int nranks,
-                       const std::vector<int>& others, int world_size);
+                       const std::vector<int>& others, int world_size,
+                       std::optional<int> stride = std::nullopt);
 
 // Lazy creation (PyTorch's ProcessGroupNCCL makes a group's communicator inside the group's first
 // collective): the index into site.frames of the innermost frame of the creating call's stack

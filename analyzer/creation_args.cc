@@ -59,11 +59,51 @@ std::optional<Verdict> rankOutOfRange(const Engine& en, const Creation& c) {
 
 // Joiners that disagree on nranks: the bootstrap root keeps the first size it hears and stops at
 // the first that differs; every member then waits.
+// The sizes the other communicators made at `c`'s call site were made (or asked) with.
+std::set<int> siblingSizes(const Engine& en, const Creation& c) {
+  const Joiner& first = c.joiners.front();
+  const SameSite same(describeCallSite(en.siteAt(en.set().ranks[first.rank], *first.event)),
+                      en.callsites());
+  std::set<int> sizes;
+  for (const RankData& rd : en.set().ranks) {
+    for (const EventRecord& e : rd.events) {
+      if (format::joinsById(e.op) && e.commId() != c.id && same(rd, e)) sizes.insert(e.nranks());
+    }
+  }
+  return sizes;
+}
+
+// Of sizes that split the joiners evenly, the one the rest of the job supports: the only one equal
+// to the number of processes that joined, holding every rank below it (the members present fill
+// it), else the only one the other communicators made at the call site have (the groups of one
+// split may differ in size: the members present come first); 0 when neither tells.
+int supportedSize(const Engine& en, const Creation& c,
+                  const std::map<int, std::vector<const Joiner*>>& by_size) {
+  const std::set<int> siblings = siblingSizes(en, c);
+  std::vector<int> by_siblings, by_count;
+  std::set<size_t> procs;
+  std::set<int> held;
+  for (const Joiner& j : c.joiners) {
+    procs.insert(j.rank);
+    held.insert(j.comm_rank);
+  }
+  const int present = static_cast<int>(procs.size());
+  const bool filled = static_cast<int>(held.size()) == present && !held.empty() &&
+                      *held.begin() == 0 && *held.rbegin() == present - 1;
+  for (const auto& [n, js] : by_size) {
+    if (siblings.contains(n)) by_siblings.push_back(n);
+    if (filled && n == present) by_count.push_back(n);
+  }
+  if (by_count.size() == 1) return by_count.front();
+  if (by_siblings.size() == 1) return by_siblings.front();
+  return 0;
+}
+
 std::optional<Verdict> sizesDisagree(const Engine& en, const Creation& c) {
   std::map<int, std::vector<const Joiner*>> by_size;
   for (const Joiner& j : c.joiners) by_size[j.nranks].push_back(&j);
   if (by_size.size() < 2) return std::nullopt;
-  const int agreed = c.agreedSize();
+  int agreed = c.agreedSize();
   size_t top = 0, second = 0;
   for (const auto& [n, js] : by_size) {
     const size_t k = ranksOf(js).size();
@@ -72,6 +112,13 @@ std::optional<Verdict> sizesDisagree(const Engine& en, const Creation& c) {
       top = k;
     } else if (k > second) {
       second = k;
+    }
+  }
+  // No majority (two members, one size each): the size the rest of the job supports.
+  if (top == second) {
+    if (const int n = supportedSize(en, c, by_size); n != 0) {
+      agreed = n;
+      top = second + 1;
     }
   }
   Verdict v;

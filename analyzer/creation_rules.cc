@@ -23,6 +23,14 @@ struct Absent {
   std::string where;  // "is blocked in ncclAllReduce #4 on comm 81fd1b08 from trainStep() ..."
 };
 
+// Where a rank is blocked: its newest pending collective or send/receive, or a communicator's
+// creation it entered after it; nullptr when neither.
+const EventRecord* newestBlock(const RankData& rd) {
+  const EventRecord* op = newestPendingCommOp(rd);
+  const EventRecord* creating = newestPendingCreation(rd);
+  return creating != nullptr && (op == nullptr || creating->index > op->index) ? creating : op;
+}
+
 Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
   Absent a;
   a.global_rank = global_rank;
@@ -42,11 +50,12 @@ Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
   } else if (en.dead(*r)) {
     a.how = Away::kDead;
     a.where = "died without an exit mark (killed from outside); " + en.lastOpPhrase(rd, last);
-  } else if (const EventRecord* p = newestPendingCommOp(rd)) {
+  } else if (const EventRecord* p = newestBlock(rd)) {
     a.how = Away::kBlocked;
-    a.where = "is blocked in " + std::string(format::opName(p->op)) + " #" +
-              std::to_string(p->op_seq) + " on comm " + shortCommId(p->commId()) + " from " +
-              describeCallSite(en.siteAt(rd, *p));
+    a.where = "is blocked in " + std::string(format::opName(p->op)) +
+              (p->op_seq != 0 ? " #" + std::to_string(p->op_seq) : "") +
+              (format::joinsById(p->op) ? " of comm " : " on comm ") + shortCommId(p->commId()) +
+              " from " + describeCallSite(en.siteAt(rd, *p));
   } else {
     a.how = Away::kHost;
     a.where = "is in host code: " + en.lastOpPhrase(rd, last);
@@ -75,6 +84,32 @@ int worldSize(const Engine& en) {
   return world;
 }
 
+// The numbering (global = a x comm + b) stride that the other groups made at the creation's call
+// site follow, when they agree on one: the other groups of a strided family tell what one joiner
+// alone cannot. Reads every joining call of the job (its own, done or not, and the siblings').
+std::optional<int> siblingStride(const Engine& en, const Creation& c) {
+  const Joiner& first = c.joiners.front();
+  const SameSite same(describeCallSite(en.siteAt(en.set().ranks[first.rank], *first.event)),
+                      en.callsites());
+  std::map<uint64_t, std::vector<std::pair<int, int>>> by_comm;
+  for (const RankData& rd : en.set().ranks) {
+    for (const EventRecord& e : rd.events) {
+      if (format::joinsById(e.op) && e.commId() != c.id && same(rd, e))
+        by_comm[e.commId()].emplace_back(rd.global_rank, e.rank());
+    }
+  }
+  std::optional<int> stride;
+  for (const auto& [id, pairs] : by_comm) {
+    std::set<int> ranks;
+    for (const auto& [g, r] : pairs) ranks.insert(r);
+    if (ranks.size() < 2) continue;
+    const auto map = rankMapping(pairs);
+    if (!map || (stride && *stride != map->first)) return std::nullopt;
+    stride = map->first;
+  }
+  return stride;
+}
+
 // The processes that were to join as the comm ranks nobody took.
 std::vector<Absent> missingOf(const Engine& en, const Creation& c, Missing* missing) {
   const std::vector<Absent> others = othersOf(en, c);
@@ -82,7 +117,8 @@ std::vector<Absent> missingOf(const Engine& en, const Creation& c, Missing* miss
   for (const Joiner& j : c.joiners) joined.emplace_back(j.global_rank, j.comm_rank);
   std::vector<int> other_ranks;
   for (const Absent& a : others) other_ranks.push_back(a.global_rank);
-  *missing = missingMembers(joined, c.agreedSize(), other_ranks, worldSize(en));
+  *missing =
+      missingMembers(joined, c.agreedSize(), other_ranks, worldSize(en), siblingStride(en, c));
   std::vector<Absent> out;
   for (const Absent& a : others) {
     if (std::binary_search(missing->global_ranks.begin(), missing->global_ranks.end(),
@@ -209,9 +245,13 @@ std::vector<const Creation*> siblingsOf(const Engine& en, const std::vector<Crea
   const std::string site = siteOf(c);
   std::vector<const Creation*> group;
   std::set<int> taken;
+  // One process that made several of these ids made them for several communicators (two groups
+  // created in one function), not several ids for one.
+  std::set<const RankData*> makers;
   for (const Creation& x : all) {
     if (x.agreedSize() != n || x.joiners.size() >= static_cast<size_t>(n) || siteOf(x) != site)
       continue;
+    if (x.maker != nullptr && !makers.insert(x.maker).second) continue;
     bool disjoint = true;
     for (const Joiner& j : x.joiners) disjoint = disjoint && !taken.contains(j.comm_rank);
     if (!disjoint) continue;
@@ -295,8 +335,8 @@ std::string madeByPhrase(const Engine& en, const Creation& c) {
                           return r.global_rank == c.maker->global_rank;
                         }) > 1;
     s = "made by rank " + std::to_string(c.maker->global_rank) +
-        (shared ? " (pid " + std::to_string(c.maker->pid) + ")" : "") +
-        " (ncclGetUniqueId from " + describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
+        (shared ? " (pid " + std::to_string(c.maker->pid) + ")" : "") + " (ncclGetUniqueId from " +
+        describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
   } else {
     s = "made by no recorded rank";
   }
