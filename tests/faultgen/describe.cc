@@ -15,6 +15,7 @@ using nlohmann::json;
 class DrySink : public Sink {
  public:
   void split(int, int) override {}
+  void init(const Joining&, int) override {}
   void block(const Block& b) override {
     last_site = b.site;
     for (const Call& c : b.calls) {
@@ -42,6 +43,7 @@ struct Issued {
 class CallSink : public Sink {
  public:
   void split(int, int) override {}
+  void init(const Joining&, int) override {}
   void block(const Block& b) override {
     for (const Call& c : b.calls) calls.push_back({c, b.site, b.grouped});
   }
@@ -216,6 +218,15 @@ const char* expectedClass(FaultKind k) {
     // The rank aborts a communicator the others still use (then exits): comm_aborted names it.
     case FaultKind::kAbort:
       return "comm_aborted";
+    // The creation faults: the member that never joined; the id of its own; the size or rank
+    // that disagrees with its group's.
+    case FaultKind::kInitSkip:
+      return "comm_member_missing";
+    case FaultKind::kInitTwoIds:
+      return "comm_id_mismatch";
+    case FaultKind::kInitNranks:
+    case FaultKind::kInitDupRank:
+      return "comm_init_mismatch";
   }
   return "?";
 }
@@ -229,7 +240,10 @@ json describe(const Program& p) {
       j["parent"] = c.parent;
       j["split"] =
           std::string(c.strided ? "strided" : "blocks") + " into " + std::to_string(c.ngroups);
-      j["function"] = siteName(c.site);
+      j["make"] = c.make == Make::kSplit  ? "ncclCommSplit"
+                  : c.make == Make::kInit ? "ncclCommInitRank"
+                                          : "ncclCommInitRank at its first use";
+      if (c.make != Make::kLazy) j["function"] = siteName(c.site);
     }
     comms.push_back(j);
   }

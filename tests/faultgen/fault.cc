@@ -171,6 +171,87 @@ bool collectiveFault(Program& p, FaultKind kind, uint64_t at, uint64_t salt) {
   return true;
 }
 
+// The first action using `comm` (a lone collective or a group of collectives); -1 when none.
+int firstAction(const Program& p, int comm) {
+  for (size_t a = 0; a < p.body.size(); ++a) {
+    for (const Call& c : p.body[a].block.calls) {
+      if (c.comm == comm) return static_cast<int>(a);
+    }
+  }
+  return -1;
+}
+
+bool usesWorld(const Program& p) {
+  for (const Action& a : p.body) {
+    for (const Call& c : a.block.calls) {
+      if (c.comm == 0) return true;
+    }
+    for (const Call& c : a.send.calls) {
+      if (c.comm == 0) return true;
+    }
+  }
+  return false;
+}
+
+// A creation fault on a communicator made from unique ids whose groups have `least` ranks or
+// more; the culprit is a member of a group of that size that is not the group's first rank (the
+// one that makes its id). The fault hits the creation: at the start, or at the first use of a
+// communicator made lazily, in the function that makes it.
+bool creationFault(Program& p, FaultKind kind, uint64_t at) {
+  Fault& f = p.fault;
+  const int least = kind == FaultKind::kInitTwoIds || kind == FaultKind::kInitDupRank ? 3 : 2;
+  // A rank that skips a creation must still meet the others somewhere (the world), or it could
+  // finish the program without them, which would read as an exit.
+  if (kind == FaultKind::kInitSkip && !usesWorld(p)) return false;
+  std::vector<int> comms;
+  for (size_t k = 1; k < p.comms.size(); ++k) {
+    const Comm& c = p.comms[k];
+    if (c.make == Make::kSplit) continue;
+    for (const auto& g : c.groups) {
+      if (static_cast<int>(g.size()) >= least) {
+        comms.push_back(static_cast<int>(k));
+        break;
+      }
+    }
+  }
+  if (comms.empty()) return false;
+  f.comm = comms[at % comms.size()];
+  const Comm& c = p.comms[f.comm];
+  std::vector<int> culprits;
+  for (const auto& g : c.groups) {
+    if (static_cast<int>(g.size()) < least) continue;
+    for (size_t i = 1; i < g.size(); ++i) culprits.push_back(g[i]);
+  }
+  f.rank = culprits[(at >> 8) % culprits.size()];
+  if (c.make == Make::kLazy) {
+    f.step = 0;
+    f.action = firstAction(p, f.comm);
+    f.site = p.body[f.action].block.site;
+  } else {
+    f.step = -1;
+    f.site = c.site;
+  }
+  int in = 0;
+  const int n = static_cast<int>(groupOf(p, f.comm, f.rank, &in).size());
+  switch (kind) {
+    case FaultKind::kInitSkip:
+      f.detail = "never creates (nor uses) a communicator its group makes from a unique id";
+      break;
+    case FaultKind::kInitTwoIds:
+      f.detail = "makes a unique id of its own and joins it, not its group's";
+      break;
+    case FaultKind::kInitNranks:
+      f.detail = "passes nranks " + std::to_string(n + 1) + " instead of " + std::to_string(n);
+      break;
+    default:
+      f.detail =
+          "joins as rank " + std::to_string((in + n - 1) % n) + " instead of " + std::to_string(in);
+      break;
+  }
+  f.detail += std::string(c.make == Make::kLazy ? " (made lazily)" : "");
+  return true;
+}
+
 }  // namespace
 
 bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
@@ -211,6 +292,11 @@ bool pickFault(Program& p, FaultKind kind, uint64_t salt) {
     case FaultKind::kMissingSend:
     case FaultKind::kMissingRecv:
       return p2pFault(p, kind == FaultKind::kMissingSend, salt);
+    case FaultKind::kInitSkip:
+    case FaultKind::kInitTwoIds:
+    case FaultKind::kInitNranks:
+    case FaultKind::kInitDupRank:
+      return creationFault(p, kind, at);
     default:
       break;
   }

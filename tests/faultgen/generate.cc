@@ -156,18 +156,68 @@ Action randomAction(const Program& p, Rng& rng, SiteUse* sites) {
   return a;
 }
 
+// The first action that uses `comm`, when a lone collective or a group of collectives (every rank
+// issues it from the same function); -1 when another kind does, or none.
+int firstUse(const Program& p, int comm) {
+  for (size_t a = 0; a < p.body.size(); ++a) {
+    const Action& act = p.body[a];
+    for (const Call& c : act.block.calls) {
+      if (c.comm != comm) continue;
+      const bool same_site =
+          act.kind == ActionKind::kCollective || act.kind == ActionKind::kGroupedCollectives;
+      return same_site ? static_cast<int>(a) : -1;
+    }
+  }
+  return -1;
+}
+
+// Which communicators are made from unique ids, eagerly or lazily at their first use, instead of
+// split: in the programs of creation faults and in healthy ones, from the creation stream.
+void chooseMakes(Program& p, Rng& creation) {
+  for (size_t k = 1; k < p.comms.size(); ++k) {
+    const int roll = creation.pick(3);
+    if (roll == 1) p.comms[k].make = Make::kInit;
+    if (roll == 2 && firstUse(p, static_cast<int>(k)) >= 0) p.comms[k].make = Make::kLazy;
+  }
+}
+
+// A creation fault needs a communicator made from ids with groups of `least` ranks: when the
+// program has none, one group of every rank made at the start, in its own function.
+void ensureInitComm(Program& p, int least) {
+  for (size_t k = 1; k < p.comms.size(); ++k) {
+    if (p.comms[k].make != Make::kSplit && minGroup(p.comms[k]) >= least) return;
+  }
+  Comm c;
+  c.parent = 0;
+  c.ngroups = 1;
+  c.make = Make::kInit;
+  c.site = siteOf(SiteKind::kSplit, static_cast<int>(p.comms.size()) - 1);
+  c.groups = {p.comms[0].groups.front()};
+  p.comms.push_back(c);
+}
+
 }  // namespace
 
 bool pickFault(Program& p, FaultKind kind, uint64_t salt);  // fault.cc
 
 Program generate(uint64_t seed, int world, FaultKind force, bool force_healthy) {
   Rng rng(seed);
+  // The creation faults' own stream: one seed in five gets one instead of its main draw.
+  Rng creation(seed ^ 0xc4ea7e5eed5eedULL);
+  constexpr FaultKind kCreationKinds[] = {FaultKind::kInitSkip, FaultKind::kInitTwoIds,
+                                          FaultKind::kInitNranks, FaultKind::kInitDupRank};
+  const bool creation_fault = creation.chance(20);
+  const FaultKind creation_kind = kCreationKinds[creation.pick(4)];
   Program p;
   p.seed = seed;
   const int random_world = 2 + rng.pick(7);
   p.world = world > 0 ? world : random_world;
   // A split needs a communicator of four ranks or more to split into groups of two.
   if (force == FaultKind::kSplitSubset && p.world < 4) p.world = 4 + p.world;
+  // Two ids, or a rank claimed twice, need a group of three ranks (two agreeing on what the third
+  // breaks).
+  const bool three = force == FaultKind::kInitTwoIds || force == FaultKind::kInitDupRank;
+  if (three && p.world < 3) p.world = 3 + p.world;
   p.steps = 3 + rng.pick(3);
   makeComms(p, rng);
   if (force == FaultKind::kSplitSubset && p.comms.size() < 2) {
@@ -182,11 +232,20 @@ Program generate(uint64_t seed, int world, FaultKind force, bool force_healthy) 
   }
   SiteUse sites;
   for (int i = 0, n = 2 + rng.pick(5); i < n; ++i) p.body.push_back(randomAction(p, rng, &sites));
-  const FaultKind kind = force_healthy ? FaultKind::kNone
-                         : force != FaultKind::kNone
-                             ? force
-                             : static_cast<FaultKind>(rng.pick(kFaultKinds));
+  FaultKind kind = force;
+  if (force_healthy) {
+    kind = FaultKind::kNone;
+  } else if (force == FaultKind::kNone) {
+    kind = static_cast<FaultKind>(rng.pick(kMainFaultKinds));
+    const bool needs_three =
+        creation_kind == FaultKind::kInitTwoIds || creation_kind == FaultKind::kInitDupRank;
+    if (creation_fault && p.world >= (needs_three ? 3 : 2)) kind = creation_kind;
+  }
   const uint64_t salt = rng.next();
+  if (kind == FaultKind::kNone || isCreationFault(kind)) chooseMakes(p, creation);
+  if (isCreationFault(kind)) {
+    ensureInitComm(p, kind == FaultKind::kInitTwoIds || kind == FaultKind::kInitDupRank ? 3 : 2);
+  }
   if (pickFault(p, kind, salt)) return p;
   // Nothing in the body the fault can hit (a missing send needs p2p, a root mismatch a rooted
   // collective...): add an action that has it, made from the same stream.

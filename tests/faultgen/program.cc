@@ -23,6 +23,8 @@ const char* opName(Op op) {
       return "ncclCommSplit";
     case Op::kAbort:
       return "ncclCommAbort";
+    case Op::kInit:
+      return "ncclCommInitRank";
   }
   return "?";
 }
@@ -57,8 +59,9 @@ const char* redopName(Redop r) {
 
 namespace {
 constexpr const char* kFaultNames[kFaultKinds] = {
-    "none",         "gated",        "skipped", "size",  "dtype", "redop",        "root", "op",
-    "missing_send", "missing_recv", "exit",    "crash", "stall", "split_subset", "abort"};
+    "none",  "gated",        "skipped",      "size",        "dtype",        "redop", "root",
+    "op",    "missing_send", "missing_recv", "exit",        "crash",        "stall", "split_subset",
+    "abort", "init_skip",    "init_two_ids", "init_nranks", "init_dup_rank"};
 }  // namespace
 
 const char* faultName(FaultKind k) { return kFaultNames[static_cast<int>(k)]; }
@@ -86,11 +89,51 @@ const std::vector<int>& groupOf(const Program& p, int comm, int rank, int* rank_
   return p.comms[comm].groups.front();  // every rank is in one group of every family
 }
 
+Joining joiningOf(const Program& p, int comm, int rank) {
+  Joining j;
+  j.comm = comm;
+  j.nranks = static_cast<int>(groupOf(p, comm, rank, &j.rank).size());
+  j.maker = j.rank == 0;
+  const Fault& f = p.fault;
+  if (f.rank != rank || f.comm != comm) return j;
+  switch (f.kind) {
+    case FaultKind::kInitTwoIds:
+      j.own_id = true;
+      j.maker = true;
+      break;
+    case FaultKind::kInitNranks:
+      j.nranks += 1;
+      break;
+    case FaultKind::kInitDupRank:
+      j.rank = (j.rank + j.nranks - 1) % j.nranks;
+      break;
+    default:
+      break;
+  }
+  return j;
+}
+
 namespace {
 
+// What one rank has of the program's communicators as it runs.
+struct Have {
+  std::vector<bool> has;   // it makes (or has made) the comm and uses it
+  std::vector<bool> lazy;  // made lazily, not yet: the next block that uses it creates it
+};
+
+// Issues `b`, first creating the lazily made communicators it is the first to use.
+void emit(const Program& p, int rank, Block b, Have& h, Sink& sink) {
+  for (const Call& c : b.calls) {
+    if (!h.lazy[c.comm]) continue;
+    h.lazy[c.comm] = false;
+    b.creates.push_back(joiningOf(p, c.comm, rank));
+  }
+  sink.block(b);
+}
+
 // One step of one action on `rank`: the culprit's fault applied when `here`.
-void runAction(const Program& p, const Action& act, int rank, bool here,
-               const std::vector<bool>& has, Sink& sink) {
+void runAction(const Program& p, const Action& act, int rank, bool here, Have& h, Sink& sink) {
+  const std::vector<bool>& has = h.has;
   const Fault& f = p.fault;
   if (act.kind == ActionKind::kPipeline) {
     const int comm = act.block.calls.front().comm;
@@ -99,8 +142,9 @@ void runAction(const Program& p, const Action& act, int rank, bool here,
     const int size = static_cast<int>(groupOf(p, comm, rank, &in).size());
     for (int m = 0; m < act.micro; ++m) {
       const bool hit = here && f.call == m;
-      if (in > 0 && !(hit && f.kind == FaultKind::kMissingRecv)) sink.block(act.block);
-      if (in < size - 1 && !(hit && f.kind == FaultKind::kMissingSend)) sink.block(act.send);
+      if (in > 0 && !(hit && f.kind == FaultKind::kMissingRecv)) emit(p, rank, act.block, h, sink);
+      if (in < size - 1 && !(hit && f.kind == FaultKind::kMissingSend))
+        emit(p, rank, act.send, h, sink);
     }
     return;
   }
@@ -124,7 +168,7 @@ void runAction(const Program& p, const Action& act, int rank, bool here,
         break;
     }
   }
-  if (!b.calls.empty()) sink.block(b);
+  if (!b.calls.empty()) emit(p, rank, b, h, sink);
 }
 
 }  // namespace
@@ -132,15 +176,27 @@ void runAction(const Program& p, const Action& act, int rank, bool here,
 void walk(const Program& p, int rank, Sink& sink) {
   const Fault& f = p.fault;
   const bool culprit = f.kind != FaultKind::kNone && rank == f.rank;
-  std::vector<bool> has(p.comms.size(), true);
+  Have h{std::vector<bool>(p.comms.size(), true), std::vector<bool>(p.comms.size(), false)};
+  std::vector<bool>& has = h.has;
   for (size_t k = 1; k < p.comms.size(); ++k) {
     const Comm& c = p.comms[k];
-    if (!has[c.parent] ||
-        (culprit && f.kind == FaultKind::kSplitSubset && f.comm == static_cast<int>(k))) {
+    const bool skips = culprit && f.comm == static_cast<int>(k) &&
+                       (f.kind == FaultKind::kSplitSubset || f.kind == FaultKind::kInitSkip);
+    if (!has[c.parent] || skips) {
       has[k] = false;
       continue;
     }
-    sink.split(static_cast<int>(k), c.site);
+    switch (c.make) {
+      case Make::kSplit:
+        sink.split(static_cast<int>(k), c.site);
+        break;
+      case Make::kInit:
+        sink.init(joiningOf(p, static_cast<int>(k), rank), c.site);
+        break;
+      case Make::kLazy:
+        h.lazy[k] = true;
+        break;
+    }
   }
   for (int step = 0; step < p.steps; ++step) {
     for (size_t a = 0; a < p.body.size(); ++a) {
@@ -164,14 +220,14 @@ void walk(const Program& p, int rank, Sink& sink) {
             Block g;
             g.site = f.site;
             g.calls.push_back(Call{Op::kAllReduce, f.comm, 1, Dtype::kFloat32, Redop::kSum, 0, 0});
-            if (has[f.comm]) sink.block(g);
+            if (has[f.comm]) emit(p, rank, g, h, sink);
             break;
           }
           default:
             break;
         }
       }
-      runAction(p, p.body[a], rank, here, has, sink);
+      runAction(p, p.body[a], rank, here, h, sink);
     }
   }
   sink.finish();

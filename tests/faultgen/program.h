@@ -11,7 +11,7 @@
 
 namespace ncclrec::faultgen {
 
-// kSplit and kAbort are issued by the Sink only (a comm's creation, the abort fault).
+// kSplit, kInit and kAbort are issued by the Sink only (a comm's creation, the abort fault).
 enum class Op {
   kAllReduce,
   kBroadcast,
@@ -22,6 +22,7 @@ enum class Op {
   kRecv,
   kSplit,
   kAbort,
+  kInit,
 };
 // kInt64 is only the dtype fault's replacement for kFloat64 (the same length in bytes).
 enum class Dtype { kFloat32, kInt32, kFloat64, kInt64 };
@@ -43,8 +44,22 @@ enum class FaultKind {
   kStall,
   kSplitSubset,
   kAbort,
+  // A communicator made from unique ids (Comm::make kInit or kLazy) that: the culprit never
+  // creates (nor uses); the culprit joins with an id of its own; the culprit gives another size;
+  // the culprit joins as another member's rank.
+  kInitSkip,
+  kInitTwoIds,
+  kInitNranks,
+  kInitDupRank,
 };
-inline constexpr int kFaultKinds = 15;
+inline constexpr int kFaultKinds = 19;
+// A seed draws its fault from the first kMainFaultKinds kinds; the creation kinds come from a
+// stream of their own (generate.cc), so adding them changed no earlier seed's draw.
+inline constexpr int kMainFaultKinds = 15;
+inline bool isCreationFault(FaultKind k) {
+  return k == FaultKind::kInitSkip || k == FaultKind::kInitTwoIds || k == FaultKind::kInitNranks ||
+         k == FaultKind::kInitDupRank;
+}
 
 const char* opName(Op op);
 const char* dtypeName(Dtype d);
@@ -53,14 +68,33 @@ const char* faultName(FaultKind k);
 // The kind named `name` (as faultName writes it); false when there is none.
 bool parseFault(const std::string& name, FaultKind* out);
 
+// How comm k > 0 is made: split from its parent (ncclCommSplit, in its own function at the
+// start), or created with ncclCommInitRank from a unique id per group (the group's first rank
+// makes it): at the start in its own function, or lazily, in the function of the first block
+// that uses it, as PyTorch's ProcessGroupNCCL makes a group's communicator at its first
+// collective.
+enum class Make { kSplit, kInit, kLazy };
+
 // One communicator family: every rank is in exactly one group of it. Comm 0 is the world; comm k
-// > 0 splits comm `parent` by color (contiguous blocks or strides of the parent's ranks).
+// > 0 groups comm `parent`'s ranks by color (contiguous blocks or strides of the parent's ranks).
 struct Comm {
   int parent = -1;
   bool strided = false;  // color = parent rank % ngroups, else parent rank * ngroups / size
   int ngroups = 1;
-  int site = -1;                         // the function that calls ncclCommSplit (comm k > 0)
+  int site = -1;  // the function that calls ncclCommSplit or ncclCommInitRank (comm k > 0)
+  Make make = Make::kSplit;
   std::vector<std::vector<int>> groups;  // global ranks, ordered by rank in the group
+};
+
+// How one rank joins a communicator made from unique ids (Comm::make kInit or kLazy): normally
+// with its group's id, as its rank in the group, of the group's size; a creation fault changes
+// one of these on the culprit.
+struct Joining {
+  int comm = 0;
+  bool own_id = false;  // it makes an id of its own and joins that (kInitTwoIds)
+  int rank = 0;
+  int nranks = 0;
+  bool maker = false;  // it makes the id the group joins (the group's first rank)
 };
 
 // One NCCL call. `root` and `peer` are ranks in the group; for a send or receive, `peer` is a
@@ -75,12 +109,14 @@ struct Call {
   int peer = 0;
 };
 
-// What one call-site function issues: its calls, in a ncclGroupStart/End when `grouped`.
+// What one call-site function issues: its calls, in a ncclGroupStart/End when `grouped`, after
+// the communicators it creates lazily (`creates`, filled by walk() on the first use).
 // A pipeline is two blocks (receive, send) repeated `micro` times, stage by stage.
 struct Block {
   int site = 0;
   bool grouped = false;
   std::vector<Call> calls;
+  std::vector<Joining> creates;
 };
 
 enum class ActionKind { kCollective, kGroupedCollectives, kRing, kPipeline };
@@ -146,14 +182,21 @@ const std::vector<int>& groupOf(const Program& p, int comm, int rank, int* rank_
 class Sink {
  public:
   virtual ~Sink() = default;
-  virtual void split(int comm, int site) = 0;  // make comm (its parent exists)
-  virtual void block(const Block& b) = 0;      // only the calls this rank issues
+  virtual void split(int comm, int site) = 0;  // make comm by splitting its parent (which exists)
+  // Make comm from a unique id, in function `site` (Make::kInit; kLazy comms come in a block's
+  // `creates`).
+  virtual void init(const Joining& j, int site) = 0;
+  virtual void block(const Block& b) = 0;  // only the calls this rank issues
   virtual void abortComm(int comm, int site) = 0;
   virtual void exitNow() = 0;  // return from main with 0, comms not destroyed
   virtual void crash() = 0;    // SIGKILL
   virtual void stall() = 0;    // sleep in host code forever
   virtual void finish() = 0;   // destroy the comms, end normally
 };
+
+// How global `rank` joins `comm` (made from unique ids), with the fault applied when it is the
+// culprit of a creation fault on it.
+Joining joiningOf(const Program& p, int comm, int rank);
 
 // Runs global `rank`'s part of `p` with its fault (if this rank is the culprit) against `sink`.
 // Returns early after exitNow/crash/stall.

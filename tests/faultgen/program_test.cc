@@ -24,6 +24,8 @@ struct Trace {
   std::map<int, std::vector<Coll>> colls;                     // by comm
   std::map<std::tuple<int, int, int>, std::vector<std::pair<int64_t, int>>> p2p;  // comm, op, peer
   std::vector<int> splits;
+  // The communicators it makes from unique ids: (comm, own id, rank, nranks), eager or lazy.
+  std::vector<std::tuple<int, bool, int, int>> inits;
   std::string end;
   bool operator==(const Trace&) const = default;
 };
@@ -32,7 +34,9 @@ class TraceSink : public Sink {
  public:
   TraceSink(const Program& p, int rank) : p_(p), rank_(rank) {}
   void split(int comm, int) override { t.splits.push_back(comm); }
+  void init(const Joining& j, int) override { joined(j); }
   void block(const Block& b) override {
+    for (const Joining& j : b.creates) joined(j);
     for (const Call& c : b.calls) {
       int in = 0;
       const auto& g = groupOf(p_, c.comm, rank_, &in);
@@ -57,6 +61,7 @@ class TraceSink : public Sink {
   Trace t;
 
  private:
+  void joined(const Joining& j) { t.inits.emplace_back(j.comm, j.own_id, j.rank, j.nranks); }
   const Program& p_;
   int rank_;
 };
@@ -81,8 +86,22 @@ TEST(FaultgenProgram, HealthyProgramsAreCorrect) {
     for (size_t k = 0; k < p.comms.size(); ++k) {
       for (const auto& g : p.comms[k].groups) {
         ASSERT_GE(g.size(), 2u) << "seed " << seed;
-        for (int r : g) {
+        for (size_t i = 0; i < g.size(); ++i) {
+          const int r = g[i];
           EXPECT_EQ(t[r].colls[k], t[g.front()].colls[k]) << "seed " << seed << " comm " << k;
+          // A communicator made from ids: each member joins once, as its rank in the group, with
+          // the group's size and the group's id.
+          if (p.comms[k].make == Make::kSplit) continue;
+          size_t joins = 0;
+          for (const auto& [comm, own, rank, n] : t[r].inits) {
+            if (comm != static_cast<int>(k)) continue;
+            ++joins;
+            EXPECT_FALSE(own) << "seed " << seed;
+            EXPECT_EQ(rank, static_cast<int>(i)) << "seed " << seed;
+            EXPECT_EQ(n, static_cast<int>(g.size())) << "seed " << seed;
+          }
+          const bool unused = p.comms[k].make == Make::kLazy && t[r].colls[k].empty();
+          EXPECT_EQ(joins, unused ? 0u : 1u) << "seed " << seed << " comm " << k << " rank " << r;
         }
       }
     }
@@ -109,7 +128,14 @@ TEST(FaultgenProgram, FaultChangesTheCulpritOnly) {
       const Fault& f = p.fault;
       ASSERT_GE(f.rank, 0);
       ASSERT_LT(f.rank, p.world);
-      EXPECT_TRUE(kind == FaultKind::kSplitSubset ? f.step == -1 : f.step >= 2) << seed;
+      if (isCreationFault(kind)) {
+        // At the creation: the start, or the first use (step 0) of a communicator made lazily.
+        EXPECT_TRUE(f.step == -1 || f.step == 0) << seed;
+        ASSERT_GT(f.comm, 0) << seed;
+        EXPECT_NE(p.comms[f.comm].make, Make::kSplit) << seed;
+      } else {
+        EXPECT_TRUE(kind == FaultKind::kSplitSubset ? f.step == -1 : f.step >= 2) << seed;
+      }
       EXPECT_LT(f.step, p.steps);
       for (int r = 0; r < p.world; ++r) {
         const bool same = traceOf(p, r) == traceOf(healthy, r);

@@ -63,15 +63,17 @@ class NcclSink : public Sink {
     }
   }
 
-  bool init(const std::string& id_key) {
+  bool initWorld(const std::string& id_key) {
+    id_key_ = id_key;
     ncclUniqueId id{};
-    try {
-      id = samples::shareUniqueId(rank_, id_key);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "rank %d: cannot share the NCCL unique id: %s\n", rank_, e.what());
-      return false;
-    }
+    if (!shareId(rank_ == 0, id_key, &id)) return false;
     return check(ncclCommInitRank(&comms_[0], p_.world, id, rank_), "ncclCommInitRank");
+  }
+
+  void init(const Joining& j, int site) override {
+    NcclBlock b;
+    b.calls.push_back(creation(j));
+    run(site, b);
   }
 
   void split(int comm, int site) override {
@@ -86,12 +88,13 @@ class NcclSink : public Sink {
     }
     call.key = rank_;
     call.made = &comms_[comm];
-    run(site, NcclBlock{false, {call}});
+    run(site, NcclBlock{false, {call}, {}});
   }
 
   void block(const Block& b) override {
     NcclBlock nb;
     nb.grouped = b.grouped;
+    for (const Joining& j : b.creates) nb.creates.push_back(creation(j));
     for (size_t i = 0; i < b.calls.size(); ++i) {
       const Call& c = b.calls[i];
       int in = 0;
@@ -99,6 +102,9 @@ class NcclSink : public Sink {
       NcclCall x;
       x.op = c.op;
       x.comm = comms_[c.comm];
+      for (const Joining& j : b.creates) {
+        if (j.comm == c.comm) x.made_comm = &comms_[c.comm];
+      }
       x.count = static_cast<size_t>(c.count);
       x.dtype = ncclDtype(c.dtype);
       x.redop = ncclRedop(c.redop);
@@ -116,7 +122,24 @@ class NcclSink : public Sink {
     call.op = Op::kAbort;
     call.comm = comms_[comm];
     comms_[comm] = nullptr;
-    run(site, NcclBlock{false, {call}});
+    run(site, NcclBlock{false, {call}, {}});
+  }
+
+  // The ncclCommInitRank call that joins `j`: its group's id (or one of its own) shared through
+  // the launcher's store under a key of the comm and group. Exits with 1 when it cannot be shared.
+  NcclCall creation(const Joining& j) {
+    int in = 0;
+    const std::vector<int>& group = groupOf(p_, j.comm, rank_, &in);
+    const std::string key = id_key_ + ":comm" + std::to_string(j.comm) + ":g" +
+                            std::to_string(group.front()) +
+                            (j.own_id ? ":own" + std::to_string(rank_) : "");
+    NcclCall c;
+    c.op = Op::kInit;
+    c.made = &comms_[j.comm];
+    c.rank = j.rank;
+    c.nranks = j.nranks;
+    if (!shareId(j.maker, key, &c.id)) std::exit(1);
+    return c;
   }
 
   void exitNow() override { std::exit(0); }
@@ -136,6 +159,16 @@ class NcclSink : public Sink {
     if (!check(siteFn(site)(b), siteName(site))) std::exit(1);
   }
 
+  bool shareId(bool maker, const std::string& key, ncclUniqueId* id) const {
+    try {
+      *id = samples::shareUniqueIdFrom(maker, rank_, key);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank %d: cannot share the NCCL unique id: %s\n", rank_, e.what());
+      return false;
+    }
+    return true;
+  }
+
   bool check(ncclResult_t r, const char* what) const {
     if (r == ncclSuccess) return true;
     std::fprintf(stderr, "rank %d: %s failed: %s (%d)\n", rank_, what, ncclGetErrorString(r),
@@ -145,6 +178,7 @@ class NcclSink : public Sink {
 
   const Program& p_;
   int rank_;
+  std::string id_key_;
   std::vector<ncclComm_t> comms_;
   std::vector<std::vector<char>> send_, recv_;
 };
@@ -153,7 +187,7 @@ class NcclSink : public Sink {
 
 int runRank(const Program& p, int rank, const std::string& id_key) {
   NcclSink sink(p, rank);
-  if (!sink.init(id_key)) return 1;
+  if (!sink.initWorld(id_key)) return 1;
   walk(p, rank, sink);
   return 0;
 }

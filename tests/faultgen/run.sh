@@ -33,6 +33,9 @@ for n in count seed jobs; do
   [[ ${!n} =~ ^[0-9]+$ ]] || { echo "run.sh: --$n must be a number (got '${!n}')" >&2; exit 2; }
 done
 [[ $count -ge 1 && $jobs -ge 1 ]] || { echo "run.sh: --count and --jobs must be 1 or more" >&2; exit 2; }
+# Each program runs in a folder of its own: a relative build path would not resolve there.
+[[ -d $build ]] || { echo "run.sh: --build $build: not a directory" >&2; exit 2; }
+build=$(cd "$build" && pwd)
 export FAULTGEN_BIN=${FAULTGEN_BIN:-$build/bin/ncclrec_faultgen}
 export CXXRUN_BIN=${CXXRUN_BIN:-$build/bin/cxxrun}
 export NCCLREC_SHIM=${NCCLREC_SHIM:-$build/lib/libncclrec.so}

@@ -14,7 +14,8 @@ using ncclrec::faultgen::NcclCall;
 using ncclrec::faultgen::Op;
 using ncclrec::faultgen::SiteFn;
 
-inline __attribute__((always_inline)) ncclResult_t issueOne(const NcclCall& c) {
+inline __attribute__((always_inline)) ncclResult_t issueOne(NcclCall c) {
+  if (c.made_comm != nullptr) c.comm = *c.made_comm;
   switch (c.op) {
     case Op::kAllReduce:
       return ncclAllReduce(c.send, c.recv, c.count, c.dtype, c.redop, c.comm, nullptr);
@@ -34,6 +35,8 @@ inline __attribute__((always_inline)) ncclResult_t issueOne(const NcclCall& c) {
       return ncclCommSplit(c.comm, c.color, c.key, c.made, nullptr);
     case Op::kAbort:
       return ncclCommAbort(c.comm);
+    case Op::kInit:
+      return ncclCommInitRank(c.made, c.nranks, c.id, c.rank);
   }
   return ncclInvalidArgument;
 }
@@ -41,6 +44,9 @@ inline __attribute__((always_inline)) ncclResult_t issueOne(const NcclCall& c) {
 // The first error of the block's calls (all are issued, as a program that ignores errors would
 // not; the caller exits on an error).
 inline __attribute__((always_inline)) ncclResult_t issue(const NcclBlock& b) {
+  for (const NcclCall& c : b.creates) {
+    if (const ncclResult_t r = issueOne(c); r != ncclSuccess) return r;
+  }
   ncclResult_t first = b.grouped ? ncclGroupStart() : ncclSuccess;
   for (const NcclCall& c : b.calls) {
     const ncclResult_t r = issueOne(c);
@@ -65,8 +71,8 @@ inline __attribute__((always_inline)) ncclResult_t issue(const NcclBlock& b) {
 // The sites by kind, in the order of SiteKind (program.h). A kind's names are used in order, one
 // per action of that kind, so a body of up to 7 actions never runs out.
 #define FAULTGEN_SITES(X)                                                                          \
-  /* kSplit */ X(makeDataParallelGroup) X(makeTensorParallelGroup) X(                              \
-      makeExpertGroup) /* kGated */ X(saveCheckpoint) X(evalBarrier) X(logOnRankZero)              \
+  /* kSplit */ X(makeDataParallelGroup) X(makeTensorParallelGroup) X(makeExpertGroup) X(           \
+      makeEvalGroup) /* kGated */ X(saveCheckpoint) X(evalBarrier) X(logOnRankZero)                \
       X(dumpDebugStats) /* kAbort */ X(abortOnError) /* kAllReduce */ X(allReduceGradients) X(     \
           reduceGradNorm) X(averageMetrics) X(syncBatchNorm) X(allReduceMoments)                   \
           X(allReduceBuckets) X(syncScaler) X(countTokens) /* kBroadcast */ X(broadcastParameters) \
@@ -93,7 +99,7 @@ inline __attribute__((always_inline)) ncclResult_t issue(const NcclBlock& b) {
                                                           X(sendMicroBatch) X(forwardToNextStage)
 
 // How many sites each SiteKind has, in its order.
-constexpr int kPerKind[] = {3, 4, 1, 8, 7, 7, 7, 7, 7, 7, 7, 7};
+constexpr int kPerKind[] = {4, 4, 1, 8, 7, 7, 7, 7, 7, 7, 7, 7};
 
 FAULTGEN_SITES(FAULTGEN_SITE)
 

@@ -16,6 +16,9 @@ namespace ncclrec::faultgen {
 struct NcclCall {
   Op op = Op::kAllReduce;
   ncclComm_t comm = nullptr;
+  // Where `comm` will be when the same block creates it first (NcclBlock::creates): read at the
+  // call, after the creation.
+  const ncclComm_t* made_comm = nullptr;
   size_t count = 0;
   ncclDataType_t dtype = ncclFloat32;
   ncclRedOp_t redop = ncclSum;
@@ -25,12 +28,18 @@ struct NcclCall {
   void* recv = nullptr;
   int color = 0;               // kSplit
   int key = 0;                 // kSplit
-  ncclComm_t* made = nullptr;  // kSplit: where the new communicator goes
+  ncclComm_t* made = nullptr;  // kSplit, kInit: where the new communicator goes
+  ncclUniqueId id{};           // kInit
+  int rank = 0;                // kInit: the rank it joins as
+  int nranks = 0;              // kInit
 };
 
+// `creates` (kInit calls) are issued first, outside the group: the communicators the block is
+// the first to use, made lazily.
 struct NcclBlock {
   bool grouped = false;
   std::vector<NcclCall> calls;
+  std::vector<NcclCall> creates;
 };
 
 using SiteFn = ncclResult_t (*)(const NcclBlock&);

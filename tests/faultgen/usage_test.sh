@@ -29,8 +29,17 @@ expect 2 "run with the wrong WORLD_SIZE" env RANK=0 WORLD_SIZE=99 "$bin" --seed 
 expect 2 "run.sh bad count" "$here/run.sh" --count x
 expect 2 "run.sh unknown flag" "$here/run.sh" --frobnicate
 expect 2 "run.sh missing binary" env FAULTGEN_BIN=/nonexistent "$here/run.sh" --count 1
+expect 2 "run.sh build folder that does not exist" "$here/run.sh" --count 1 --build /nonexistent
+# A relative --build resolves from where run.sh was started, not from each program's folder.
+mkdir -p "$tmp/rel/bin" "$tmp/rel/lib"
+said=$(cd "$tmp" && env -u FAULTGEN_BIN -u CXXRUN_BIN -u NCCLREC_SHIM -u ANALYZE_BIN \
+  "$here/run.sh" --count 1 --build rel 2>&1)
+if [[ $said != *"$tmp/rel/bin/ncclrec_faultgen not found"* ]]; then
+  echo "FAIL: a relative --build is not resolved to an absolute path: $said" >&2
+  fail=1
+fi
 kinds="none gated skipped size dtype redop root op missing_send missing_recv exit crash stall
-       split_subset abort"
+       split_subset abort init_skip init_two_ids init_nranks init_dup_rank"
 for kind in $kinds; do
   if ! "$bin" --seed 7 --fault "$kind" --describe > "$tmp/$kind.json"; then
     echo "FAIL: --describe --fault $kind failed" >&2
