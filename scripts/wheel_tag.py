@@ -29,7 +29,7 @@ POLICIES = [
     ((2, 39), (3, 4, 33), (1, 3, 15), (14, 0, 0)),
 ]
 FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
-MACHINES = {"x86-64": "x86_64", "aarch64": "aarch64"}
+MACHINES = {"x86-64": "x86_64", "littleaarch64": "aarch64"}
 VERSION = re.compile(r"\((GLIBC|GLIBCXX|CXXABI|GCC)_([0-9][0-9.]*)\)")
 
 
