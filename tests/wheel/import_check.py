@@ -12,7 +12,7 @@ import sys
 
 mode = sys.argv[1]
 if mode == "first":
-    import ncclrec  # noqa: E402  the first import, as docs/python.md says
+    import ncclrec  # the first import, as docs/python.md says
 import ctypes  # noqa: E402
 import json  # noqa: E402
 
@@ -27,11 +27,10 @@ def train_step(lib):
 result = None
 if mode in ("first", "late"):
     lib = ctypes.CDLL(sys.argv[2])  # RTLD_LOCAL, as Python loads extension modules
-    if mode == "late":
-        import ncclrec  # noqa: E402,F811
+if mode != "first":
+    import ncclrec  # noqa: E402,F811  after the library: too late; or under LD_PRELOAD
+if mode in ("first", "late"):
     result = train_step(lib)
-else:
-    import ncclrec  # noqa: E402,F811
 maps = open("/proc/self/maps").read()
 print(json.dumps({"recording": ncclrec.recording, "status": ncclrec.status, "result": result,
                   "shims_mapped": len({line.split()[-1] for line in maps.splitlines()
