@@ -6,13 +6,17 @@ Debian's torchrun (tests/launchers/torchrun.py) and OpenMPI's mpirun, on hostncc
   healthy    exit 0, "no hang (4 ranks recorded)", no live-detection line
   interrupt  --on-hang=wait: after the live verdict, SIGINT to ncclrec (as a CI cancel sends
              it); the job ends with its own exit code and the closing verdict is the same
+  ctrlc      the same with Ctrl-C typed on a terminal (a pty), which reaches ncclrec, the launcher
+             and its ranks at once (ncclrec passes SIGINT on only when it did not come so)
 
 The faulty torchrun Python run is the issue's check: the wheel and a Python environment, then one
 command, with the folder of the recordings left to its default.
 """
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -94,12 +98,16 @@ def run_job(p, launcher, lang, mode, venv=None):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     prog, expected = program(venv, lang, "healthy" if mode == "healthy" else "faulty")
-    opts = ["--nccl", "host"] + (["--on-hang", "wait"] if mode == "interrupt" else [])
+    opts = ["--nccl", "host"] + (["--on-hang", "wait"] if mode in ("interrupt", "ctrlc") else [])
     cmd = [os.path.join(venv, "bin", "ncclrec"), "run"] + opts + ["--"] + launch_command(
         p, launcher, lang, prog, venv)
     print("$ " + " ".join(cmd), flush=True)
     log = os.path.join(work, "ncclrec.log")
     start = time.monotonic()
+    if mode == "ctrlc":
+        code = on_a_terminal(cmd, work, p.env(), log)
+        lines = [l[2:] if l.startswith("^C") else l for l in lines_of(log)]
+        return check_output(lines, code, "interrupt", work, expected, time.monotonic() - start)
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=p.env(), start_new_session=True)
@@ -121,6 +129,40 @@ def run_job(p, launcher, lang, mode, venv=None):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def on_a_terminal(cmd, work, env, log):
+    """Runs cmd as the foreground job of a new terminal (a pty), types Ctrl-C once the live
+    verdict is out, and returns its exit code; its output goes to log."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a session leader whose controlling terminal is the pty
+        try:
+            os.chdir(work)
+            os.execve(cmd[0], cmd, env)
+        finally:
+            os._exit(127)
+    out, typed, deadline = b"", False, time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # EIO: every process of the terminal has ended
+                data = b""
+            if not data:
+                break
+            out += data
+        if not typed and b"; report: " in out:
+            os.write(fd, b"\x03")
+            typed = True
+    with open(log, "wb") as f:
+        f.write(out.replace(b"\r\n", b"\n"))
+    if time.monotonic() >= deadline:
+        os.kill(pid, signal.SIGKILL)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    if not typed:
+        raise Failure("no live verdict on the terminal")
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
 def check_output(lines, code, mode, work, expected, took):
