@@ -142,6 +142,14 @@ def wait(child, dump_dir, started, on_hang):
             return child.returncode, True
 
 
+def dump_wait_s():
+    """NCCLREC_DUMP_WAIT, how long the live watcher waits for the dumps (recorder.md)."""
+    try:
+        return max(0.0, float(os.environ.get("NCCLREC_DUMP_WAIT") or 10))
+    except ValueError:
+        return 10.0
+
+
 def run(command, env, dump_dir, run_id, watch, on_hang):
     started = time.time()
     sys.stdout.flush()
@@ -156,8 +164,7 @@ def run(command, env, dump_dir, run_id, watch, on_hang):
     signals = Signals(child)
     try:
         returncode, stopped = wait(child, dump_dir, started, on_hang)
-        dump_wait = float(os.environ.get("NCCLREC_DUMP_WAIT") or 10)
-        if not report.wait_for_watcher(dump_dir, dump_wait + 20):
+        if not report.wait_for_watcher(dump_dir, dump_wait_s() + 20):
             say("the live watcher of %s is still busy; reporting without it" % dump_dir)
         close(dump_dir, started, run_id, watch, how_it_ended(returncode, signals.received))
     finally:

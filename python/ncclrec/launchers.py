@@ -60,7 +60,7 @@ def is_open_mpi(program, run=subprocess.run):
                 stdin=subprocess.DEVNULL, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return False
-    out = r.stdout.decode("utf-8", "replace") if isinstance(r.stdout, bytes) else r.stdout
+    out = r.stdout.decode("utf-8", "replace") if isinstance(r.stdout, bytes) else str(r.stdout)
     return "Open MPI" in out or "OpenRTE" in out
 
 

@@ -57,7 +57,7 @@ def end_report(watch, dump_dir, run_id, how, run=subprocess.run):
         cmd += ["--run-id", run_id]
     try:
         r = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                universal_newlines=True, timeout=300)
+                encoding="utf-8", errors="replace", timeout=300)
     except (OSError, subprocess.SubprocessError) as e:
         return None, "cannot run %s: %s" % (watch, e)
     if r.returncode != 0:

@@ -56,6 +56,19 @@ class Codes(unittest.TestCase):
         self.assertEqual(job.exit_code(7), 7)
         self.assertEqual(job.exit_code(-signal.SIGTERM), 143)
 
+    def test_dump_wait(self):
+        old = os.environ.get("NCCLREC_DUMP_WAIT")
+        try:
+            os.environ["NCCLREC_DUMP_WAIT"] = "2.5"
+            self.assertEqual(job.dump_wait_s(), 2.5)
+            os.environ["NCCLREC_DUMP_WAIT"] = "soon"
+            self.assertEqual(job.dump_wait_s(), 10.0)  # the watcher says so itself
+        finally:
+            if old is None:
+                os.environ.pop("NCCLREC_DUMP_WAIT", None)
+            else:
+                os.environ["NCCLREC_DUMP_WAIT"] = old
+
     def test_how_it_ended(self):
         self.assertEqual(job.how_it_ended(1, []), "exit code 1")
         self.assertEqual(job.how_it_ended(-9, []), "SIGKILL")
