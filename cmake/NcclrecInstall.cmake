@@ -89,6 +89,18 @@ endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/ DESTINATION share/ncclrec/samples
         COMPONENT runtime PATTERN "CMakeLists.txt" EXCLUDE)
 
+# Every target the install rules take files from, as one target: scripts/wheel.sh builds it
+# rather than `all`, which builds the tests too.
+add_custom_target(ncclrec_installed)
+add_dependencies(ncclrec_installed ncclrec-analyze ncclrec-top ncclrec-watch cxxrun
+                 ncclrec_interpose ncclrec_dump ncclrec_format ncclrec_format_core hostnccl)
+foreach(sample IN LISTS NCCLREC_HOST_SAMPLES)
+  add_dependencies(ncclrec_installed sample_${sample})
+endforeach()
+if(NCCLREC_BUILD_TRAINER)
+  add_dependencies(ncclrec_installed ncclrec-trainer)
+endif()
+
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/ncclrec COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/ncclrec/docs
         COMPONENT runtime)

@@ -98,6 +98,8 @@ std::string_view reportReasonName(ReportReason reason) {
       return "interrupt";
     case ReportReason::kFailure:
       return "failure";
+    case ReportReason::kEnded:
+      return "ended";
   }
   return "interrupt";
 }
@@ -200,6 +202,7 @@ Report buildReport(const HangReportInput& in) {
   doc["attempt"] = in.attempt;
   doc["reason"] = std::string(reportReasonName(in.reason));
   if (in.reason == ReportReason::kFailure) doc["failure"] = in.failure;
+  if (in.reason == ReportReason::kEnded) doc["ended"] = in.ended;
   doc["trigger"] = in.trigger_text;
   doc["dump_dir"] = in.dump_dir;
   doc["waited_s"] = in.waited_s;
@@ -252,11 +255,14 @@ Report buildReport(const HangReportInput& in) {
 void printHeadline(const HangReportInput& in, std::ostream& out) {
   const char* what = in.reason == ReportReason::kHang      ? "hang reported"
                      : in.reason == ReportReason::kFailure ? "verdict after the worker failure"
+                     : in.reason == ReportReason::kEnded   ? "verdict after the job ended"
                                                            : "job interrupted";
   out << in.tool << ": " << what << " (run " << in.run_id << ", attempt " << in.attempt;
   if (in.reason == ReportReason::kFailure) {
     // The trigger cxxrun wrote for the other ranks' dumps would only repeat the failure.
     out << "; first failure: " << in.failure << ")";
+  } else if (in.reason == ReportReason::kEnded) {
+    out << "; " << in.ended << ")";
   } else if (!in.trigger_text.empty()) {
     out << ")";
     const format::TriggerFile trigger = format::TriggerFile::parse(in.trigger_text);

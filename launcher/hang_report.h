@@ -36,10 +36,11 @@ struct NodeInfo {
 };
 
 // Why the report is made: a rank wrote the trigger file (or another node's did), cxxrun was
-// interrupted, or a worker failed and no restart was left (the report follows the failure
-// summary).
-enum class ReportReason { kHang, kInterrupt, kFailure };
-// "hang", "interrupt", "failure": report.json's "reason".
+// interrupted, a worker failed and no restart was left (the report follows the failure
+// summary), or a job that no live detection reported on has ended (`ncclrec run`'s report at
+// the end, made by ncclrec-watch --ended).
+enum class ReportReason { kHang, kInterrupt, kFailure, kEnded };
+// "hang", "interrupt", "failure", "ended": report.json's "reason".
 std::string_view reportReasonName(ReportReason reason);
 
 struct HangReportInput {
@@ -47,6 +48,7 @@ struct HangReportInput {
   int attempt = 0;
   ReportReason reason = ReportReason::kInterrupt;
   std::string failure;       // kFailure: the first failure in one line ("rank 1 on h, exit code 1")
+  std::string ended;         // kEnded: how the job ended in one line ("exit code 0", "SIGINT")
   std::string trigger_text;  // the trigger file's content, "" when none
   std::string dump_dir;
   std::vector<WorkerInfo> workers;

@@ -208,6 +208,31 @@ TEST(HangReport, AFailureReportNamesTheFirstFailureNotTheTrigger) {
   EXPECT_TRUE(doc["verdict"].is_object()) << doc.dump(2);
 }
 
+TEST(HangReport, AnEndReportSaysHowTheJobEnded) {
+  TempDir dir;
+  writeStuckRank(dir, "node", 0, 1000, 2, 4096);
+  HangReportInput in;
+  in.run_id = "e1";
+  in.reason = ReportReason::kEnded;
+  in.ended = "exit code 1";
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 1000, "exited")};
+  in.tool = "ncclrec";
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(
+      out.str().rfind("ncclrec: verdict after the job ended (run e1, attempt 0; exit code 1)\n", 0),
+      0u)
+      << out.str();
+  std::ifstream f(*path);
+  const auto doc = nlohmann::json::parse(f);
+  EXPECT_EQ(doc["reason"], "ended");
+  EXPECT_EQ(doc["ended"], "exit code 1");
+  EXPECT_FALSE(doc.contains("failure"));
+  EXPECT_TRUE(doc["verdict"].is_object()) << doc.dump(2);
+}
+
 TEST(HangReport, EmptyDirectoryStillGetsAReport) {
   TempDir dir;
   HangReportInput in;

@@ -13,6 +13,7 @@ packages=(
   libtorch-dev
   libncurses-dev tmux
   python3-torch openmpi-bin slurm-wlm
+  python3-build python3-wheel python3-setuptools python3-venv
 )
 
 missing=()

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
                    parsed.message.c_str());
       return parsed.exit_code;
     }
+    if (!parsed.options->ended.empty())
+      return writeEndReport(*parsed.options, std::cout, std::cerr);
     // Started by a rank: the first process exits at once (the rank reaps it), the watcher goes
     // on in its child, which is no child of the rank's.
     if (parsed.daemonize) {

@@ -18,7 +18,7 @@ DIR/ncclrec.watch.lock). See docs/launchers.md, "Live detection without cxxrun".
 
 Exit codes:
   0  the job ended, nothing stalled for --linger seconds, or another watcher holds the lock
-     (a verdict printed on the way is not an error)
+     (a verdict printed on the way is not an error); with --ended, report.json was written
   1  the lock file cannot be opened, or report.json cannot be written
   2  bad usage)";
 
@@ -43,6 +43,9 @@ ParsedWatchCommandLine parseWatchCommandLine(int argc, const char* const* argv) 
   app.add_option("--linger", o.linger_s,
                  "Exit after this many seconds without a stalled rank (default 60)");
   app.add_flag("--daemonize", daemonize, "Detach: fork, the first process exits at once");
+  app.add_option("--ended", o.ended,
+                 "The job has ended (HOW: 'exit code 1', 'SIGINT'): print the verdict on the "
+                 "directory's recordings, write report.json (reason \"ended\") and exit");
   app.set_version_flag("--version", std::string("ncclrec-watch ") + format::versionString());
   const base::CliOutcome parsed = base::parseCli(app, argc, argv);
   if (parsed.failed()) return usage(parsed.text);
@@ -56,6 +59,9 @@ ParsedWatchCommandLine parseWatchCommandLine(int argc, const char* const* argv) 
     return usage("--dir " + o.dir + ": not a directory");
   if (!(o.interval_s > 0)) return usage("--interval must be a number of seconds > 0");
   if (!(o.linger_s >= 0)) return usage("--linger must be a number of seconds >= 0");
+  if (app.count("--ended") > 0 && o.ended.empty())
+    return usage("--ended needs how the job ended, e.g. --ended 'exit code 0'");
+  if (!o.ended.empty() && daemonize) return usage("--ended and --daemonize do not go together");
   const std::string wait = format::paramValue("NCCLREC_DUMP_WAIT");
   char* end = nullptr;
   o.dump_wait_s = std::strtod(wait.c_str(), &end);

@@ -47,6 +47,21 @@ tui::CollectorOptions collectorOptions(const WatchOptions& o, const DetectorPara
   return c;
 }
 
+// The ranks of a snapshot as the report's workers; the run id of the first when none was given.
+void addWorkers(const tui::Snapshot& s, launcher::HangReportInput* in) {
+  for (const tui::RankEntry& r : s.ranks) {
+    launcher::WorkerInfo w;
+    w.rank = r.global_rank;
+    w.local_rank = r.local_rank;
+    w.pid = r.pid;
+    w.host = r.host;
+    w.running = r.liveness == Liveness::kAlive;
+    if (!w.running) w.ended = std::string(tui::livenessName(r.liveness));
+    in->workers.push_back(std::move(w));
+    if (in->run_id.empty()) in->run_id = r.run_id;
+  }
+}
+
 }  // namespace
 
 Watcher::Watcher(WatchOptions options, DetectorParams params, std::ostream& err)
@@ -138,17 +153,7 @@ int Watcher::report(int64_t detected_ns, const std::function<void(double)>& slee
   in.waited_s = waited();
   // Liveness after the wait: a rank may have ended meanwhile.
   last_ = collector_.collect(base::realtimeNs());
-  for (const tui::RankEntry& r : last_->ranks) {
-    launcher::WorkerInfo w;
-    w.rank = r.global_rank;
-    w.local_rank = r.local_rank;
-    w.pid = r.pid;
-    w.host = r.host;
-    w.running = r.liveness == Liveness::kAlive;
-    if (!w.running) w.ended = std::string(tui::livenessName(r.liveness));
-    in.workers.push_back(std::move(w));
-    if (in.run_id.empty()) in.run_id = r.run_id;
-  }
+  addWorkers(*last_, &in);
   in.stall_began_ns = hang_.assessment.since_ns;
   in.detected_ns = detected_ns;
   in.detection = hang_.line;
@@ -193,6 +198,27 @@ int runWatcher(const WatchOptions& options, std::ostream& err) {
   }
   close(fd);
   return code;
+}
+
+int writeEndReport(const WatchOptions& options, std::ostream& out, std::ostream& err) {
+  std::string problem;
+  const DetectorParams params = DetectorParams::fromEnvironment(&problem);
+  if (!problem.empty()) err << "ncclrec-watch: " << problem << "\n" << std::flush;
+  tui::Collector collector(collectorOptions(options, params));
+  launcher::HangReportInput in;
+  in.run_id = options.run_id;
+  in.reason = launcher::ReportReason::kEnded;
+  in.ended = options.ended;
+  in.dump_dir = options.dir;
+  in.tool = "ncclrec";
+  addWorkers(*collector.collect(base::realtimeNs()), &in);
+  auto path = launcher::writeHangReport(in, out);
+  out << std::flush;
+  if (!path.ok()) {
+    err << path.status().message() << "\n" << std::flush;
+    return kWatchFailed;
+  }
+  return kWatchDone;
 }
 
 }  // namespace ncclrec::watch

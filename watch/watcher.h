@@ -36,6 +36,9 @@ struct WatchOptions {
   double interval_s = 0.5;
   double linger_s = 60;
   double dump_wait_s = 10;  // NCCLREC_DUMP_WAIT
+  // --ended HOW: the job has ended ("exit code 1", "SIGINT"); write the report once and leave
+  // (writeEndReport). "" = watch live.
+  std::string ended;
 };
 
 class Watcher {
@@ -85,5 +88,12 @@ ParsedWatchCommandLine parseWatchCommandLine(int argc, const char* const* argv);
 // ncclrec-watch after its flags: the lock, then step() every interval until the job ends or it
 // lingered; `err` is stderr. Returns the exit code.
 int runWatcher(const WatchOptions& options, std::ostream& err);
+
+// ncclrec-watch --ended HOW: the report of a job that has ended and that no live detection
+// reported on (`ncclrec run` asks for it at the end): one look at the directory's black boxes
+// and dumps, the analyzer's verdict on `out` and report.json beside them, with reason "ended"
+// and `ended` = options.ended. No trigger, no wait, no lock. kWatchFailed (one line on `err`)
+// when report.json cannot be written.
+int writeEndReport(const WatchOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace ncclrec::watch

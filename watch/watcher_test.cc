@@ -184,6 +184,36 @@ TEST(Watcher, AnotherWatcherHoldingTheLockMeansNothingToDo) {
   close(held);
 }
 
+TEST(Watcher, AnEndReportNeedsNoLiveStall) {
+  TempDir dir;
+  // A job that ended: rank 1 exited after #2, rank 0 (this process) still waits in #3.
+  const int64_t t0 = base::realtimeNs() - 10 * kS;
+  writeHungJob(dir, "runE", t0);
+  std::ostringstream out, err;
+  WatchOptions o = options(dir.path(), "runE");
+  o.ended = "exit code 1";
+  EXPECT_EQ(writeEndReport(o, out, err), kWatchDone) << err.str();
+  EXPECT_EQ(
+      out.str().rfind("ncclrec: verdict after the job ended (run runE, attempt 0; exit code 1)", 0),
+      0u)
+      << out.str();
+  EXPECT_NE(out.str().find("report: " + dir.file("report.json")), std::string::npos) << out.str();
+  const std::string report = fileText(dir.file("report.json"));
+  EXPECT_NE(report.find("\"reason\": \"ended\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"ended\": \"exit code 1\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"class\""), std::string::npos) << report;  // the analyzer's verdict
+  // No trigger: the job is over, nobody is left to dump.
+  EXPECT_FALSE(std::filesystem::exists(dir.file(std::string(format::kTriggerFileName))));
+}
+
+TEST(Watcher, AnEndReportOnAnUnwritableDirectoryIsOneError) {
+  std::ostringstream out, err;
+  WatchOptions o = options("/proc/no-such-dir");
+  o.ended = "exit code 0";
+  EXPECT_EQ(writeEndReport(o, out, err), kWatchFailed);
+  EXPECT_NE(err.str().find("report.json"), std::string::npos) << err.str();
+}
+
 TEST(Watcher, CommandLine) {
   TempDir dir;
   const std::string d = dir.path();
@@ -204,6 +234,12 @@ TEST(Watcher, CommandLine) {
   EXPECT_EQ(bad.message, "ncclrec-watch: --interval must be a number of seconds > 0");
   EXPECT_EQ(parse({"--dir", d.c_str(), "--bogus"}).exit_code, kWatchUsage);
   EXPECT_EQ(parse({"--help"}).exit_code, kWatchDone);
+  auto ended = parse({"--dir", d.c_str(), "--ended", "exit code 3"});
+  ASSERT_TRUE(ended.options) << ended.message;
+  EXPECT_EQ(ended.options->ended, "exit code 3");
+  EXPECT_EQ(parse({"--dir", d.c_str(), "--ended", ""}).message,
+            "ncclrec-watch: --ended needs how the job ended, e.g. --ended 'exit code 0'");
+  EXPECT_EQ(parse({"--dir", d.c_str(), "--ended", "x", "--daemonize"}).exit_code, kWatchUsage);
 }
 
 }  // namespace
