@@ -13,6 +13,7 @@ packages=(
   libtorch-dev
   libncurses-dev tmux
   python3-torch openmpi-bin slurm-wlm
+  prometheus-cpp-dev prometheus curl
 )
 
 missing=()
