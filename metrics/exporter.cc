@@ -46,7 +46,7 @@ struct Exporter::State {
   ExporterOptions options;
   tui::Collector collector;
   ReportReader reports;
-  std::map<std::string, Counted> counters;  // by black box path
+  std::map<std::string, Counted> counters;  // by black box path and process start
   Histograms histograms;                    // since the exporter started, never reset
   std::vector<std::string> notes;
   int64_t last_ns = 0;
@@ -100,7 +100,9 @@ std::vector<prometheus::MetricFamily> Exporter::compute(int64_t now_ns) const {
   std::map<std::string, State::Counted> kept;
   for (size_t i = 0; i < snapshot->ranks.size(); ++i) {
     const tui::RankEntry& r = snapshot->ranks[i];
-    auto it = st.counters.find(r.source);
+    // By file and process start: a file made again under the same name is another black box.
+    const std::string key = r.source + "@" + std::to_string(r.start_ns);
+    auto it = st.counters.find(key);
     State::Counted c = it != st.counters.end() ? std::move(it->second) : State::Counted{};
     if (c.counter == nullptr) {
       auto opened = OpCounter::open(r.source, &c.starting);
@@ -116,7 +118,7 @@ std::vector<prometheus::MetricFamily> Exporter::compute(int64_t now_ns) const {
         st.histograms[{job_id, r.host, op.op, sizeClass(op.bytes)}].observe(op.seconds);
       });
     }
-    auto [at, added] = kept.emplace(r.source, std::move(c));
+    auto [at, added] = kept.emplace(key, std::move(c));
     in.counts[i] = at->second.counter != nullptr ? &at->second.counter->counts() : nullptr;
   }
   st.counters = std::move(kept);  // black boxes gone from the directory are let go
