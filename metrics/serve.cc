@@ -139,6 +139,7 @@ Server::~Server() {
 }
 
 bool Server::writeTextfile(std::string* error) {
+  std::lock_guard<std::mutex> lock(write_mu_);
   const std::string text = toText(exporter_->Collect());
   const std::string& path = config_.textfile;
   // node_exporter reads *.prom only: the temporary name is never read half-written.

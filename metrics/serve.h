@@ -80,6 +80,7 @@ class Server {
   std::shared_ptr<Exporter> exporter_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
+  std::mutex write_mu_;  // one write of the text file at a time (the writer thread, a caller)
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;  // guarded by mu_

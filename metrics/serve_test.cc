@@ -148,6 +148,8 @@ TEST_F(ServeTest, TheTextFileIsReplacedWholeAndRemovedWhenServingStops) {
   auto server = Server::start(c, emptyDirExporter(dir.path()));
   ASSERT_TRUE(server.ok()) << server.status().message();
   // The writer thread writes it at once; a second write replaces it.
+  struct stat st {};
+  for (int i = 0; i < 500 && ::stat(c.textfile.c_str(), &st) != 0; ++i) ::usleep(10'000);
   std::string error;
   ASSERT_TRUE((*server)->writeTextfile(&error)) << error;
   std::ifstream in(c.textfile);
@@ -160,7 +162,6 @@ TEST_F(ServeTest, TheTextFileIsReplacedWholeAndRemovedWhenServingStops) {
     files += e.is_regular_file();
   EXPECT_EQ(files, 1u);  // no temporary left behind
   server->reset();
-  struct stat st {};
   EXPECT_NE(::stat(c.textfile.c_str(), &st), 0);
 }
 
