@@ -48,7 +48,8 @@ struct MetricSpec {
     "When the rank's recorder watchdog last ran (Unix time)")                                      \
   X(kRankSlowScore, "ncclrec_rank_slow_score", kGauge, "job_id,host,rank",                         \
     "Share (0-1) of the other ranks' waiting in recent collectives spent waiting for this rank "   \
-    "to arrive; 0 unless that waiting took at least 5 % of their time")                            \
+    "to arrive; 0 unless it was last more often than chance and that waiting took 100 ms and 5 % " \
+    "of their time")                                                                               \
   X(kRankAwaited, "ncclrec_rank_awaited", kGauge, "job_id,host,rank",                              \
     "1 when the live detector finds the blocked ranks waiting for this one, else 0")               \
   X(kRankCulprit, "ncclrec_rank_culprit", kGauge, "job_id,host,rank",                              \

@@ -1,6 +1,7 @@
 #include "metrics/job_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -34,6 +35,20 @@ RankState stateOf(const Snapshot& s, size_t r, HangState hang, bool blocked_now)
     return RankState::kUnresponsive;
   if (hang == HangState::kNone) return RankState::kRunning;
   return blocked_now ? RankState::kBlocked : RankState::kInHost;
+}
+
+// P(X >= n) for X ~ Binomial(full, 1 / ranks): how likely one given rank is last in n or more of
+// `full` collectives when each rank is as likely to be last (the analyzer's test, health.cc).
+double chanceOfBeingLast(size_t n, size_t full, double ranks) {
+  const double p = 1.0 / ranks;
+  double tail = 0;
+  for (size_t k = n; k <= full; ++k) {
+    const auto kd = static_cast<double>(k);
+    const auto fd = static_cast<double>(full);
+    tail += std::exp(std::lgamma(fd + 1) - std::lgamma(kd + 1) - std::lgamma(fd - kd + 1) +
+                     kd * std::log(p) + (fd - kd) * std::log1p(-p));
+  }
+  return tail;
 }
 
 }  // namespace
@@ -143,6 +158,7 @@ std::vector<double> slowScores(const Snapshot& s) {
       }
     }
     std::vector<int64_t> waited_for(g.members.size(), 0);
+    std::vector<size_t> last_count(g.members.size(), 0);
     int64_t total_wait = 0, first = 0, last = 0;
     size_t full = 0;
     for (const auto& [seq, row] : arrivals) {
@@ -158,12 +174,19 @@ std::vector<double> slowScores(const Snapshot& s) {
       if (wait == 0) continue;  // a tie: no one rank was last
       const size_t who = size_t(std::find(row.begin(), row.end(), latest) - row.begin());
       waited_for[who] += wait;
+      ++last_count[who];
     }
     if (full < analyzer::kSlowMinOps || total_wait <= 0) continue;
     const double span = static_cast<double>(last - first);
     for (size_t m = 0; m < g.members.size(); ++m) {
       const double w = static_cast<double>(waited_for[m]);
-      if (w < analyzer::kSlowWaitOfSpan * span || w <= 0) continue;
+      // As the analyzer's slow_rank: the waiting must matter (in all, and against the time the
+      // collectives span), and being last that often must be unlikely by chance (a rank the
+      // scheduler happens to run last a few times in a short window is no straggler).
+      if (w < analyzer::kSlowMinWaitNs || w < analyzer::kSlowWaitOfSpan * span) continue;
+      const auto members = static_cast<double>(g.members.size());
+      if (members * chanceOfBeingLast(last_count[m], full, members) >= analyzer::kSlowChance)
+        continue;
       const size_t r = g.members[m].rank;
       score[r] = std::max(score[r], w / static_cast<double>(total_wait));
     }

@@ -59,8 +59,10 @@ std::shared_ptr<const tui::Snapshot> newestJob(std::shared_ptr<const tui::Snapsh
 // Per rank (parallel to snapshot.ranks): the share of the other ranks' waiting spent waiting for
 // it, over the recent collectives its communicators' ranks all completed (at least
 // analyzer::kSlowMinOps of them; the analyzer's slow_rank measure, analyzer/health.h, on the live
-// window). 0 unless that waiting is at least analyzer::kSlowWaitOfSpan of the time those
-// collectives span, or when not every member of the communicator is in the snapshot.
+// window). 0 unless that waiting is at least analyzer::kSlowMinWaitNs in all and
+// analyzer::kSlowWaitOfSpan of the time those collectives span and the rank was last more often
+// than chance allows (the analyzer's kSlowChance), or when not every member of the communicator
+// is in the snapshot.
 std::vector<double> slowScores(const tui::Snapshot& snapshot);
 
 }  // namespace ncclrec::metrics

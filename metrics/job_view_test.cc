@@ -140,6 +140,20 @@ TEST(JobViewTest, MicrosecondsLateIsNoStraggler) {
   for (double v : score) EXPECT_DOUBLE_EQ(v, 0.0);
 }
 
+TEST(JobViewTest, BeingLastNoMoreOftenThanChanceIsNoStraggler) {
+  // Each rank in turn enters 40 ms late: every one is last a quarter of the time.
+  tui::Snapshot s = stepsSnapshot(20, -1, 0);
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    auto h = std::make_shared<tui::RankHistory>(*s.ranks[r].history);
+    for (size_t i = 0; i < h->ops.size(); ++i) {
+      if (i % 4 == r) h->ops[i].enqueue_ns += 40'000'000;
+    }
+    s.ranks[r].history = h;
+  }
+  tui::analyze(&s);
+  for (double v : slowScores(s)) EXPECT_DOUBLE_EQ(v, 0.0);
+}
+
 TEST(JobViewTest, TooFewCollectivesGiveNoScore) {
   const std::vector<double> score = slowScores(stepsSnapshot(5, 2, 40));
   for (double v : score) EXPECT_DOUBLE_EQ(v, 0.0);
