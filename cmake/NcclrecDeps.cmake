@@ -3,6 +3,8 @@ find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# Prometheus' data model, text format and HTTP endpoint (civetweb) for the metrics (metrics/).
+find_package(prometheus-cpp CONFIG REQUIRED)
 
 # libdw (elfutils) gives file:line at dump time; without it dumps carry function names only.
 find_path(NCCLREC_LIBDW_INCLUDE elfutils/libdwfl.h)

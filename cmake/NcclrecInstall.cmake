@@ -1,7 +1,7 @@
 # `cmake --install`: the layout of docs/install.md. Every path is relative to the prefix and every
 # RPATH is relative to the file ($ORIGIN), so the installed tree runs wherever it is copied.
-#   bin/                       ncclrec-analyze, ncclrec-top, ncclrec-watch, cxxrun, ncclrec-trainer
-#                              (when built)
+#   bin/                       ncclrec-analyze, ncclrec-top, ncclrec-watch, ncclrec-exporter, cxxrun,
+#                              ncclrec-trainer (when built)
 #   lib/                       libncclrec.so, libncclrec_dump.so (dlopen'ed by it), libncclrec_format.so
 #   lib/ncclrec/hostnccl/      hostnccl's libnccl.so.2, out of every default search path
 #   lib/ncclrec/samples/       the sample programs (cxxrun --nccl=host gives them hostnccl)
@@ -9,6 +9,8 @@
 #   include/ncclrec/           their headers
 #   share/doc/ncclrec/         README and the manual
 #   share/ncclrec/samples/     the samples' sources and expected verdicts
+#   share/ncclrec/prometheus/  the alert rules and their promtool tests
+#   share/ncclrec/grafana/     the dashboard and its provisioning file
 # Component `bundled` (the relocatable tarball only, cmake/NcclrecPackage.cmake): the libraries
 # outside glibc and libstdc++ that the above load, copied into lib/.
 set(NCCLREC_INSTALL_LIB lib)
@@ -41,11 +43,12 @@ if(NCCLREC_BUILD_TRAINER)
   ncclrec_install_unstripped(ncclrec-trainer bin)
 endif()
 ncclrec_install_rpath("$ORIGIN/../${NCCLREC_INSTALL_LIB}" ncclrec-analyze ncclrec-top ncclrec-watch
-                      cxxrun)
+                      ncclrec-exporter cxxrun)
 ncclrec_install_rpath("$ORIGIN" ncclrec_interpose ncclrec_dump ncclrec_format)
 ncclrec_install_rpath("$ORIGIN/../.." hostnccl)
 
-install(TARGETS ncclrec-analyze ncclrec-top ncclrec-watch cxxrun ncclrec_interpose ncclrec_dump
+install(TARGETS ncclrec-analyze ncclrec-top ncclrec-watch ncclrec-exporter cxxrun ncclrec_interpose
+                ncclrec_dump
         RUNTIME_DEPENDENCY_SET ncclrec_runtime_deps
         RUNTIME DESTINATION bin COMPONENT runtime
         LIBRARY DESTINATION ${NCCLREC_INSTALL_LIB} COMPONENT runtime)
@@ -89,11 +92,16 @@ endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/ DESTINATION share/ncclrec/samples
         COMPONENT runtime PATTERN "CMakeLists.txt" EXCLUDE)
 
+# Metrics: the alert rules and the Grafana dashboard (docs/metrics.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/metrics/prometheus ${PROJECT_SOURCE_DIR}/metrics/grafana
+        DESTINATION share/ncclrec COMPONENT runtime)
+
 # Every target the install rules take files from, as one target: scripts/wheel.sh builds it
 # rather than `all`, which builds the tests too.
 add_custom_target(ncclrec_installed)
 add_dependencies(ncclrec_installed ncclrec-analyze ncclrec-top ncclrec-watch cxxrun
-                 ncclrec_interpose ncclrec_dump ncclrec_format ncclrec_format_core hostnccl)
+                 ncclrec-exporter ncclrec_interpose ncclrec_dump ncclrec_format
+                 ncclrec_format_core hostnccl)
 foreach(sample IN LISTS NCCLREC_HOST_SAMPLES)
   add_dependencies(ncclrec_installed sample_${sample})
 endforeach()

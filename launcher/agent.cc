@@ -18,6 +18,7 @@
 #include "launcher/token.h"
 #include "launcher/top_server.h"
 #include "launcher/worker_env.h"
+#include "metrics/node_metrics.h"
 
 namespace ncclrec::launcher {
 
@@ -25,7 +26,13 @@ int Agent::run() {
   if (const int rc = start(); rc != kExitOk) return rc;
   // ncclrec-top --connect: this node's black boxes, served until run() returns (top_server.h).
   const auto top_server = startTopServer(o_, facts_, run_dir_, host_);
-  return runAttempts();
+  // Prometheus metrics of this node's ranks, when NCCLREC_METRICS_* ask for them
+  // (metrics/node_metrics.h): served until run() returns, a little longer after a hang or a
+  // failure so that a scrape sees how the job ended.
+  const auto metrics = metrics::NodeMetrics::start("cxxrun", run_dir_, facts_.run_id);
+  const int rc = runAttempts();
+  if (metrics != nullptr && (rc == kExitHang || rc == kExitWorkerFailed)) metrics->linger(sigfd_);
+  return rc;
 }
 
 int Agent::start() {

@@ -14,6 +14,7 @@ packages=(
   libncurses-dev tmux
   python3-torch openmpi-bin slurm-wlm
   python3-build python3-wheel python3-setuptools python3-venv
+  prometheus-cpp-dev prometheus curl
 )
 
 missing=()

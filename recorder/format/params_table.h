@@ -89,7 +89,17 @@ struct ParamSpec {
     "analyzing")                                                                                   \
   X(NCCLREC_WATCHER, kString, "auto", "",                                                          \
     "Live hang detection without cxxrun: auto = a stalled rank starts ncclrec-watch (beside "      \
-    "libncclrec.so, else from PATH), off = never, or the path of the program to start")
+    "libncclrec.so, else from PATH), off = never, or the path of the program to start")            \
+  X(NCCLREC_METRICS_PORT, kString, "off", "",                                                      \
+    "Prometheus metrics of cxxrun's agent and ncclrec-exporter: off, PORT (every interface) or "   \
+    "ADDR:PORT; 0 = a free port")                                                                  \
+  X(NCCLREC_METRICS_TEXTFILE, kString, "", "",                                                     \
+    "Also write the metrics for node_exporter's textfile collector: a directory (the file is "     \
+    "ncclrec_<run id>.prom) or a *.prom path; empty = none")                                       \
+  X(NCCLREC_METRICS_INTERVAL, kDouble, "15", "",                                                   \
+    "Seconds between two writes of the metrics text file")                                         \
+  X(NCCLREC_METRICS_LINGER, kDouble, "30", "",                                                     \
+    "Seconds cxxrun keeps serving its metrics after a job that hung or failed, for a last scrape")
 
 inline constexpr ParamSpec kParams[] = {
 #define NCCLREC_PARAM_SPEC(name, type, def, choices, desc) \

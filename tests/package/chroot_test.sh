@@ -78,7 +78,7 @@ new_root() {
 # LD_PRELOAD=`preload`.
 check_tree() {
   local dir=$1 prefix=$2 preload=$3 out rc
-  for tool in ncclrec-analyze ncclrec-top ncclrec-watch cxxrun; do
+  for tool in ncclrec-analyze ncclrec-top ncclrec-watch ncclrec-exporter cxxrun; do
     out=$(chroot "$dir" "$prefix/bin/$tool" --version) || fail "$prefix/bin/$tool --version failed: $out"
     [[ $out =~ ^$tool\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ [0-9a-z-]+\)$ ]] || fail "$tool --version printed '$out'"
   done

@@ -15,7 +15,9 @@ cmake --install "$build" --prefix "$work/first" >"$work/install.log" 2>&1 || {
   cat "$work/install.log"; fail "cmake --install failed (log above)"; }
 mv "$work/first" "$work/moved"  # nothing may point back at the first prefix or the build tree
 p=$work/moved
-for f in bin/ncclrec-analyze bin/ncclrec-top bin/ncclrec-watch bin/cxxrun lib/libncclrec.so lib/libncclrec_dump.so \
+for f in bin/ncclrec-analyze bin/ncclrec-top bin/ncclrec-watch bin/ncclrec-exporter bin/cxxrun \
+  lib/libncclrec.so lib/libncclrec_dump.so share/ncclrec/prometheus/ncclrec.rules.yml \
+  share/ncclrec/grafana/ncclrec-dashboard.json \
   lib/libncclrec_format.so lib/ncclrec/hostnccl/libnccl.so.2 lib/ncclrec/samples/sample_gated_save \
   lib/cmake/ncclrec/ncclrecConfig.cmake include/ncclrec/recorder/format/reader.h \
   include/ncclrec/recorder/format/ncclrec.pb.h include/ncclrec/launcher/store_client.h \
@@ -28,7 +30,7 @@ done
 
 # RPATHs: relative to the file only.
 rpath() { readelf -d "$1" | sed -n 's/.*(\(RPATH\|RUNPATH\)).*\[\(.*\)\]/\1 \2/p'; }
-for f in bin/ncclrec-analyze bin/ncclrec-top bin/ncclrec-watch bin/cxxrun; do
+for f in bin/ncclrec-analyze bin/ncclrec-top bin/ncclrec-watch bin/ncclrec-exporter bin/cxxrun; do
   [ "$(rpath "$p/$f")" = 'RPATH $ORIGIN/../lib' ] || fail "$f: '$(rpath "$p/$f")', want RPATH \$ORIGIN/../lib"
 done
 for f in lib/libncclrec.so lib/libncclrec_dump.so lib/libncclrec_format.so; do
@@ -41,7 +43,7 @@ done
 
 # Every tool answers --version with the same version and commit.
 want=""
-for tool in ncclrec-analyze ncclrec-top ncclrec-watch cxxrun; do
+for tool in ncclrec-analyze ncclrec-top ncclrec-watch ncclrec-exporter cxxrun; do
   out=$("$p/bin/$tool" --version) || fail "$tool --version exited $?"
   [[ $out =~ ^$tool\ ([0-9]+\.[0-9]+\.[0-9]+\ \(git\ [0-9a-z-]+\))$ ]] || fail "$tool --version: '$out'"
   [ -z "$want" ] || [ "${BASH_REMATCH[1]}" = "$want" ] || fail "$tool says ${BASH_REMATCH[1]}, not $want"
