@@ -240,14 +240,16 @@ void checkEveryComm(const RankData& box, int rank, std::map<std::string, uint64_
     uint32_t state;
     uint64_t coll_seq;
   };
+  // Every one was on record from the start of its creation (kCommCreating).
+  constexpr uint32_t kMade = kCommCreating | kCommInitialized;
   const Want wants[] = {
-      {"world", OpType::kCommInitRank, "", -1, -1, kCommInitialized, 12},
-      {"child5", OpType::kCommSplit, "world", 5, rank, kCommInitialized | kCommDestroyed, 2},
-      {"childX", OpType::kCommSplit, "world", 7 + rank, 0, kCommInitialized | kCommDestroyed, 0},
-      {"shrunk", OpType::kCommShrink, "world", -1, -1, kCommInitialized | kCommDestroyed, 1},
+      {"world", OpType::kCommInitRank, "", -1, -1, kMade, 12},
+      {"child5", OpType::kCommSplit, "world", 5, rank, kMade | kCommDestroyed, 2},
+      {"childX", OpType::kCommSplit, "world", 7 + rank, 0, kMade | kCommDestroyed, 0},
+      {"shrunk", OpType::kCommShrink, "world", -1, -1, kMade | kCommDestroyed, 1},
       {"named", OpType::kCommInitRankConfig, "", -1, -1,
-       kCommInitialized | kCommFinalized | kCommRevoked | kCommDestroyed, 0},
-      {"scalable", OpType::kCommInitRankScalable, "", -1, -1, kCommInitialized | kCommAborted, 0},
+       kMade | kCommFinalized | kCommRevoked | kCommDestroyed, 0},
+      {"scalable", OpType::kCommInitRankScalable, "", -1, -1, kMade | kCommAborted, 0},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.label);
@@ -265,7 +267,7 @@ void checkEveryComm(const RankData& box, int rank, std::map<std::string, uint64_
     EXPECT_EQ(c->coll_seq, w.coll_seq);
     EXPECT_EQ(c->init_result, 0);
     EXPECT_EQ(c->name, w.label == "named" ? "nccl_caller" : "");
-    EXPECT_EQ(c->ended_ns != 0, (w.state & ~kCommInitialized) != 0);
+    EXPECT_EQ(c->ended_ns != 0, (w.state & ~kMade) != 0);
   }
   std::vector<int> all_ranks;
   for (const Comm& c : box.comms) {
@@ -400,7 +402,7 @@ TEST(ShimRecordTest, InitsRecordTheDeviceAndAFailedInitItsAttempt) {
   box = failed.blackBox();
   ASSERT_EQ(box.comms.size(), 1u);
   const format::Comm& c = box.comms[0];
-  EXPECT_EQ(c.state, format::kCommInitFailed);
+  EXPECT_EQ(c.state, format::kCommCreating | format::kCommInitFailed);
   EXPECT_EQ(c.handle, 0u);
   EXPECT_EQ(c.init_result, 5);
   EXPECT_EQ(c.rank, 3);

@@ -171,13 +171,21 @@ int firstUse(const Program& p, int comm) {
   return -1;
 }
 
+bool hasChildren(const Program& p, int comm) {
+  return std::any_of(p.comms.begin(), p.comms.end(),
+                     [&](const Comm& c) { return c.parent == comm; });
+}
+
 // Which communicators are made from unique ids, eagerly or lazily at their first use, instead of
-// split: in the programs of creation faults and in healthy ones, from the creation stream.
+// split: in the programs of creation faults and in healthy ones, from the creation stream. A
+// communicator split from at the start cannot wait for its first use (faultgen seed 891: a split
+// of a lazy parent failed with an invalid argument).
 void chooseMakes(Program& p, Rng& creation) {
   for (size_t k = 1; k < p.comms.size(); ++k) {
     const int roll = creation.pick(3);
     if (roll == 1) p.comms[k].make = Make::kInit;
-    if (roll == 2 && firstUse(p, static_cast<int>(k)) >= 0) p.comms[k].make = Make::kLazy;
+    if (roll == 2 && firstUse(p, static_cast<int>(k)) >= 0 && !hasChildren(p, static_cast<int>(k)))
+      p.comms[k].make = Make::kLazy;
   }
 }
 

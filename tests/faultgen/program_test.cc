@@ -84,6 +84,10 @@ TEST(FaultgenProgram, HealthyProgramsAreCorrect) {
     std::vector<Trace> t;
     for (int r = 0; r < p.world; ++r) t.push_back(traceOf(p, r));
     for (size_t k = 0; k < p.comms.size(); ++k) {
+      // A communicator split from at the start exists at the start.
+      if (p.comms[k].parent >= 0) {
+        EXPECT_NE(p.comms[size_t(p.comms[k].parent)].make, Make::kLazy) << "seed " << seed;
+      }
       for (const auto& g : p.comms[k].groups) {
         ASSERT_GE(g.size(), 2u) << "seed " << seed;
         for (size_t i = 0; i < g.size(); ++i) {
