@@ -17,8 +17,8 @@
 #include "analyzer/events.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/params_print.h"
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/version.h"
 
 namespace ncclrec::analyzer {
 namespace {

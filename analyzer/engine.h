@@ -20,9 +20,9 @@
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/nccl_result.h"
-#include "recorder/format/reader.h"
+#include "base/text.h"
+#include "format/nccl_result.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer::engine {
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 

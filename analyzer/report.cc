@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "analyzer/whereabouts.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "analyzer/exit_codes.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 

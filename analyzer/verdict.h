@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analyzer/callsite.h"
-#include "recorder/format/op_type.h"
+#include "format/op_type.h"
 
 namespace ncclrec::analyzer {
 

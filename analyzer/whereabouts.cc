@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {

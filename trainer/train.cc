@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "recorder/format/base/clock.h"
+#include "base/clock.h"
 #include "trainer/checkpoint_file.h"
 #include "trainer/ddp.h"
 #include "trainer/model.h"

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <tuple>
 
-#include "tui/analysis.h"
+#include "live/analysis.h"
 #include "tui/layout.h"
 
 namespace ncclrec::tui {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tui/snapshot.h"
+#include "tui/live_names.h"
 
 namespace ncclrec::tui {
 

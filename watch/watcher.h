@@ -1,9 +1,9 @@
 // ncclrec-watch: live hang detection on the black boxes of a directory, for jobs cxxrun does not
 // launch (torchrun, mpirun, srun). A rank whose own op stalls starts it (recorder/watch_spawn.h);
 // one watcher per directory, the holder of DIR/ncclrec.watch.lock. Every interval it reads the
-// black boxes (tui::Collector) and runs the detector (detector.h): warnings and resumptions are
+// black boxes (live::Collector) and runs the detector (detector.h): warnings and resumptions are
 // printed on stderr; at a hang it writes the trigger file so that every rank dumps, waits for the
-// dumps (NCCLREC_DUMP_WAIT), and prints the verdict and report.json's path (launcher/hang_report.h)
+// dumps (NCCLREC_DUMP_WAIT), and prints the verdict and report.json's path (report/hang_report.h)
 // on the stderr it shares with the rank, which the launcher forwards to the user.
 //
 // It watches until every rank it saw ended, or nothing stalled for --linger seconds; after a
@@ -20,8 +20,8 @@
 #include <string>
 #include <utility>
 
-#include "tui/collector.h"
-#include "watch/detector.h"
+#include "live/collector.h"
+#include "live/detector.h"
 
 namespace ncclrec::watch {
 
@@ -60,15 +60,15 @@ class Watcher {
 
  private:
   bool allDumped(int64_t since_ns) const;
-  void sayIfNotShared(const tui::Snapshot& s);
+  void sayIfNotShared(const live::Snapshot& s);
 
   WatchOptions options_;
   Detector detector_;
   std::ostream& err_;
-  tui::Collector collector_;
+  live::Collector collector_;
   std::string host_;
-  std::shared_ptr<const tui::Snapshot> last_;
-  std::map<std::pair<std::string, int>, tui::RankEntry> seen_;  // by host and pid
+  std::shared_ptr<const live::Snapshot> last_;
+  std::map<std::pair<std::string, int>, live::RankEntry> seen_;  // by host and pid
   DetectorEvent hang_;
   int64_t started_ns_ = 0;
   int64_t last_stall_ns_ = 0;  // the last time some rank had an op incomplete for 1 s

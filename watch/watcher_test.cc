@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/recording_files.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/recording_files.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::watch {
 namespace {
