@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 
+#include "format/bbox_event.h"
 #include "format/bbox_layout.h"
 #include "format/bbox_ring.h"
 #include "format/prefault.h"
@@ -115,9 +116,7 @@ base::Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::st
   return base::okStatus();
 }
 
-namespace {
-
-EventRecord toRecord(const Event& e, uint64_t index) {
+EventFields eventFieldsOf(const Event& e, uint64_t index) {
   EventFields r;
   r.index = index;
   r.op = static_cast<OpType>(e.op);
@@ -141,7 +140,13 @@ EventRecord toRecord(const Event& e, uint64_t index) {
   r.enqueue_ns = e.enqueue_ns;
   r.start_ns = e.start_ns;
   r.end_ns = e.end_ns;
-  return EventRecord(r);
+  return r;
+}
+
+namespace {
+
+EventRecord toRecord(const Event& e, uint64_t index) {
+  return EventRecord(eventFieldsOf(e, index));
 }
 
 void readEvents(const BboxHeader* h, uint64_t write_index, RankData* out) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "format/report_json.h"
 #include "launcher/agent_internal.h"
 
 namespace ncclrec::launcher {
@@ -39,7 +40,7 @@ base::StatusOr<std::string> Agent::writeReport(report::ReportReason reason,
   in.reason = reason;
   in.dump_dir = facts_.dump_dir;
   // The other nodes' own reports sit beside node 0's on a shared filesystem.
-  if (o_.node_rank > 0) in.file_name = "report.node" + std::to_string(o_.node_rank) + ".json";
+  if (o_.node_rank > 0) in.file_name = format::report_json::nodeFileName(o_.node_rank);
   std::ostringstream text;
   auto path = report::writeHangReport(in, text);
   const std::string s = text.str();

@@ -205,14 +205,14 @@ TEST(StoreServerStart, BusyPortIsReportedAsInUse) {
   EXPECT_TRUE(in_use);
 }
 
-TEST(format::StoreClientEnv, FromEnvNeedsCxxrunStore) {
+TEST(StoreClientEnv, FromEnvNeedsCxxrunStore) {
   unsetenv("CXXRUN_STORE");
   auto c = format::StoreClient::fromEnv(0.1);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("CXXRUN_STORE is not set"), std::string::npos);
 }
 
-TEST(format::StoreClientEnv, BroadcastSharesBytesAndKeepsAttemptsApart) {
+TEST(StoreClientEnv, BroadcastSharesBytesAndKeepsAttemptsApart) {
   auto server = StoreServer::start("127.0.0.1", 0, kToken);
   ASSERT_TRUE(server.ok());
   setenv("CXXRUN_STORE", ("127.0.0.1:" + std::to_string((*server)->port())).c_str(), 1);

@@ -26,6 +26,8 @@ std::string_view livenessName(Liveness liveness) {
   return "?";
 }
 
+std::string rankKey(const RankEntry& rank) { return rank.host + "/" + std::to_string(rank.pid); }
+
 std::string symbolKey(const std::string& module_path, uint64_t module_offset) {
   const size_t slash = module_path.rfind('/');
   std::string key = slash == std::string::npos ? module_path : module_path.substr(slash + 1);

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "format/bbox_event.h"
 #include "format/bbox_ring.h"
 #include "format/reader.h"
 
@@ -37,20 +38,21 @@ std::string boundedString(const char* chars, size_t capacity) {
 }
 
 OpView toOp(const format::Event& e, uint64_t index) {
+  const format::EventFields f = format::eventFieldsOf(e, index);
   OpView op;
-  op.index = index;
-  op.op = static_cast<format::OpType>(e.op);
-  op.state = static_cast<format::EventState>(e.state);
-  op.comm_id = e.comm_id;
-  op.op_seq = e.op_seq;
-  op.count = e.count;
-  op.dtype = e.dtype == 0xff ? -1 : e.dtype;
-  op.peer = e.peer;
-  op.result = e.result;
-  op.stack_id = e.stack_id;
-  op.enqueue_ns = e.enqueue_ns;
-  op.start_ns = e.start_ns;
-  op.end_ns = e.end_ns;
+  op.index = f.index;
+  op.op = f.op;
+  op.state = f.state;
+  op.comm_id = f.comm_id;
+  op.op_seq = f.op_seq;
+  op.count = f.count;
+  op.dtype = f.dtype;
+  op.peer = f.peer;
+  op.result = f.result;
+  op.stack_id = f.stack_id;
+  op.enqueue_ns = f.enqueue_ns;
+  op.start_ns = f.start_ns;
+  op.end_ns = f.end_ns;
   return op;
 }
 

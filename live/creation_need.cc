@@ -8,12 +8,8 @@
 #include "analyzer/verdict.h"
 #include "live/need.h"
 
-namespace ncclrec::detail {
+namespace ncclrec::live::detail {
 namespace {
-
-using CommGroup;
-using CommMember;
-using Snapshot;
 
 // Members whose arguments make the creation impossible (NCCL's bootstrap root stops at the first
 // mismatch): sizes that disagree with the most common one, a rank claimed twice, a rank outside
@@ -98,4 +94,4 @@ Need creationNeed(const Snapshot& s, size_t r, const OpView& /*op*/, const CommG
   return n;
 }
 
-}  // namespace ncclrec::detail
+}  // namespace ncclrec::live::detail

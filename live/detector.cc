@@ -27,13 +27,6 @@ void detail::notArrived(const Snapshot& s, size_t m, Need* n) {
 
 namespace {
 
-using CommGroup;
-using CommMember;
-using Liveness;
-using OpView;
-using RankEntry;
-using Snapshot;
-
 using detail::dead;
 using detail::Need;
 using detail::notArrived;

@@ -11,7 +11,6 @@
 namespace ncclrec::live {
 namespace {
 
-using Liveness;
 using format::OpType;
 
 constexpr int64_t kS = 1'000'000'000;

@@ -9,7 +9,7 @@
 
 #include "live/snapshot.h"
 
-namespace ncclrec::detail {
+namespace ncclrec::live::detail {
 
 struct Need {
   bool cannot = false;        // it never will: a counterpart differs, is dead or closed the comm
@@ -37,4 +37,4 @@ void notArrived(const Snapshot& s, size_t m, Need* n);
 // found as the analyzer finds them (analyzer::missingMembers) and are dependencies.
 Need creationNeed(const Snapshot& s, size_t r, const OpView& op, const CommGroup* g);
 
-}  // namespace ncclrec::detail
+}  // namespace ncclrec::live::detail

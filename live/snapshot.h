@@ -131,6 +131,10 @@ struct RankEntry {
   std::shared_ptr<const RankHistory> history = std::make_shared<const RankHistory>();
 };
 
+// "host/pid": a rank's identity across snapshots (the collector's per-rank caches, the rank
+// ncclrec-top's detail keeps showing).
+std::string rankKey(const RankEntry& rank);
+
 // Names of frames borrowed from the dumps in the directory (the dump writer symbolized them in
 // the recorded process), by "module-basename+offset": the same binary loads at different
 // addresses in different processes, never at a different offset.

@@ -106,6 +106,8 @@ std::string_view reportReasonName(ReportReason reason) {
 
 namespace {
 
+namespace rj = format::report_json;
+
 // The report, built once: report.json's document, then printed from it and written.
 struct Report {
   Json doc;
@@ -162,22 +164,22 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
   const analyzer::CallSites sites(ranks, {}, /*read_modules=*/false);
   Json out = Json::array();
   for (const WorkerInfo& w : in.workers) {
-    Json j = {{"rank", w.rank}, {"local_rank", w.local_rank}};
+    Json j = {{rj::kRank, w.rank}, {"local_rank", w.local_rank}};
     if (!in.nodes.empty()) {
       j["node"] = w.node;
-      j["host"] = w.host;
+      j[rj::kHost] = w.host;
     }
     if (w.no_data) {
-      j["pid"] = nullptr;
+      j[rj::kPid] = nullptr;
       j["recording"] = nullptr;
       j["note"] = "no data from node " + std::to_string(w.node) + " (host " + w.host + ")";
       out.push_back(std::move(j));
       continue;
     }
-    j["pid"] = w.pid;
+    j[rj::kPid] = w.pid;
     j["running"] = w.running;
-    if (!w.running) j["ended"] = w.ended;
-    if (w.stopped) j["stopped"] = true;
+    if (!w.running) j[rj::kEnded] = w.ended;
+    if (w.stopped) j[rj::kStopped] = true;
     const format::RankData* rec = nullptr;
     if (w.host.empty()) {
       if (auto it = by_pid.find(w.pid); it != by_pid.end()) rec = it->second;
@@ -198,17 +200,17 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
 Report buildReport(const HangReportInput& in) {
   Report rep;
   Json& doc = rep.doc;
-  doc["run_id"] = in.run_id;
-  doc["attempt"] = in.attempt;
-  doc["reason"] = std::string(reportReasonName(in.reason));
+  doc[rj::kRunId] = in.run_id;
+  doc[rj::kAttempt] = in.attempt;
+  doc[rj::kReason] = std::string(reportReasonName(in.reason));
   if (in.reason == ReportReason::kFailure) doc["failure"] = in.failure;
-  if (in.reason == ReportReason::kEnded) doc["ended"] = in.ended;
+  if (in.reason == ReportReason::kEnded) doc[rj::kEnded] = in.ended;
   doc["trigger"] = in.trigger_text;
   doc["dump_dir"] = in.dump_dir;
   doc["waited_s"] = in.waited_s;
-  doc["verdict"] = nullptr;
+  doc[rj::kVerdict] = nullptr;
   doc["analysis"] = nullptr;
-  doc["ranks"] = Json::array();
+  doc[rj::kRanks] = Json::array();
   doc["warnings"] = Json::array();
   rep.dirs = {in.dump_dir};
   for (const NodeInfo& n : in.nodes)
@@ -240,14 +242,14 @@ Report buildReport(const HangReportInput& in) {
     analyzer::printVerdictText(verdict, {}, text);
     rep.verdict_text = text.str();
     Json analysis = analyzer::verdictJson(verdict, loaded->warnings);
-    doc["verdict"] = analysis["verdict"];
+    doc[rj::kVerdict] = analysis[rj::kVerdict];
     doc["analysis"] = std::move(analysis);
     ranks = std::move(loaded->ranks);
     for (const auto& w : loaded->warnings) doc["warnings"].push_back(w);
   } else {
     doc["warnings"].push_back(loaded.status().message());
   }
-  doc["ranks"] = ranksJson(in, ranks);
+  doc[rj::kRanks] = ranksJson(in, ranks);
   return rep;
 }
 
@@ -295,7 +297,7 @@ std::string tableRow(const Json& j) {
     if (e.contains("age_ns")) age = fmtSeconds(e["age_ns"].get<int64_t>());
   }
   return pad(std::to_string(j["rank"].get<int>()), 6) +
-         pad(std::to_string(j["pid"].get<int>()), 9) + pad(recording, 16) + pad(last, 30) +
+         pad(std::to_string(j[rj::kPid].get<int>()), 9) + pad(recording, 16) + pad(last, 30) +
          pad(seq, 6) + pad(count, 10) + pad(age, 10) + site;
 }
 
@@ -312,7 +314,7 @@ void printReport(const HangReportInput& in, const Report& rep, std::ostream& out
     out << pad("rank", 6) << pad("pid", 9) << pad("recording", 16) << pad("last op", 30)
         << pad("seq", 6) << pad("count", 10) << pad("age", 10) << "call site\n";
   }
-  const Json& ranks = rep.doc["ranks"];
+  const Json& ranks = rep.doc[rj::kRanks];
   for (size_t i = 0; i < in.workers.size(); ++i) {
     const WorkerInfo& w = in.workers[i];
     const Json& j = ranks[i];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "format/report_json.h"
 
 namespace ncclrec::report {
 
@@ -55,7 +56,7 @@ struct HangReportInput {
   double waited_s = 0;  // how long cxxrun waited for the dumps
   // report.json; other nodes of a multi-node job write report.nodeN.json, so that a dump
   // directory on a shared filesystem keeps every node's report.
-  std::string file_name = "report.json";
+  std::string file_name = std::string(format::report_json::kFileName);
   // Multi-node job-wide report (node 0): every node, and where the others' recordings were
   // written. Their directories are loaded with dump_dir; empty for a node-local report.
   std::vector<NodeInfo> nodes;

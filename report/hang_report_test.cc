@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -126,6 +127,42 @@ TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
   EXPECT_EQ(doc["nodes"][2]["data"], false);
   EXPECT_TRUE(doc["nodes"][2]["dir"].is_null());
   EXPECT_EQ(doc["warnings"].size(), 2u) << doc["warnings"].dump();
+}
+
+// What the report writes, the readers of other processes read back (format/report_json.h).
+TEST(HangReport, ItsReadersReadBackWhatItWrites) {
+  TempDir dir;
+  writeStuckRank(dir, "hostA", 0, 700, 2, 4096);
+  writeStuckRank(dir, "hostA", 1, 701, 2, 1);
+  HangReportInput in;
+  in.run_id = "job9";
+  in.attempt = 1;
+  in.reason = ReportReason::kHang;
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 700), worker(1, 701, "SIGKILL")};
+  in.workers[1].stopped = true;
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  std::ifstream f(*path);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string problem;
+  const auto doc = format::report_json::parseReportJson(text.str(), &problem);
+  ASSERT_TRUE(doc.has_value()) << problem;
+  EXPECT_EQ(doc->run_id, "job9");
+  EXPECT_EQ(doc->attempt, 1);
+  EXPECT_EQ(doc->reason, "hang");
+  const auto raw = nlohmann::json::parse(text.str());
+  ASSERT_TRUE(raw["verdict"].is_object()) << text.str();
+  EXPECT_EQ(doc->verdict_class, raw["verdict"]["class"].get<std::string>());
+  EXPECT_FALSE(doc->verdict_class.empty());
+  std::vector<int> ranks = raw["verdict"]["ranks"].get<std::vector<int>>();
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(doc->culprits, ranks);
+  ASSERT_EQ(doc->workers.size(), 2u);
+  EXPECT_EQ(doc->workers[0], (format::report_json::Worker{0, 700, "", "", false}));
+  EXPECT_EQ(doc->workers[1], (format::report_json::Worker{1, 701, "", "SIGKILL", true}));
 }
 
 TEST(HangReport, TableAndJsonNameEachRanksLastOp) {

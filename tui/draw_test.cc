@@ -203,7 +203,7 @@ TEST(Draw, LargeCountsAreAbbreviatedInTheirColumn) {
   format::RankData d = live::testing::makeRank(0, 1, "h", live::testing::kCommWorld, 2, 0);
   d.events[0].count = 123'456'789;
   d.events[1].count = 12'345'678'901;
-  s.ranks.push_back(entryFromRankData(d));
+  s.ranks.push_back(live::entryFromRankData(d));
   analyze(&s);
   const std::string text = draw(s, rankView(s, 0), 80, 24).plainText();
   EXPECT_NE(text.find("  123.5M done"), std::string::npos) << text;

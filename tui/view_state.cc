@@ -23,8 +23,6 @@ std::string_view sortKeyName(SortKey key) {
   return "?";
 }
 
-std::string rankKey(const RankEntry& rank) { return rank.host + "/" + std::to_string(rank.pid); }
-
 namespace {
 
 std::string lower(std::string s) {

@@ -38,7 +38,7 @@ std::string lockPath(const std::string& dir) {
 
 // Every run in the directory, or only `run_id`'s; of a rank recorded twice (a reused directory,
 // a restarted rank), the newest process.
-live::CollectorOptions collectorOptions(const WatchOptions& o, const DetectorParams& params) {
+live::CollectorOptions collectorOptions(const WatchOptions& o, const live::DetectorParams& params) {
   live::CollectorOptions c;
   c.dir = o.dir;
   c.hang_after_s = params.timeout_s;
@@ -64,7 +64,7 @@ void addWorkers(const live::Snapshot& s, report::HangReportInput* in) {
 
 }  // namespace
 
-Watcher::Watcher(WatchOptions options, DetectorParams params, std::ostream& err)
+Watcher::Watcher(WatchOptions options, live::DetectorParams params, std::ostream& err)
     : options_(std::move(options)),
       detector_(params),
       err_(err),
@@ -95,13 +95,13 @@ Watcher::State Watcher::step(int64_t now_ns) {
   for (const live::RankEntry& r : s.ranks) seen_[{r.host, r.pid}] = r;
   if (anyStall(s)) last_stall_ns_ = now_ns;
   State state = State::kWatching;
-  std::vector<DetectorEvent> events = detector_.step(s);
+  std::vector<live::DetectorEvent> events = detector_.step(s);
   if (!events.empty()) sayIfNotShared(s);
-  for (DetectorEvent& e : events) {
-    if (e.type == DetectorEvent::Type::kHang) {
+  for (live::DetectorEvent& e : events) {
+    if (e.type == live::DetectorEvent::Type::kHang) {
       hang_ = std::move(e);
       state = State::kHang;
-    } else if (e.type == DetectorEvent::Type::kSnapshot) {
+    } else if (e.type == live::DetectorEvent::Type::kSnapshot) {
       // For the warning's "it is now in ...". This collector reads its own directory only:
       // there are no agents to pass the request on to.
       bool through_agents = false;
@@ -182,7 +182,7 @@ int runWatcher(const WatchOptions& options, std::ostream& err) {
   }
   if (!locked) return kWatchDone;  // another watcher watches this directory
   std::string problem;
-  const DetectorParams params = DetectorParams::fromEnvironment(&problem);
+  const live::DetectorParams params = live::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty()) err << "ncclrec-watch: " << problem << "\n" << std::flush;
   Watcher w(options, params, err);
   auto sleep = [](double s) {
@@ -202,7 +202,7 @@ int runWatcher(const WatchOptions& options, std::ostream& err) {
 
 int writeEndReport(const WatchOptions& options, std::ostream& out, std::ostream& err) {
   std::string problem;
-  const DetectorParams params = DetectorParams::fromEnvironment(&problem);
+  const live::DetectorParams params = live::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty()) err << "ncclrec-watch: " << problem << "\n" << std::flush;
   live::Collector collector(collectorOptions(options, params));
   report::HangReportInput in;

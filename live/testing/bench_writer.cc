@@ -32,7 +32,7 @@ namespace {
 
 using ncclrec::format::EventState;
 using ncclrec::format::OpType;
-using ncclrec::testing::LiveBbox;
+using ncclrec::live::testing::LiveBbox;
 
 constexpr uint64_t kComm = 0xbe9c000000000001ull;
 

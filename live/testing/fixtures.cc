@@ -8,7 +8,7 @@
 #include "live/analysis.h"
 #include "live/rank_convert.h"
 
-namespace ncclrec::testing {
+namespace ncclrec::live::testing {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -287,4 +287,4 @@ Snapshot manyRanksSnapshot(int n) {
   return s;
 }
 
-}  // namespace ncclrec::testing
+}  // namespace ncclrec::live::testing

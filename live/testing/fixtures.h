@@ -7,7 +7,7 @@
 #include "format/model.h"
 #include "live/snapshot.h"
 
-namespace ncclrec::testing {
+namespace ncclrec::live::testing {
 
 inline constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // every fixture's clock starts here
 inline constexpr uint64_t kCommWorld = 0xa11ce00000000001ull;
@@ -52,4 +52,4 @@ Snapshot creatingSnapshot();
 // `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
 Snapshot manyRanksSnapshot(int n);
 
-}  // namespace ncclrec::testing
+}  // namespace ncclrec::live::testing

@@ -6,7 +6,7 @@
 
 #include "format/bbox_ring.h"
 
-namespace ncclrec::testing {
+namespace ncclrec::live::testing {
 
 std::unique_ptr<LiveBbox> LiveBbox::create(const std::string& path,
                                            const format::testing::BboxBuilder& initial) {
@@ -57,4 +57,4 @@ uint32_t LiveBbox::addComm(const format::CommRecord& c) {
 
 format::CommRecord* LiveBbox::comm(uint32_t index) { return &format::commRecords(header_)[index]; }
 
-}  // namespace ncclrec::testing
+}  // namespace ncclrec::live::testing

@@ -12,7 +12,7 @@
 #include "format/bbox_layout.h"
 #include "format/testing/bbox_builder.h"
 
-namespace ncclrec::testing {
+namespace ncclrec::live::testing {
 
 class LiveBbox {
  public:
@@ -43,4 +43,4 @@ class LiveBbox {
   format::BboxHeader* header_;
 };
 
-}  // namespace ncclrec::testing
+}  // namespace ncclrec::live::testing
