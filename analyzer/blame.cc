@@ -18,23 +18,6 @@ using format::RankData;
 // Places of waiting ranks a headline names one by one; more are summed up as "wait for it".
 constexpr size_t kMaxPlaces = 2;
 
-bool classNamesOnlyCulprits(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kRankGatedCollective:
-    case VerdictClass::kSkippedCollective:
-    case VerdictClass::kOpMismatch:
-    case VerdictClass::kSizeMismatch:
-    case VerdictClass::kDtypeMismatch:
-    case VerdictClass::kRedopMismatch:
-    case VerdictClass::kRootMismatch:
-    case VerdictClass::kP2pMismatch:
-    case VerdictClass::kCrossCommDeadlock:  // names the cycle only
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Where a rank waits: its newest collective or point-to-point call, or a communicator's creation
 // it entered after it; nullptr when it made neither.
 const EventRecord* newestWait(const RankData& r) {
@@ -111,7 +94,7 @@ std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, 
 
 void addWaiting(const format::LoadedSet& set, const CallSites& sites, Verdict& v) {
   v.waiting = waitingRanks(set, v);
-  if (classNamesOnlyCulprits(v.cls)) v.headline += waitingPhrase(set, sites, v);
+  if (namesOnlyCulprits(v.cls)) v.headline += waitingPhrase(set, sites, v);
 }
 
 }  // namespace ncclrec::analyzer

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "analyzer/offline_symbols.h"
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {

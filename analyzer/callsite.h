@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyzer/site_rule.h"
-#include "recorder/format/model.h"
+#include "format/model.h"
 
 namespace ncclrec::analyzer {
 

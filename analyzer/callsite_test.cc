@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "recorder/format/testing/frames.h"
+#include "format/testing/frames.h"
 
 namespace ncclrec::analyzer {
 namespace {

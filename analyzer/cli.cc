@@ -17,8 +17,8 @@
 #include "analyzer/events.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/params_print.h"
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/version.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -47,66 +47,119 @@ std::optional<uint64_t> parseCount(const std::string& text) {
   return value;
 }
 
-int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  CLI::App app("ncclrec-analyze: read the black boxes and dumps of an NCCL job", "ncclrec-analyze");
-  app.footer(kFooter);
+// The command line's values, and the options whose presence matters.
+struct CliArgs {
   bool events = false;
   bool print_params = false;
   bool json = false;
-  std::string rank;
-  std::string comm;
-  std::string last;
-  std::vector<std::string> paths;
-
-  CLI::Option* events_opt = app.add_flag("--events", events, "List each rank's recorded events");
-  CLI::Option* params_opt =
-      app.add_flag("--print-params", print_params, "Print the NCCLREC_* parameter table");
-  events_opt->excludes(params_opt);
   bool stacks = false;
+  std::string rank, comm, last, run, trace;
+  double stale_s = 2.0;
+  std::vector<std::string> library_frames;
+  std::vector<std::string> paths;
+  CLI::Option* run_opt = nullptr;
+  CLI::Option* trace_opt = nullptr;
+  CLI::Option* rank_opt = nullptr;
+  CLI::Option* comm_opt = nullptr;
+  CLI::Option* last_opt = nullptr;
+};
+
+void defineOptions(CLI::App& app, CliArgs& a) {
+  app.footer(kFooter);
+  CLI::Option* events_opt = app.add_flag("--events", a.events, "List each rank's recorded events");
+  CLI::Option* params_opt =
+      app.add_flag("--print-params", a.print_params, "Print the NCCLREC_* parameter table");
+  events_opt->excludes(params_opt);
   CLI::Option* stacks_opt =
-      app.add_flag("--stacks", stacks, "Print every rank's threads, identical stacks collapsed");
+      app.add_flag("--stacks", a.stacks, "Print every rank's threads, identical stacks collapsed");
   stacks_opt->excludes(events_opt);
   stacks_opt->excludes(params_opt);
-  CLI::Option* json_opt = app.add_flag("--json", json, "Print JSON instead of text");
+  CLI::Option* json_opt = app.add_flag("--json", a.json, "Print JSON instead of text");
   stacks_opt->excludes(json_opt);
-  std::string run;
-  CLI::Option* run_opt =
-      app.add_option("--run", run, "Analyze only this run id (when a directory holds several)")
+  a.run_opt =
+      app.add_option("--run", a.run, "Analyze only this run id (when a directory holds several)")
           ->type_name("ID");
-  std::string trace;
-  CLI::Option* trace_opt =
-      app.add_option("--trace", trace, "Also write a Chrome/Perfetto trace (ui.perfetto.dev)")
+  a.trace_opt =
+      app.add_option("--trace", a.trace, "Also write a Chrome/Perfetto trace (ui.perfetto.dev)")
           ->type_name("FILE");
-  trace_opt->excludes(stacks_opt);
-  for (CLI::Option* verdict_only : {trace_opt, run_opt}) {
+  a.trace_opt->excludes(stacks_opt);
+  for (CLI::Option* verdict_only : {a.trace_opt, a.run_opt}) {
     verdict_only->excludes(events_opt);
     verdict_only->excludes(params_opt);
   }
-  double stale_s = 2.0;
-  app.add_option("--stale-heartbeat", stale_s,
+  app.add_option("--stale-heartbeat", a.stale_s,
                  "Seconds without a heartbeat after which a rank with no exit mark is dead")
       ->type_name("SECONDS")
       ->check(CLI::PositiveNumber);
-  CLI::Option* rank_opt =
-      app.add_option("--rank", rank, "Only this global rank")->type_name("N")->needs(events_opt);
-  CLI::Option* comm_opt =
-      app.add_option("--comm", comm, "Only this communicator (hex id, or its first digits)")
+  a.rank_opt =
+      app.add_option("--rank", a.rank, "Only this global rank")->type_name("N")->needs(events_opt);
+  a.comm_opt =
+      app.add_option("--comm", a.comm, "Only this communicator (hex id, or its first digits)")
           ->type_name("ID")
           ->needs(events_opt);
-  CLI::Option* last_opt = app.add_option("--last", last, "Only the last N events of each rank")
-                              ->type_name("N")
-                              ->needs(events_opt);
-  std::vector<std::string> library_frames;
-  app.add_option("--library-frames", library_frames,
+  a.last_opt = app.add_option("--last", a.last, "Only the last N events of each rank")
+                   ->type_name("N")
+                   ->needs(events_opt);
+  app.add_option("--library-frames", a.library_frames,
                  "Python library layers the call site skips, besides torch/distributed/ and the "
                  "other defaults: substrings of a frame's file path, comma-separated; repeatable")
       ->type_name("PAT[,PAT...]")
       ->delimiter(',')
       ->allow_extra_args(false)  // one value per occurrence: the PATHs after it are no patterns
       ->excludes(params_opt);
-  app.add_option("PATH", paths, "Black boxes, dumps or directories holding them");
+  app.add_option("PATH", a.paths, "Black boxes, dumps or directories holding them");
   app.set_version_flag("--version", std::string("ncclrec-analyze ") + format::versionString());
+}
 
+// The default mode: the verdict.
+int runVerdictMode(const CliArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.paths.empty()) {
+    err << "ncclrec-analyze: no PATH given: name the recordings to analyze (see --help)\n";
+    return kExitBadInput;
+  }
+  AnalyzeOptions options;
+  options.json = a.json;
+  // Colors only on a terminal, and never when NO_COLOR is set (no-color.org).
+  options.color =
+      &out == &std::cout && isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr;
+  if (a.run_opt->count() > 0) options.run = a.run;
+  if (a.trace_opt->count() > 0) options.trace = a.trace;
+  options.diagnose.stale_heartbeat_ns = static_cast<int64_t>(a.stale_s * 1e9);
+  options.diagnose.library_frames = a.library_frames;
+  return runAnalyze(a.paths, options, out, err);
+}
+
+int runEventsMode(const CliArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.paths.empty()) {
+    err << "ncclrec-analyze: --events needs at least one PATH\n";
+    return kExitBadInput;
+  }
+  EventsOptions options;
+  options.json = a.json;
+  options.library_frames = a.library_frames;
+  if (a.rank_opt->count() > 0) {
+    const std::optional<uint64_t> n = parseCount(a.rank);
+    if (!n || *n > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+      err << "ncclrec-analyze: --rank: '" << a.rank << "' is not a rank (an integer, 0 or more)\n";
+      return kExitBadInput;
+    }
+    options.rank = static_cast<int>(*n);
+  }
+  if (a.comm_opt->count() > 0) options.comm = a.comm;
+  if (a.last_opt->count() > 0) {
+    options.last = parseCount(a.last);
+    if (!options.last || *options.last == 0) {
+      err << "ncclrec-analyze: --last: '" << a.last << "' is not a count (an integer, 1 or more)\n";
+      return kExitBadInput;
+    }
+  }
+  return runEvents(a.paths, options, out, err);
+}
+
+int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app("ncclrec-analyze: read the black boxes and dumps of an NCCL job", "ncclrec-analyze");
+  CliArgs a;
+  defineOptions(app, a);
   const base::CliOutcome parsed = base::parseCli(app, argc, argv);
   if (parsed.failed()) {
     err << "ncclrec-analyze: " << parsed.text << '\n';
@@ -120,63 +173,24 @@ int runCliOrThrow(int argc, const char* const* argv, std::ostream& out, std::ost
     out << parsed.text << '\n';
     return kExitOk;
   }
-
-  if (print_params) {
-    if (!paths.empty()) {
+  if (a.print_params) {
+    if (!a.paths.empty()) {
       err << "ncclrec-analyze: --print-params takes no PATH\n";
       return kExitBadInput;
     }
-    printParams(json, out);
+    printParams(a.json, out);
     return kExitOk;
   }
-  if (stacks) {
-    if (paths.empty()) {
+  if (a.stacks) {
+    if (a.paths.empty()) {
       err << "ncclrec-analyze: --stacks needs at least one PATH\n";
       return kExitBadInput;
     }
-    return runStacks(paths, run_opt->count() > 0 ? std::optional<std::string>(run) : std::nullopt,
-                     library_frames, out, err);
+    return runStacks(a.paths,
+                     a.run_opt->count() > 0 ? std::optional<std::string>(a.run) : std::nullopt,
+                     a.library_frames, out, err);
   }
-  if (!events) {
-    if (paths.empty()) {
-      err << "ncclrec-analyze: no PATH given: name the recordings to analyze (see --help)\n";
-      return kExitBadInput;
-    }
-    AnalyzeOptions options;
-    options.json = json;
-    // Colors only on a terminal, and never when NO_COLOR is set (no-color.org).
-    options.color =
-        &out == &std::cout && isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr;
-    if (run_opt->count() > 0) options.run = run;
-    if (trace_opt->count() > 0) options.trace = trace;
-    options.diagnose.stale_heartbeat_ns = static_cast<int64_t>(stale_s * 1e9);
-    options.diagnose.library_frames = library_frames;
-    return runAnalyze(paths, options, out, err);
-  }
-  if (paths.empty()) {
-    err << "ncclrec-analyze: --events needs at least one PATH\n";
-    return kExitBadInput;
-  }
-  EventsOptions options;
-  options.json = json;
-  options.library_frames = library_frames;
-  if (rank_opt->count() > 0) {
-    const std::optional<uint64_t> n = parseCount(rank);
-    if (!n || *n > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
-      err << "ncclrec-analyze: --rank: '" << rank << "' is not a rank (an integer, 0 or more)\n";
-      return kExitBadInput;
-    }
-    options.rank = static_cast<int>(*n);
-  }
-  if (comm_opt->count() > 0) options.comm = comm;
-  if (last_opt->count() > 0) {
-    options.last = parseCount(last);
-    if (!options.last || *options.last == 0) {
-      err << "ncclrec-analyze: --last: '" << last << "' is not a count (an integer, 1 or more)\n";
-      return kExitBadInput;
-    }
-  }
-  return runEvents(paths, options, out, err);
+  return a.events ? runEventsMode(a, out, err) : runVerdictMode(a, out, err);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 
 #include "analyzer/exit_codes.h"
 #include "analyzer/testing/run_cli.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/params_table.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

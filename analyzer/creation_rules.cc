@@ -8,7 +8,7 @@
 #include <set>
 
 #include "analyzer/rank_ops.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {

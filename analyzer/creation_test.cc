@@ -8,7 +8,7 @@
 
 #include "analyzer/diagnose.h"
 #include "analyzer/testing/job_builder.h"
-#include "recorder/format/nccl_result.h"
+#include "format/nccl_result.h"
 
 namespace ncclrec::analyzer {
 namespace {

@@ -281,8 +281,10 @@ EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) 
   return table;
 }
 
-std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_t>& scc,
-                                    EvidenceTable table) {
+namespace {
+
+// The one member of `scc` that deviated, or nullopt when none or several did.
+std::optional<Deviation> findDeviant(const CycleFacts& f, const std::vector<size_t>& scc) {
   // First by the communicator's other members; when that names none or several, by each
   // member's own history (among those several), then by an op no rank issued there before.
   std::vector<Deviation> by_peers;
@@ -293,9 +295,9 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
       std::any_of(scc.begin(), scc.end(), [&](size_t i) { return blockedInP2p(f, i); });
   std::optional<Deviation> found;
   // A member that left a step of its own history out outweighs one the communicators' other
-  // members find alone behind: that one may be behind only because it waits in the cycle
-  // (faultgen seed 1067: the broadcast a rank skipped in a group holds its partner, which is
-  // then alone behind on the world communicator).
+  // members find alone behind: that one may be behind only because it waits in the cycle (a
+  // broadcast a rank skipped in a group holds its partner, which is then alone behind on the
+  // world communicator: the partner is a waiter, never the culprit).
   if (by_peers.size() == 1 && scc.size() <= kMaxMembersForOwnTests) {
     std::vector<Deviation> own;
     for (size_t i : scc) {
@@ -315,8 +317,9 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
                                           [&](const Deviation& d) { return d.rank == i; });
       if (!candidate) continue;
       // Through a send or receive, only a collective is taken for inserted: a rank's first send
-      // or receive from a call site is no step its history lacks (faultgen seeds 1834, 898: an
-      // all-reduce new to its communicator, issued before the step's sends).
+      // or receive from a call site is no step its history lacks (a pipeline's first send of a
+      // step is new each step; an all-reduce new to its communicator, issued before the step's
+      // sends, is the insertion).
       if (through_p2p && deviation == deviationByNewOp &&
           (!format::isCollective(f.blocked[i]->op) || !tookTheOwedOpsPlace(f, i, scc))) {
         continue;
@@ -329,17 +332,21 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
       if (d.rank == found->rank) found = std::move(d);  // with the peers that issued the op
     }
   }
-  if (!found) return std::nullopt;
-  const RankData& me = f.set.ranks[found->rank];
-  const EventRecord& mine = *f.blocked[found->rank];
-  const RankData& peer = f.set.ranks[found->their_rank];
-  const EventRecord& theirs = *found->theirs;
+  return found;
+}
+
+// The verdict naming `found`, with `table` (the cycle) as its evidence.
+Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTable table) {
+  const RankData& me = f.set.ranks[found.rank];
+  const EventRecord& mine = *f.blocked[found.rank];
+  const RankData& peer = f.set.ranks[found.their_rank];
+  const EventRecord& theirs = *found.theirs;
   const CallSite my_site = callSiteOf(me, mine, f.sites);
   const CallSite their_site = callSiteOf(peer, theirs, f.sites);
   // The ranks it waits for in its own op, and whether they all wait for it in the op it missed.
   std::vector<int> its_peers;
   bool they_wait_for_it = true;
-  for (size_t j : f.waits_for[found->rank]) {
+  for (size_t j : f.waits_for[found.rank]) {
     its_peers.push_back(f.set.ranks[j].global_rank);
     they_wait_for_it = they_wait_for_it && f.blocked[j] != nullptr &&
                        f.blocked[j]->commId() == theirs.commId() &&
@@ -368,7 +375,7 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
     v.site = my_site;
     v.headline = who + " alone issued " + opName(mine) + " #" + std::to_string(mine.op_seq) +
                  " on comm " + shortCommId(mine.commId()) + " from " + describeCallSite(my_site) +
-                 " before " + their_op + " that " + ranksWord(found->peers) + " issued; there it " +
+                 " before " + their_op + " that " + ranksWord(found.peers) + " issued; there it " +
                  there;
     v.stacks = {my_site, their_site};
   } else {
@@ -378,12 +385,21 @@ std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_
     v.seq = theirs.op_seq;
     v.op = theirs.op;
     v.site = their_site;
-    v.headline = who + " skipped " + their_op + " that " + ranksWord(found->peers) +
+    v.headline = who + " skipped " + their_op + " that " + ranksWord(found.peers) +
                  " issued, or put it off: it " + there;
     v.stacks = {their_site, my_site};
   }
   v.tables.push_back(std::move(table));
   return v;
+}
+
+}  // namespace
+
+std::optional<Verdict> blameDeviant(const CycleFacts& f, const std::vector<size_t>& scc,
+                                    EvidenceTable table) {
+  std::optional<Deviation> found = findDeviant(f, scc);
+  if (!found) return std::nullopt;
+  return deviantVerdict(f, *found, std::move(table));
 }
 
 }  // namespace ncclrec::analyzer

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {

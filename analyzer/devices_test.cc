@@ -12,8 +12,8 @@
 #include "analyzer/exit_codes.h"
 #include "analyzer/report.h"
 #include "analyzer/trace.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/nccl_result.h"
+#include "format/bbox_layout.h"
+#include "format/nccl_result.h"
 
 namespace ncclrec::analyzer {
 namespace {

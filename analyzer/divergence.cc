@@ -114,123 +114,83 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
   return follows ? Edit::kDeletion : Edit::kSubstitution;
 }
 
-bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
-                                   Verdict& v) {
-  // Which group behaves as the history predicts (the normal one) and which deviates.
-  std::vector<size_t> order(groups.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const std::optional<uint32_t> predicted = predictNext(c.streams[groups[0].streams[0]], p);
-  std::vector<bool> known(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<size_t> others;
-    for (size_t h = 0; h < groups.size(); ++h) {
-      if (h != g) others.insert(others.end(), groups[h].streams.begin(), groups[h].streams.end());
-    }
-    const Op& op = c.streams[groups[g].streams[0]].ops[p];
-    known[g] = knownSite(c, p, opSite(op), others);
-  }
-  const auto normality = [&](size_t g) {
-    return std::make_tuple(predicted && groups[g].key == *predicted, known[g] ? 1 : 0,
-                           groups[g].streams.size(), -groups[g].ranks.front());
-  };
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return normality(a) > normality(b); });
-  const Group& normal = groups[order[0]];
-  // The deviating group: the smallest, then the one with the lowest rank.
-  size_t dev_index = order[1];
-  for (size_t i = 2; i < order.size(); ++i) {
-    const Group& g = groups[order[i]];
-    const Group& d = groups[dev_index];
-    if (g.ranks.size() < d.ranks.size() ||
-        (g.ranks.size() == d.ranks.size() && g.ranks.front() < d.ranks.front())) {
-      dev_index = order[i];
-    }
-  }
-  const Group& dev = groups[dev_index];
-  const Stream& ns = c.streams[normal.streams[0]];
-  const Stream& ds = c.streams[dev.streams[0]];
-  const Op& n = ns.ops[p];
-  const Op& d = ds.ops[p];
+namespace {
 
-  // The diff: which single edit makes the following ops line up again.
-  const auto lineUp = [&](size_t d_from, size_t n_from) {
-    size_t overlap = 0;
-    while (overlap < kDiffWindow && d_from + overlap < ds.ops.size() &&
-           n_from + overlap < ns.ops.size()) {
-      if (ds.ops[d_from + overlap].key != ns.ops[n_from + overlap].key) return size_t{0};
-      ++overlap;
-    }
-    return overlap;
-  };
-  const size_t ins = lineUp(p + 1, p);
-  const size_t del = lineUp(p, p + 1);
-  const size_t sub = lineUp(p + 1, p + 1);
-  Edit edit = Edit::kNone;
-  if ((ins > 0) + (del > 0) + (sub > 0) == 1) {
-    edit = ins > 0 ? Edit::kInsertion : del > 0 ? Edit::kDeletion : Edit::kSubstitution;
+// How many ops of `ds` from `d_from` equal (by key) those of `ns` from `n_from`, up to
+// kDiffWindow; 0 when one differs first.
+size_t lineUp(const Stream& ds, size_t d_from, const Stream& ns, size_t n_from) {
+  size_t overlap = 0;
+  while (overlap < kDiffWindow && d_from + overlap < ds.ops.size() &&
+         n_from + overlap < ns.ops.size()) {
+    if (ds.ops[d_from + overlap].key != ns.ops[n_from + overlap].key) return 0;
+    ++overlap;
   }
-  const bool same_site = loc_of_site_[opSite(n)] == loc_of_site_[opSite(d)];
-  const bool d_known = known[dev_index];
-  // The same collective on a buffer of the same length with another datatype, reduction or root:
-  // the same call with other arguments, even when a branch inside the caller issued it from
-  // another line (an extra, gated op is rarely the same length as the one it meets).
-  const bool other_args = d.e->op == n.e->op && d.e->count == n.e->count &&
-                          (d.e->dtype != n.e->dtype || d.e->redop != n.e->redop ||
-                           (hasRoot(d.e->op) && d.e->peer() != n.e->peer()));
-  const CallSite n_site = siteAt(set_.ranks[ns.rank], *n.e);
-  const CallSite d_site = siteAt(set_.ranks[ds.rank], *d.e);
-  if (edit == Edit::kNone)
-    edit = judgeByHistory(ns, ds, p, d_known, same_site || other_args,
-                          n_site.function == d_site.function);
-  std::vector<int> all;
-  for (const Stream& s : c.streams) all.push_back(globalRank(s.rank));
-  std::sort(all.begin(), all.end());
+  return overlap;
+}
+
+// The diff: the single edit of `ds` at slot `p` that makes the following ops line up with `ns`
+// again; kNone when none or more than one does.
+Edit diffEdit(const Stream& ns, const Stream& ds, size_t p) {
+  const size_t ins = lineUp(ds, p + 1, ns, p);
+  const size_t del = lineUp(ds, p, ns, p + 1);
+  const size_t sub = lineUp(ds, p + 1, ns, p + 1);
+  if ((ins > 0) + (del > 0) + (sub > 0) != 1) return Edit::kNone;
+  return ins > 0 ? Edit::kInsertion : del > 0 ? Edit::kDeletion : Edit::kSubstitution;
+}
+
+// A divergence at one slot as the verdict words it: the deviant ranks' op `d` against the op `n`
+// of the normal ranks.
+struct Divergence {
+  std::vector<int> dev_ranks;
   std::vector<int> normal_ranks;
-  for (const Group& g : groups) {
-    if (&g != &dev) normal_ranks.insert(normal_ranks.end(), g.ranks.begin(), g.ranks.end());
-  }
-  std::sort(normal_ranks.begin(), normal_ranks.end());
-  v.comm_id = c.comm_id;
-  v.ranks = dev.ranks;
-  const std::string comm = " on comm " + shortCommId(c.comm_id);
+  std::vector<int> all;  // every rank of the communicator
+  const EventRecord& d;
+  const EventRecord& n;
+  CallSite d_site;
+  CallSite n_site;
+  bool same_site = false;
+  std::string comm;  // " on comm ab12"
+};
 
-  if (edit == Edit::kInsertion) {
-    v.cls = VerdictClass::kRankGatedCollective;
-    v.seq = d.e->op_seq;
-    v.op = d.e->op;
-    v.site = d_site;
-    v.headline = ranksWord(dev.ranks) + " alone (" + subsetCondition(dev.ranks, all) + ") issued " +
-                 std::string(format::opName(d.e->op)) + " #" + std::to_string(v.seq) + comm +
-                 " from " + describeCallSite(d_site) + "; " + ranksWord(normal_ranks) + " issued " +
-                 std::string(format::opName(n.e->op)) + " from " + describeCallSite(n_site) +
-                 " as their #" + std::to_string(n.e->op_seq);
-    v.stacks = {d_site, n_site};
-    return true;
-  }
-  if (edit == Edit::kDeletion) {
-    v.cls = VerdictClass::kSkippedCollective;
-    v.seq = n.e->op_seq;
-    v.op = n.e->op;
-    v.site = n_site;
-    v.headline = ranksWord(dev.ranks) + " skipped " + std::string(format::opName(n.e->op)) + " #" +
-                 std::to_string(v.seq) + comm + " from " + describeCallSite(n_site) + " that " +
-                 ranksWord(normal_ranks) + " issued; " + (dev.ranks.size() == 1 ? "it" : "they") +
-                 " issued " + std::string(format::opName(d.e->op)) + " from " +
-                 describeCallSite(d_site) + " instead";
-    v.stacks = {n_site, d_site};
-    return true;
-  }
-  // Substitution: the same slot with different arguments.
-  const EventRecord& a = *d.e;
-  const EventRecord& b = *n.e;
+void gatedVerdict(const Divergence& x, Verdict& v) {
+  v.cls = VerdictClass::kRankGatedCollective;
+  v.seq = x.d.op_seq;
+  v.op = x.d.op;
+  v.site = x.d_site;
+  v.headline = ranksWord(x.dev_ranks) + " alone (" + subsetCondition(x.dev_ranks, x.all) +
+               ") issued " + std::string(format::opName(x.d.op)) + " #" + std::to_string(v.seq) +
+               x.comm + " from " + describeCallSite(x.d_site) + "; " + ranksWord(x.normal_ranks) +
+               " issued " + std::string(format::opName(x.n.op)) + " from " +
+               describeCallSite(x.n_site) + " as their #" + std::to_string(x.n.op_seq);
+  v.stacks = {x.d_site, x.n_site};
+}
+
+void skippedVerdict(const Divergence& x, Verdict& v) {
+  v.cls = VerdictClass::kSkippedCollective;
+  v.seq = x.n.op_seq;
+  v.op = x.n.op;
+  v.site = x.n_site;
+  v.headline = ranksWord(x.dev_ranks) + " skipped " + std::string(format::opName(x.n.op)) + " #" +
+               std::to_string(v.seq) + x.comm + " from " + describeCallSite(x.n_site) + " that " +
+               ranksWord(x.normal_ranks) + " issued; " + (x.dev_ranks.size() == 1 ? "it" : "they") +
+               " issued " + std::string(format::opName(x.d.op)) + " from " +
+               describeCallSite(x.d_site) + " instead";
+  v.stacks = {x.n_site, x.d_site};
+}
+
+// Substitution: the same slot with different arguments. False when only the call sites differ,
+// and NCCL pairs such ops cleanly.
+bool substitutionVerdict(const Divergence& x, Verdict& v) {
+  const EventRecord& a = x.d;
+  const EventRecord& b = x.n;
   const std::string dev_who =
-      ranksWord(dev.ranks) + (dev.ranks.size() == 1 ? " passes " : " pass ");
-  const std::string norm_who = ranksWord(normal_ranks) + " ";
+      ranksWord(x.dev_ranks) + (x.dev_ranks.size() == 1 ? " passes " : " pass ");
+  const std::string norm_who = ranksWord(x.normal_ranks) + " ";
   std::string diff;
   if (a.op != b.op) {
     v.cls = VerdictClass::kOpMismatch;
-    diff = ranksWord(dev.ranks) + " issued " + std::string(format::opName(a.op)) + ", " + norm_who +
-           "issued " + std::string(format::opName(b.op));
+    diff = ranksWord(x.dev_ranks) + " issued " + std::string(format::opName(a.op)) + ", " +
+           norm_who + "issued " + std::string(format::opName(b.op));
   } else if (a.count != b.count) {
     v.cls = VerdictClass::kSizeMismatch;
     diff = dev_who + "count " + std::to_string(a.count) + ", " + norm_who + "pass " +
@@ -248,16 +208,104 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
     diff = dev_who + "root " + std::to_string(a.peer()) + ", " + norm_who + "pass root " +
            std::to_string(b.peer());
   } else {
-    return false;  // only the call sites differ, and NCCL pairs such ops cleanly
+    return false;
   }
   v.seq = a.op_seq;
   v.op = a.op;
-  v.site = d_site;
-  v.headline = std::string(format::opName(b.op)) + " #" + std::to_string(v.seq) + comm + ": " +
-               diff + " (" + describeCallSite(d_site) +
-               (same_site ? "" : " vs " + describeCallSite(n_site)) + ")";
-  v.stacks = same_site ? std::vector<CallSite>{d_site} : std::vector<CallSite>{d_site, n_site};
+  v.site = x.d_site;
+  v.headline = std::string(format::opName(b.op)) + " #" + std::to_string(v.seq) + x.comm + ": " +
+               diff + " (" + describeCallSite(x.d_site) +
+               (x.same_site ? "" : " vs " + describeCallSite(x.n_site)) + ")";
+  v.stacks =
+      x.same_site ? std::vector<CallSite>{x.d_site} : std::vector<CallSite>{x.d_site, x.n_site};
   return true;
+}
+
+}  // namespace
+
+std::pair<size_t, size_t> Engine::normalAndDeviant(const CommStreams& c, size_t p,
+                                                   const std::vector<Group>& groups,
+                                                   std::vector<bool>* known) const {
+  // Which group behaves as the history predicts (the normal one) and which deviates.
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::optional<uint32_t> predicted = predictNext(c.streams[groups[0].streams[0]], p);
+  known->assign(groups.size(), false);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<size_t> others;
+    for (size_t h = 0; h < groups.size(); ++h) {
+      if (h != g) others.insert(others.end(), groups[h].streams.begin(), groups[h].streams.end());
+    }
+    const Op& op = c.streams[groups[g].streams[0]].ops[p];
+    (*known)[g] = knownSite(c, p, opSite(op), others);
+  }
+  const auto normality = [&](size_t g) {
+    return std::make_tuple(predicted && groups[g].key == *predicted, (*known)[g] ? 1 : 0,
+                           groups[g].streams.size(), -groups[g].ranks.front());
+  };
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return normality(a) > normality(b); });
+  // The deviating group: the smallest, then the one with the lowest rank.
+  size_t dev_index = order[1];
+  for (size_t i = 2; i < order.size(); ++i) {
+    const Group& g = groups[order[i]];
+    const Group& d = groups[dev_index];
+    if (g.ranks.size() < d.ranks.size() ||
+        (g.ranks.size() == d.ranks.size() && g.ranks.front() < d.ranks.front())) {
+      dev_index = order[i];
+    }
+  }
+  return {order[0], dev_index};
+}
+
+bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
+                                   Verdict& v) {
+  std::vector<bool> known;
+  const auto [normal_index, dev_index] = normalAndDeviant(c, p, groups, &known);
+  const Group& dev = groups[dev_index];
+  const Stream& ns = c.streams[groups[normal_index].streams[0]];
+  const Stream& ds = c.streams[dev.streams[0]];
+  const Op& n = ns.ops[p];
+  const Op& d = ds.ops[p];
+  Divergence x{dev.ranks,
+               {},
+               {},
+               *d.e,
+               *n.e,
+               siteAt(set_.ranks[ds.rank], *d.e),
+               siteAt(set_.ranks[ns.rank], *n.e),
+               false,
+               {}};
+  x.same_site = loc_of_site_[opSite(n)] == loc_of_site_[opSite(d)];
+  x.comm = " on comm " + shortCommId(c.comm_id);
+  Edit edit = diffEdit(ns, ds, p);
+  // The same collective on a buffer of the same length with another datatype, reduction or root:
+  // the same call with other arguments, even when a branch inside the caller issued it from
+  // another line (an extra, gated op is rarely the same length as the one it meets).
+  const bool other_args = d.e->op == n.e->op && d.e->count == n.e->count &&
+                          (d.e->dtype != n.e->dtype || d.e->redop != n.e->redop ||
+                           (hasRoot(d.e->op) && d.e->peer() != n.e->peer()));
+  if (edit == Edit::kNone) {
+    edit = judgeByHistory(ns, ds, p, known[dev_index], x.same_site || other_args,
+                          x.n_site.function == x.d_site.function);
+  }
+  for (const Stream& s : c.streams) x.all.push_back(globalRank(s.rank));
+  std::sort(x.all.begin(), x.all.end());
+  for (const Group& g : groups) {
+    if (&g != &dev) x.normal_ranks.insert(x.normal_ranks.end(), g.ranks.begin(), g.ranks.end());
+  }
+  std::sort(x.normal_ranks.begin(), x.normal_ranks.end());
+  v.comm_id = c.comm_id;
+  v.ranks = dev.ranks;
+  if (edit == Edit::kInsertion) {
+    gatedVerdict(x, v);
+    return true;
+  }
+  if (edit == Edit::kDeletion) {
+    skippedVerdict(x, v);
+    return true;
+  }
+  return substitutionVerdict(x, v);
 }
 
 }  // namespace ncclrec::analyzer::engine

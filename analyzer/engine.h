@@ -20,9 +20,9 @@
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/nccl_result.h"
-#include "recorder/format/reader.h"
+#include "base/text.h"
+#include "format/nccl_result.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -87,22 +87,6 @@ using format::kNcclInvalidArgument;
 using format::kNcclInvalidUsage;
 using format::kNcclRemoteError;
 using format::kNcclSystemError;
-
-// The classes of a divergence between ranks' streams on one communicator (not a truncation).
-inline bool isDivergence(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kRankGatedCollective:
-    case VerdictClass::kSkippedCollective:
-    case VerdictClass::kOpMismatch:
-    case VerdictClass::kSizeMismatch:
-    case VerdictClass::kDtypeMismatch:
-    case VerdictClass::kRedopMismatch:
-    case VerdictClass::kRootMismatch:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The single edit of one rank's stream that explains a slot where ranks issued different ops.
 enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
@@ -209,6 +193,12 @@ class Engine {
                  const std::vector<size_t>& going, std::optional<Verdict>& candidate, Verdict& v);
   bool classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
                              Verdict& v);
+  // The group at slot `p` that behaves as the history predicts (normal) and the one that deviates
+  // (the smallest, then the one with the lowest rank); (*known)[g]: group g's call site is one
+  // the other groups issued before (divergence.cc).
+  std::pair<size_t, size_t> normalAndDeviant(const CommStreams& c, size_t p,
+                                             const std::vector<Group>& groups,
+                                             std::vector<bool>* known) const;
   // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
   // last NCCL op ..." (the ranks of that communicator that have not issued it; how the one rank
   // is, if one).
@@ -232,8 +222,35 @@ class Engine {
   // gets the links from `self` to it.
   std::optional<size_t> chainEnd(size_t self, const EventRecord*& at,
                                  std::vector<ChainLink>& links) const;
+  // A rank chainEnd() reached: blocked in `op`, which node `parent` waits for (SIZE_MAX: none).
+  struct ChainNode {
+    size_t rank;
+    const EventRecord* op;
+    size_t parent;
+  };
+  // chainEnd's step from node `i`: appends the blocked ranks its op waits for to `nodes` and the
+  // stopped ones to `stopped` (rank, i); false when the chain breaks (a new call site, a cycle, a
+  // rank blocked on the same communicator, too many nodes).
+  bool followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
+                   std::vector<std::pair<size_t, size_t>>& stopped) const;
+
+  // A stream that stopped before a slot others wait in (truncation.cc): the verdict names the
+  // ranks that stopped first in the same way, in this order.
+  enum class StopKind { kExited, kDied, kAlive };
+  struct Truncation;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);
+  StopKind stopKind(const CommStreams& c, size_t s, bool peers_lost_it) const;
+  // The `ended` streams that stopped first, all in the same way (*kind).
+  std::vector<size_t> stoppedAlike(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                                   const std::vector<size_t>& going, StopKind* kind) const;
+  // Of several ranks alive and gone from `c`, those not merely waiting for another of them.
+  std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive) const;
+  // The stopped rank's own last call failed with an error of its own: nccl_error.
+  bool failedOnItsOwnCall(const Truncation& t, Verdict& v) const;
+  // The stopped ranks are alive: blocked elsewhere (or the end of a chain of waits), or in host
+  // code.
+  void classifyAlive(const Truncation& t, Verdict& v);
   // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
   // before they line up again (divergence.cc).
   Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,

@@ -11,8 +11,8 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/exit_codes.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/bbox_layout.h"
+#include "base/text.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -68,7 +68,7 @@ std::string formatDuration(int64_t ns) {
   return buf;
 }
 
-// ncclResult_t by value (hostnccl/include/nccl.h).
+// ncclResult_t by value (third_party/nccl/nccl.h).
 std::string resultName(int result) {
   static constexpr std::string_view kNames[] = {
       "ok",          "cuda-error",    "system-error", "internal-error",

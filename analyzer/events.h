@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "analyzer/site_rule.h"
-#include "recorder/format/base/status.h"
-#include "recorder/format/reader.h"
+#include "base/status.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer {
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "analyzer/exit_codes.h"
-#include "recorder/format/dump_io.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/dump_io.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

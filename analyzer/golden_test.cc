@@ -18,7 +18,7 @@
 #include "analyzer/cli.h"
 #include "analyzer/testing/run_cli.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

@@ -52,15 +52,23 @@ std::string peersWord(const std::vector<int>& ranks) {
   return ranks.size() == 1 ? "rank " + std::to_string(ranks[0]) : "ranks " + formatRanks(ranks);
 }
 
-}  // namespace
+// Every process's groups per communicator, and which process holds each (comm, comm rank).
+struct GroupFacts {
+  const format::LoadedSet& set;
+  std::vector<std::map<uint64_t, std::vector<Group>>> groups;  // per process
+  std::map<std::pair<uint64_t, int>, size_t> process_of;       // (comm, comm rank) -> process
+  int globalOf(uint64_t comm, int comm_rank) const {
+    const auto it = process_of.find({comm, comm_rank});
+    return it != process_of.end() ? set.ranks[it->second].global_rank : -1;
+  }
+};
 
-std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const CallSites& sites) {
-  std::vector<std::map<uint64_t, std::vector<Group>>> groups;
-  std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> process
+GroupFacts gatherGroups(const format::LoadedSet& set) {
+  GroupFacts f{set, {}, {}};
   for (size_t i = 0; i < set.ranks.size(); ++i) {
-    groups.push_back(groupsOf(set.ranks[i]));
+    f.groups.push_back(groupsOf(set.ranks[i]));
     for (const format::Comm& c : set.ranks[i].comms) {
-      if (c.comm_id != 0 && c.rank >= 0) process_of[{c.comm_id, c.rank}] = i;
+      if (c.comm_id != 0 && c.rank >= 0) f.process_of[{c.comm_id, c.rank}] = i;
     }
     // Consecutive events mostly repeat (comm, rank): emplace keeps the first anyway.
     std::pair<uint64_t, int> last{0, -1};
@@ -70,84 +78,60 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
         continue;
       }
       last = {e.commId(), e.rank()};
-      process_of.emplace(last, i);
+      f.process_of.emplace(last, i);
     }
   }
-  // The oldest pending grouped op whose peer's group at the same position left this rank out.
-  const EventRecord* best = nullptr;
-  size_t best_a = 0, best_b = 0, best_g = 0;
-  for (size_t a = 0; a < set.ranks.size(); ++a) {
-    for (const auto& [comm, list] : groups[a]) {
+  return f;
+}
+
+// A pending grouped op `op` of process `a` whose peer, process `b`, left `a` out of its group at
+// the same position `g`.
+struct LeftOut {
+  const EventRecord* op = nullptr;
+  size_t a = 0, b = 0, g = 0;
+};
+
+// The oldest such op; op == nullptr when there is none.
+LeftOut oldestLeftOut(const GroupFacts& f) {
+  LeftOut best;
+  for (size_t a = 0; a < f.set.ranks.size(); ++a) {
+    for (const auto& [comm, list] : f.groups[a]) {
       for (size_t g = 0; g < list.size(); ++g) {
         for (const EventRecord* x : list[g]) {
-          if (!pending(*x) || (best != nullptr && best->enqueueNs() <= x->enqueueNs())) continue;
-          const auto b = process_of.find({comm, x->peer()});
-          if (b == process_of.end() || b->second == a) continue;
-          const auto theirs = groups[b->second].find(comm);
-          if (theirs == groups[b->second].end() || g >= theirs->second.size()) continue;
+          if (!pending(*x) || (best.op != nullptr && best.op->enqueueNs() <= x->enqueueNs()))
+            continue;
+          const auto b = f.process_of.find({comm, x->peer()});
+          if (b == f.process_of.end() || b->second == a) continue;
+          const auto theirs = f.groups[b->second].find(comm);
+          if (theirs == f.groups[b->second].end() || g >= theirs->second.size()) continue;
           const Group& other = theirs->second[g];
           const bool with_me = std::any_of(other.begin(), other.end(), [&](const EventRecord* o) {
             return o->peer() == x->rank();
           });
           if (other.empty() || with_me) continue;
-          best = x;
-          best_a = a;
-          best_b = b->second;
-          best_g = g;
+          best = {x, a, b->second, g};
         }
       }
     }
   }
-  if (best == nullptr) return std::nullopt;
-  const RankData& ra = set.ranks[best_a];
-  const RankData& rb = set.ranks[best_b];
-  const Group& mine = groups[best_a].at(best->commId())[best_g];
-  const Group& theirs = groups[best_b].at(best->commId())[best_g];
-  const OpType missing = best->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
-  const auto sibling = std::find_if(theirs.begin(), theirs.end(),
-                                    [&](const EventRecord* o) { return o->op == missing; });
-  const EventRecord& site_op = sibling != theirs.end() ? **sibling : *theirs.front();
-  const auto globalOf = [&](int comm_rank) {
-    const auto it = process_of.find({best->commId(), comm_rank});
-    return it != process_of.end() ? set.ranks[it->second].global_rank : -1;
-  };
-  std::vector<int> peers;
-  for (const EventRecord* o : theirs) peers.push_back(globalOf(o->peer()));
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-  std::vector<std::string> waits;
-  for (const EventRecord* o : mine) {
-    if (o->peer() == best->peer() && pending(*o)) {
-      waits.push_back(std::string(format::opName(o->op)) + " #" + std::to_string(o->op_seq) +
-                      (o->op == OpType::kSend ? " to" : " from") + " rank " +
-                      std::to_string(rb.global_rank));
-    }
-  }
-  Verdict v;
-  v.cls = VerdictClass::kP2pMismatch;
-  v.ranks = {rb.global_rank};
-  v.comm_id = best->commId();
-  v.seq = best->op_seq;
-  v.op = missing;
-  v.site = callSiteOf(rb, site_op, sites);
-  v.stacks = {v.site, callSiteOf(ra, *best, sites)};
-  std::string waiting;
-  for (size_t i = 0; i < waits.size(); ++i) waiting += (i == 0 ? "" : " and ") + waits[i];
-  v.headline = "rank " + std::to_string(rb.global_rank) + " left rank " +
-               std::to_string(ra.global_rank) + " out of its grouped sends and receives #" +
-               std::to_string(best_g + 1) + " on comm " + shortCommId(best->commId()) + " from " +
-               describeCallSite(v.site) + ": that group posts to " + peersWord(peers) +
-               " only, while rank " + std::to_string(ra.global_rank) + "'s group #" +
-               std::to_string(best_g + 1) + " waits in " + waiting;
+  return best;
+}
+
+// The two groups side by side, by peer: what each rank posts to whom.
+EvidenceTable groupTable(const GroupFacts& f, const LeftOut& l, const CallSites& sites) {
+  const RankData& ra = f.set.ranks[l.a];
+  const RankData& rb = f.set.ranks[l.b];
+  const Group& mine = f.groups[l.a].at(l.op->commId())[l.g];
+  const Group& theirs = f.groups[l.b].at(l.op->commId())[l.g];
   EvidenceTable t;
-  t.title = "group #" + std::to_string(best_g + 1) + " on comm " + shortCommId(best->commId()) +
+  t.title = "group #" + std::to_string(l.g + 1) + " on comm " + shortCommId(l.op->commId()) +
             " of ranks " + std::to_string(std::min(ra.global_rank, rb.global_rank)) + " and " +
             std::to_string(std::max(ra.global_rank, rb.global_rank));
   t.columns = {"rank", "peer", "send", "recv"};
   for (const auto& [r, group] : {std::pair{&ra, &mine}, std::pair{&rb, &theirs}}) {
     std::map<int, std::pair<TableCell, TableCell>> by_peer;
     for (const EventRecord* o : *group) {
-      auto& cells = by_peer[globalOf(o->peer())];
+      auto& cells = by_peer[f.globalOf(l.op->commId(), o->peer())];
       (o->op == OpType::kSend ? cells.first : cells.second) =
           TableCell::of(evidenceOpOf(*r, *o, sites));
     }
@@ -160,7 +144,50 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
       t.marked.push_back(r == &rb && peer == other);
     }
   }
-  v.tables.push_back(std::move(t));
+  return t;
+}
+
+}  // namespace
+
+std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const CallSites& sites) {
+  const GroupFacts f = gatherGroups(set);
+  const LeftOut l = oldestLeftOut(f);
+  if (l.op == nullptr) return std::nullopt;
+  const EventRecord* best = l.op;
+  const RankData& ra = set.ranks[l.a];
+  const RankData& rb = set.ranks[l.b];
+  const Group& mine = f.groups[l.a].at(best->commId())[l.g];
+  const Group& theirs = f.groups[l.b].at(best->commId())[l.g];
+  const OpType missing = best->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+  const auto sibling = std::find_if(theirs.begin(), theirs.end(),
+                                    [&](const EventRecord* o) { return o->op == missing; });
+  const EventRecord& site_op = sibling != theirs.end() ? **sibling : *theirs.front();
+  std::vector<int> peers;
+  for (const EventRecord* o : theirs) peers.push_back(f.globalOf(best->commId(), o->peer()));
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  std::string waiting;  // "ncclRecv #3 from rank 1 and ncclSend #3 to rank 1"
+  for (const EventRecord* o : mine) {
+    if (o->peer() != best->peer() || !pending(*o)) continue;
+    waiting += std::string(waiting.empty() ? "" : " and ") + std::string(format::opName(o->op)) +
+               " #" + std::to_string(o->op_seq) + (o->op == OpType::kSend ? " to" : " from") +
+               " rank " + std::to_string(rb.global_rank);
+  }
+  Verdict v;
+  v.cls = VerdictClass::kP2pMismatch;
+  v.ranks = {rb.global_rank};
+  v.comm_id = best->commId();
+  v.seq = best->op_seq;
+  v.op = missing;
+  v.site = callSiteOf(rb, site_op, sites);
+  v.stacks = {v.site, callSiteOf(ra, *best, sites)};
+  v.headline = "rank " + std::to_string(rb.global_rank) + " left rank " +
+               std::to_string(ra.global_rank) + " out of its grouped sends and receives #" +
+               std::to_string(l.g + 1) + " on comm " + shortCommId(best->commId()) + " from " +
+               describeCallSite(v.site) + ": that group posts to " + peersWord(peers) +
+               " only, while rank " + std::to_string(ra.global_rank) + "'s group #" +
+               std::to_string(l.g + 1) + " waits in " + waiting;
+  v.tables.push_back(groupTable(f, l, sites));
   return v;
 }
 

@@ -31,19 +31,27 @@ double chanceOfBeingLast(size_t n, size_t full, double ranks) {
 
 }  // namespace
 
-std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSites& sites) {
-  // comm -> seq -> (latest enqueue, its rank index, how many ranks issued it)
-  struct Slot {
-    int64_t earliest = INT64_MAX;
-    int64_t latest = 0;
-    int64_t second = 0;  // the latest enqueue but one: how long the others waited at least
-    size_t rank = 0;
-    size_t ranks = 0;
-    const format::EventRecord* event = nullptr;
-  };
-  constexpr size_t kTied = SIZE_MAX;
-  std::map<uint64_t, std::map<uint64_t, Slot>> slots;
+namespace {
+
+// One collective slot of a communicator, over the ranks that completed it.
+struct Slot {
+  int64_t earliest = INT64_MAX;
+  int64_t latest = 0;
+  int64_t second = 0;  // the latest enqueue but one: how long the others waited at least
+  size_t rank = 0;     // the rank index that issued it last; kTied when no one rank was last
+  size_t ranks = 0;    // how many ranks completed it
+  const format::EventRecord* event = nullptr;
+};
+constexpr size_t kTied = SIZE_MAX;
+
+// comm -> seq -> slot, and how many ranks each communicator has, from every completed collective.
+struct Slots {
+  std::map<uint64_t, std::map<uint64_t, Slot>> by_comm;
   std::map<uint64_t, size_t> members;
+};
+
+Slots gatherSlots(const format::LoadedSet& set) {
+  Slots out;
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     std::set<uint64_t> holds;  // the communicators this rank counted itself a member of
     uint64_t last_comm = 0;
@@ -57,9 +65,9 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
         continue;
       }
       if (e.commId() != last_comm) {
-        if (holds.insert(e.commId()).second) ++members[e.commId()];  // once per rank
+        if (holds.insert(e.commId()).second) ++out.members[e.commId()];  // once per rank
         last_comm = e.commId();
-        by_seq = &slots[e.commId()];
+        by_seq = &out.by_comm[e.commId()];
         next = by_seq->end();
       }
       const auto at = by_seq->try_emplace(next, e.op_seq);
@@ -74,81 +82,107 @@ std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSite
         s.event = &e;
       } else if (e.enqueueNs() == s.latest) {
         s.second = s.latest;
-        s.rank = kTied;  // no one rank was last
+        s.rank = kTied;
       } else {
         s.second = std::max(s.second, e.enqueueNs());
       }
     }
   }
-  for (const auto& [comm, by_seq] : slots) {
-    if (members[comm] < 2) continue;
-    std::map<size_t, size_t> last_count;
-    std::map<size_t, int64_t> wait_for;  // rank -> how long the others waited for it, summed
-    int64_t total_wait = 0;
-    int64_t first = INT64_MAX;
-    int64_t end = 0;
-    size_t full = 0;
-    for (const auto& [seq, s] : by_seq) {
-      if (s.ranks != members[comm]) continue;
-      ++full;
-      first = std::min(first, s.earliest);
-      end = std::max(end, s.latest);
-      total_wait += s.latest - s.second;
-      if (s.rank != kTied) {
-        ++last_count[s.rank];
-        wait_for[s.rank] += s.latest - s.second;
-      }
+  return out;
+}
+
+// Who was last on one communicator's full slots, and what the others' waiting for it cost.
+struct Lateness {
+  std::map<size_t, size_t> last_count;  // rank -> how many slots it was last in
+  std::map<size_t, int64_t> wait_for;   // rank -> how long the others waited for it, summed
+  int64_t total_wait = 0;
+  size_t full = 0;  // slots every member completed
+  double span = 0;  // from the first enqueue to the last, ns
+};
+
+Lateness latenessOf(const std::map<uint64_t, Slot>& by_seq, size_t members) {
+  Lateness l;
+  int64_t first = INT64_MAX;
+  int64_t end = 0;
+  for (const auto& [seq, s] : by_seq) {
+    if (s.ranks != members) continue;
+    ++l.full;
+    first = std::min(first, s.earliest);
+    end = std::max(end, s.latest);
+    l.total_wait += s.latest - s.second;
+    if (s.rank != kTied) {
+      ++l.last_count[s.rank];
+      l.wait_for[s.rank] += s.latest - s.second;
     }
-    if (full < kSlowMinOps) continue;
-    const double span = static_cast<double>(end - first);
-    for (const auto& [rank, n] : last_count) {
-      // Last most of the time, or last often enough, and then by far the one the others wait
-      // for (a rank late to one collective of each step, the step's others starting together).
-      const double waited = static_cast<double>(wait_for[rank]);
-      const bool mostly_last = static_cast<double>(n) >= kSlowShare * static_cast<double>(full);
-      const bool costly = total_wait > 0 &&
-                          waited >= kSlowWaitShare * static_cast<double>(total_wait) &&
-                          waited >= kSlowWaitOfSpan * span && waited >= kSlowMinWaitNs;
-      // Either way the waiting must matter: a rank last by microseconds is not slow.
-      if ((!mostly_last && !costly) || waited < kSlowMinWaitNs) continue;
-      // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
-      // them is last in 6 or more about 5 % of the time): the share must also be unlikely when
-      // every rank is equally likely to be last.
-      if (static_cast<double>(members[comm]) *
-              chanceOfBeingLast(n, full, static_cast<double>(members[comm])) >=
-          kSlowChance) {
-        continue;
-      }
-      Verdict v;
-      v.cls = VerdictClass::kSlowRank;
-      const format::RankData& r = set.ranks[rank];
-      v.ranks = {r.global_rank};
-      v.comm_id = comm;
-      // The slot where the others waited longest for it: its call site is where it is late.
-      int64_t longest = -1;
-      for (const auto& [seq, s] : by_seq) {
-        if (s.rank == rank && s.ranks == members[comm] && s.latest - s.second > longest) {
-          longest = s.latest - s.second;
-          v.op = s.event->op;
-          v.site = callSiteOf(r, *s.event, sites);
-        }
-      }
-      char share[16];
-      std::snprintf(share, sizeof(share), "%.0f%%",
-                    100.0 * static_cast<double>(n) / static_cast<double>(full));
-      v.headline = "no hang, but rank " + std::to_string(r.global_rank) +
-                   " was the last to issue " + std::to_string(n) + " of " + std::to_string(full) +
-                   " collectives (" + share + ") on comm " + shortCommId(comm) +
-                   ": the others wait for it";
-      if (span > 0) {
-        char wait[96];
-        std::snprintf(wait, sizeof(wait),
-                      " (%.2f s, %.0f%% of all their waiting, %.0f%% of %.2f s)", waited / 1e9,
-                      100.0 * waited / static_cast<double>(total_wait), 100.0 * waited / span,
-                      span / 1e9);
-        v.headline += wait;
-      }
-      return v;
+  }
+  l.span = static_cast<double>(end - first);
+  return l;
+}
+
+// Whether `rank`, last in `n` of l.full slots of a communicator of `members` ranks, is slow.
+bool isSlow(const Lateness& l, size_t rank, size_t n, size_t members) {
+  // Last most of the time, or last often enough, and then by far the one the others wait for (a
+  // rank late to one collective of each step, the step's others starting together).
+  const double waited = static_cast<double>(l.wait_for.at(rank));
+  const bool mostly_last = static_cast<double>(n) >= kSlowShare * static_cast<double>(l.full);
+  const bool costly = l.total_wait > 0 &&
+                      waited >= kSlowWaitShare * static_cast<double>(l.total_wait) &&
+                      waited >= kSlowWaitOfSpan * l.span && waited >= kSlowMinWaitNs;
+  // Either way the waiting must matter: a rank last by microseconds is not slow.
+  if ((!mostly_last && !costly) || waited < kSlowMinWaitNs) return false;
+  // Over few collectives some rank is last most of the time by chance (3 ranks, 8 ops: one of
+  // them is last in 6 or more about 5 % of the time): the share must also be unlikely when every
+  // rank is equally likely to be last.
+  const double m = static_cast<double>(members);
+  return m * chanceOfBeingLast(n, l.full, m) < kSlowChance;
+}
+
+Verdict slowVerdict(const format::LoadedSet& set, const CallSites& sites, uint64_t comm,
+                    const std::map<uint64_t, Slot>& by_seq, size_t members, const Lateness& l,
+                    size_t rank, size_t n) {
+  Verdict v;
+  v.cls = VerdictClass::kSlowRank;
+  const format::RankData& r = set.ranks[rank];
+  v.ranks = {r.global_rank};
+  v.comm_id = comm;
+  // The slot where the others waited longest for it: its call site is where it is late.
+  int64_t longest = -1;
+  for (const auto& [seq, s] : by_seq) {
+    if (s.rank == rank && s.ranks == members && s.latest - s.second > longest) {
+      longest = s.latest - s.second;
+      v.op = s.event->op;
+      v.site = callSiteOf(r, *s.event, sites);
+    }
+  }
+  char share[16];
+  std::snprintf(share, sizeof(share), "%.0f%%",
+                100.0 * static_cast<double>(n) / static_cast<double>(l.full));
+  v.headline = "no hang, but rank " + std::to_string(r.global_rank) + " was the last to issue " +
+               std::to_string(n) + " of " + std::to_string(l.full) + " collectives (" + share +
+               ") on comm " + shortCommId(comm) + ": the others wait for it";
+  if (l.span > 0) {
+    const double waited = static_cast<double>(l.wait_for.at(rank));
+    char wait[96];
+    std::snprintf(wait, sizeof(wait), " (%.2f s, %.0f%% of all their waiting, %.0f%% of %.2f s)",
+                  waited / 1e9, 100.0 * waited / static_cast<double>(l.total_wait),
+                  100.0 * waited / l.span, l.span / 1e9);
+    v.headline += wait;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<Verdict> findSlowRank(const format::LoadedSet& set, const CallSites& sites) {
+  const Slots slots = gatherSlots(set);
+  for (const auto& [comm, by_seq] : slots.by_comm) {
+    const size_t members = slots.members.at(comm);
+    if (members < 2) continue;
+    const Lateness l = latenessOf(by_seq, members);
+    if (l.full < kSlowMinOps) continue;
+    for (const auto& [rank, n] : l.last_count) {
+      if (isSlow(l, rank, n, members))
+        return slowVerdict(set, sites, comm, by_seq, members, l, rank, n);
     }
   }
   return std::nullopt;

@@ -10,7 +10,7 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/reader.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer {
 

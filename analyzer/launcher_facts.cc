@@ -1,9 +1,10 @@
 #include "analyzer/launcher_facts.h"
 
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "recorder/format/base/text.h"
+#include "base/text.h"
+#include "format/report_json.h"
 
 namespace ncclrec::analyzer {
 
@@ -20,21 +21,17 @@ void applyWorkerEnds(format::LoadedSet& set, const std::vector<WorkerEnd>& ends)
 
 std::vector<WorkerEnd> workerEndsFromReport(const std::string& dir) {
   std::vector<WorkerEnd> out;
-  std::ifstream in(dir + "/report.json");
+  std::ifstream in(dir + "/" + std::string(format::report_json::kFileName), std::ios::binary);
   if (!in) return out;
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || !doc.contains("ranks") || !doc["ranks"].is_array()) return out;
-  for (const nlohmann::json& w : doc["ranks"]) {
-    if (!w.is_object() || !w.contains("pid") || !w["pid"].is_number_integer() ||
-        !w.contains("ended") || !w["ended"].is_string()) {
-      continue;
-    }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string problem;  // not a report: the facts are optional, so no warning
+  const auto doc = format::report_json::parseReportJson(text.str(), &problem);
+  if (!doc) return out;
+  for (const format::report_json::Worker& w : doc->workers) {
     // Ended by the launcher's own signal, when it stopped the job: not a fact about the rank.
-    if (w.contains("stopped") && w["stopped"].is_boolean() && w["stopped"].get<bool>()) continue;
-    WorkerEnd end;
-    end.pid = w["pid"].get<int>();
-    end.signal = base::signalNumber(w["ended"].get<std::string>());
-    if (w.contains("host") && w["host"].is_string()) end.host = w["host"].get<std::string>();
+    if (w.stopped || w.ended.empty()) continue;
+    WorkerEnd end{w.pid, w.host, base::signalNumber(w.ended)};
     if (end.signal > 0) out.push_back(std::move(end));
   }
   return out;

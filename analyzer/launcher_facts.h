@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/reader.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer {
 

@@ -9,7 +9,7 @@
 
 #include "analyzer/diagnose.h"
 #include "analyzer/testing/job_builder.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

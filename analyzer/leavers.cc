@@ -42,7 +42,8 @@ bool Engine::vanished(size_t rank) const {
       if (it == comm_rank.end() || !lostPeer(e)) continue;
       // A send or receive that lost exactly this peer; or a collective that lost one of its
       // members while this one, which left no dump and no exit mark, had nothing pending there
-      // (killed between calls: faultgen seed 22, a rank killed inside a grouped call).
+      // (killed between calls;
+      // LeaversTest.ABlackBoxWhosePeersLostACollectiveItHadNothingPendingOnDied).
       if (format::isP2p(e.op) ? e.peer() == it->second : !pendingOn(r, e.commId())) return true;
     }
   }

@@ -55,8 +55,8 @@ const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
 // collective #seq, else the first op it issued after reaching that collective that never
 // completed (pending or failed): point-to-point work on `comm`, or work on a communicator of its
 // own later split (its one split paired with the others' earlier one); or its end of `comm`
-// itself (destroyed or finalized there: it finished without the split, faultgen seed 482); or
-// nullptr.
+// itself (destroyed or finalized there: it finished without the split;
+// LifecycleRulesTest.ASkipperThatDestroyedTheParentAndLeftIsNamed); or nullptr.
 const EventRecord* wentOnPast(const RankData& r, uint64_t comm, uint64_t seq) {
   if (const EventRecord* collective = firstPast(r, comm, seq)) return collective;
   uint64_t reached = 0;
@@ -249,11 +249,11 @@ size_t skippedSplit(const format::LoadedSet& set, const CallSites& sites,
   return skipped;
 }
 
-}  // namespace
+using SplitsByProcess = std::map<size_t, std::vector<SplitCall>>;
 
-std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const CallSites& sites) {
-  // parent comm -> process -> its splits of it, in call order.
-  std::map<uint64_t, std::map<size_t, std::vector<SplitCall>>> splits;
+// parent comm -> process -> its splits of it, in call order.
+std::map<uint64_t, SplitsByProcess> gatherSplits(const format::LoadedSet& set) {
+  std::map<uint64_t, SplitsByProcess> splits;
   for (size_t i = 0; i < set.ranks.size(); ++i) {
     std::map<uint64_t, uint64_t> reached;
     for (const EventRecord& e : set.ranks[i].events) {
@@ -263,68 +263,114 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
       }
     }
   }
-  for (const auto& [comm, by_rank] : splits) {
-    std::vector<size_t> members;
-    for (size_t i = 0; i < set.ranks.size(); ++i) {
-      if (holdsComm(set.ranks[i], comm)) members.push_back(i);
+  return splits;
+}
+
+// A split of `comm` that some members made (callers) and the others did not (skippers), who went
+// on past that point on the parent instead; indexes are processes.
+struct PartialSplit {
+  uint64_t comm = 0;
+  std::vector<size_t> members, callers, skippers;
+  size_t fewest = 0;                        // the fewest splits a member made
+  size_t skipped = 0;                       // the first split the skippers never made
+  const SplitCall* call = nullptr;          // the earliest of the callers' calls of it
+  size_t caller = 0;                        // the process that made `call`
+  std::vector<const EventRecord*> instead;  // each skipper's op past that point
+};
+
+std::optional<PartialSplit> partialSplitOf(const format::LoadedSet& set, const CallSites& sites,
+                                           uint64_t comm, const SplitsByProcess& by_rank) {
+  PartialSplit ps;
+  ps.comm = comm;
+  for (size_t i = 0; i < set.ranks.size(); ++i) {
+    if (holdsComm(set.ranks[i], comm)) ps.members.push_back(i);
+  }
+  ps.fewest = SIZE_MAX;
+  for (size_t i : ps.members) {
+    const auto it = by_rank.find(i);
+    ps.fewest = std::min(ps.fewest, it == by_rank.end() ? size_t{0} : it->second.size());
+  }
+  for (size_t i : ps.members) {
+    const auto it = by_rank.find(i);
+    (it != by_rank.end() && it->second.size() > ps.fewest ? ps.callers : ps.skippers).push_back(i);
+  }
+  if (ps.callers.empty() || ps.skippers.empty()) return std::nullopt;
+  // The first split the skippers never made, and where the callers made it.
+  ps.skipped = skippedSplit(set, sites, by_rank, ps.callers.front(), ps.skippers);
+  bool unfinished = false;
+  for (size_t i : ps.callers) {
+    const SplitCall& c = by_rank.at(i)[ps.skipped];
+    if (ps.call == nullptr || c.after_seq < ps.call->after_seq) {
+      ps.call = &c;
+      ps.caller = i;
     }
-    size_t fewest = SIZE_MAX;
-    for (size_t i : members) {
-      const auto it = by_rank.find(i);
-      fewest = std::min(fewest, it == by_rank.end() ? size_t{0} : it->second.size());
-    }
-    std::vector<size_t> callers, skippers;
-    for (size_t i : members) {
-      const auto it = by_rank.find(i);
-      (it != by_rank.end() && it->second.size() > fewest ? callers : skippers).push_back(i);
-    }
-    if (callers.empty() || skippers.empty()) continue;
-    // The first split the skippers never made, and where the callers made it.
-    const size_t skipped = skippedSplit(set, sites, by_rank, callers.front(), skippers);
-    const SplitCall* call = nullptr;
-    bool unfinished = false;
-    for (size_t i : callers) {
-      const SplitCall& c = by_rank.at(i)[skipped];
-      if (call == nullptr || c.after_seq < call->after_seq) call = &c;
-      unfinished |= isIncomplete(*c.e) || c.e->state == EventState::kFailed;
-    }
-    // The skippers went on past that point on the parent (a rank that stopped before it is a
-    // rank that exited or is stuck: other rules say so).
-    std::vector<const EventRecord*> instead;
-    for (size_t i : skippers) {
-      const EventRecord* next = wentOnPast(set.ranks[i], comm, call->after_seq);
-      if (next == nullptr) break;
-      instead.push_back(next);
-      unfinished |= isIncomplete(*next) || next->state == EventState::kFailed;
-    }
-    if (instead.size() != skippers.size() || !unfinished) continue;
+    unfinished |= isIncomplete(*c.e) || c.e->state == EventState::kFailed;
+  }
+  // The skippers went on past that point on the parent (a rank that stopped before it is a rank
+  // that exited or is stuck: other rules say so).
+  for (size_t i : ps.skippers) {
+    const EventRecord* next = wentOnPast(set.ranks[i], comm, ps.call->after_seq);
+    if (next == nullptr) break;
+    ps.instead.push_back(next);
+    unfinished |= isIncomplete(*next) || next->state == EventState::kFailed;
+  }
+  if (ps.instead.size() != ps.skippers.size() || !unfinished) return std::nullopt;
+  return ps;
+}
+
+// Each member's splits of the parent, and what it did at that point.
+EvidenceTable splitTable(const format::LoadedSet& set, const CallSites& sites,
+                         const PartialSplit& ps, const SplitsByProcess& by_rank,
+                         const std::vector<int>& named) {
+  EvidenceTable t;
+  t.title = "ncclCommSplit calls on comm " + shortCommId(ps.comm);
+  t.columns = {"rank", "splits", "at_that_point"};
+  for (size_t i : ps.members) {
+    const auto it = by_rank.find(i);
+    const size_t n = it == by_rank.end() ? 0 : it->second.size();
+    const EventRecord* at = n > ps.fewest ? it->second[ps.skipped].e
+                                          : firstPast(set.ranks[i], ps.comm, ps.call->after_seq);
+    t.rows.push_back(
+        {TableCell::of(int64_t{set.ranks[i].global_rank}), TableCell::of(static_cast<int64_t>(n)),
+         at ? TableCell::of(evidenceOpOf(set.ranks[i], *at, sites)) : TableCell::none()});
+    t.marked.push_back(std::binary_search(named.begin(), named.end(), set.ranks[i].global_rank));
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const CallSites& sites) {
+  for (const auto& [comm, by_rank] : gatherSplits(set)) {
+    const std::optional<PartialSplit> ps = partialSplitOf(set, sites, comm, by_rank);
+    if (!ps) continue;
     std::vector<int> caller_ranks, skipper_ranks, all;
-    for (size_t i : callers) caller_ranks.push_back(set.ranks[i].global_rank);
-    for (size_t i : skippers) skipper_ranks.push_back(set.ranks[i].global_rank);
+    for (size_t i : ps->callers) caller_ranks.push_back(set.ranks[i].global_rank);
+    for (size_t i : ps->skippers) skipper_ranks.push_back(set.ranks[i].global_rank);
     std::sort(caller_ranks.begin(), caller_ranks.end());
     std::sort(skipper_ranks.begin(), skipper_ranks.end());
     std::merge(caller_ranks.begin(), caller_ranks.end(), skipper_ranks.begin(), skipper_ranks.end(),
                std::back_inserter(all));
-    const size_t caller = *std::find_if(callers.begin(), callers.end(),
-                                        [&](size_t i) { return &by_rank.at(i)[skipped] == call; });
     Verdict v;
     v.comm_id = comm;
     v.op = OpType::kCommSplit;
-    v.site = callSiteOf(set.ranks[caller], *call->e, sites);
-    const CallSite other_site = callSiteOf(set.ranks[skippers[0]], *instead[0], sites);
+    v.site = callSiteOf(set.ranks[ps->caller], *ps->call->e, sites);
+    const CallSite other_site = callSiteOf(set.ranks[ps->skippers[0]], *ps->instead[0], sites);
     v.stacks = {v.site, other_site};
     const std::string split =
         "ncclCommSplit of comm " + shortCommId(comm) + " from " + describeCallSite(v.site);
-    const std::string next = opAt(*instead[0], other_site);
-    if (callers.size() >= skippers.size()) {
+    const std::string next = opAt(*ps->instead[0], other_site);
+    // The fewer side deviated: skippers fewer than callers skipped it, callers fewer than
+    // skippers made a split of their own.
+    if (ps->callers.size() >= ps->skippers.size()) {
       v.cls = VerdictClass::kSkippedCollective;
       v.ranks = skipper_ranks;
-      v.headline = ranksWord(skipper_ranks) + " skipped " + split + " that " +
-                   ranksWord(caller_ranks) + " called" +
-                   (call->after_seq > 0 ? " after collective #" + std::to_string(call->after_seq)
-                                        : std::string()) +
-                   "; " + (skipper_ranks.size() == 1 ? "it" : "they") + " issued " + next +
-                   " instead";
+      v.headline =
+          ranksWord(skipper_ranks) + " skipped " + split + " that " + ranksWord(caller_ranks) +
+          " called" +
+          (ps->call->after_seq > 0 ? " after collective #" + std::to_string(ps->call->after_seq)
+                                   : std::string()) +
+          "; " + (skipper_ranks.size() == 1 ? "it" : "they") + " issued " + next + " instead";
     } else {
       v.cls = VerdictClass::kRankGatedCollective;
       v.ranks = caller_ranks;
@@ -332,21 +378,7 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
                    subsetCondition(caller_ranks, all) + ") called " + split + "; " +
                    ranksWord(skipper_ranks) + " issued " + next + " instead";
     }
-    EvidenceTable t;
-    t.title = "ncclCommSplit calls on comm " + shortCommId(comm);
-    t.columns = {"rank", "splits", "at_that_point"};
-    for (size_t i : members) {
-      const auto it = by_rank.find(i);
-      const size_t n = it == by_rank.end() ? 0 : it->second.size();
-      const EventRecord* at =
-          n > fewest ? it->second[skipped].e : firstPast(set.ranks[i], comm, call->after_seq);
-      t.rows.push_back(
-          {TableCell::of(int64_t{set.ranks[i].global_rank}), TableCell::of(static_cast<int64_t>(n)),
-           at ? TableCell::of(evidenceOpOf(set.ranks[i], *at, sites)) : TableCell::none()});
-      t.marked.push_back(
-          std::binary_search(v.ranks.begin(), v.ranks.end(), set.ranks[i].global_rank));
-    }
-    v.tables.push_back(std::move(t));
+    v.tables.push_back(splitTable(set, sites, *ps, by_rank, v.ranks));
     return v;
   }
   return std::nullopt;

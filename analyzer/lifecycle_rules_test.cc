@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "analyzer/testing/job_builder.h"
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {

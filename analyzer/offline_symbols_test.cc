@@ -9,7 +9,7 @@
 #include <string>
 
 #include "analyzer/callsite.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

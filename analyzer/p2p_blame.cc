@@ -68,8 +68,8 @@ bool owes(const RankData& r, const EventRecord& blocked) {
 
 bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
   // Every collective it has pending counts: a group of collectives on several communicators
-  // waits for the members of each (faultgen seed 385: the world's op of the group is the one
-  // the waiter owes).
+  // waits for the members of each, and the one the waiter owes may be any of them
+  // (P2pBlameTest.PeerBlockedInAGroupWithACollectiveTheWaiterOwesIsTheCulprit).
   bool blocked = false;
   for (const EventRecord& e : r.events) {
     if (!format::isCollective(e.op) || !isIncomplete(e)) continue;

@@ -16,7 +16,7 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/reader.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer::p2p {
 
@@ -73,8 +73,8 @@ Standing standing(const format::RankData& r, const format::EventRecord& blocked,
 // A send and a receive paired by seq that move different sizes, from call sites that did not pair
 // before: the side that closed a run short (`standing` kPast for the calls from the site that
 // paired with the other side's site before) while the other side did not, and that site: it left
-// a call out, and its next call paired with the other side's call from another role (faultgen
-// seed 1217: 3 activations of 4, then the halo exchange's send met the 4th activation receive).
+// a call out, and its next call paired with the other side's call from another role
+// (P2pStandingTest.SendThatMetAnotherRolesReceiveNamesTheRankThatClosedItsRunShort).
 struct ShortRun {
   Located culprit;
   CallSite site;  // where the left-out call comes from

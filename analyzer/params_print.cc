@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "recorder/format/params_table.h"
+#include "format/params_table.h"
 
 namespace ncclrec::analyzer {
 namespace {

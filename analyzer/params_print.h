@@ -1,4 +1,4 @@
-// `ncclrec-analyze --print-params`: the table of NCCLREC_* knobs (recorder/format/params_table.h).
+// `ncclrec-analyze --print-params`: the table of NCCLREC_* knobs (format/params_table.h).
 #pragma once
 
 #include <ostream>

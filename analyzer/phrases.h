@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/op_type.h"
+#include "format/op_type.h"
 
 namespace ncclrec::analyzer {
 

@@ -12,9 +12,9 @@
 #include "analyzer/report.h"
 #include "analyzer/testing/job_builder.h"
 #include "analyzer/testing/run_cli.h"
-#include "recorder/format/dump_io.h"
-#include "recorder/format/testing/frames.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/dump_io.h"
+#include "format/testing/frames.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::analyzer {
 namespace {

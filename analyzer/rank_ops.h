@@ -1,11 +1,11 @@
 // What one recorded call, and one rank's list of calls, say to the verdict rules: pending, refused,
 // failed because a peer was gone, and a rank's newest call of a kind. The one definition the rules
 // share (diagnose.cc, truncation.cc, leavers.cc, p2p_blame.cc, p2p_stop.cc, lifecycle_rules.cc,
-// blame.cc, evidence.cc). Pure functions over recorder/format's records.
+// blame.cc, evidence.cc). Pure functions over format's records.
 #pragma once
 
-#include "recorder/format/nccl_result.h"
-#include "recorder/format/reader.h"
+#include "format/nccl_result.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer {
 

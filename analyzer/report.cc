@@ -6,18 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "analyzer/frames.h"
 #include "analyzer/whereabouts.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string baseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string stateWord(format::EventState s) {
   switch (s) {
@@ -212,26 +208,7 @@ void printStacks(const Verdict& v, std::ostream& out) {
   out << "\nstacks:\n";
   for (const CallSite& s : v.stacks) {
     out << "  " << describeCallSite(s) << '\n';
-    for (size_t i = 0; i < s.frames.size(); ++i) {
-      const format::Frame& f = s.frames[i];
-      // '>' marks the call-site frame when it is not the innermost one.
-      const bool marked = static_cast<int>(i) == s.frame && s.frame > 0;
-      out << "  " << (marked ? "> " : "  ") << "#" << i << "  ";
-      if (f.python) {
-        // Python frames read as a traceback does: file:line, then the qualified name.
-        out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
-            << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
-        continue;
-      }
-      char addr[64];
-      std::snprintf(addr, sizeof(addr), "%s+0x%llx",
-                    f.module.empty() ? "?" : baseName(f.module).c_str(),
-                    static_cast<unsigned long long>(f.module_offset));
-      out << (f.function.empty() ? "??" : f.function);
-      if (!f.file.empty())
-        out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
-      out << "  [" << addr << "]\n";
-    }
+    printFrames(s.frames, s.frame, "  ", out);
   }
 }
 
@@ -310,15 +287,7 @@ Json verdictJson(const Verdict& v, const std::vector<std::string>& warnings) {
   for (const CallSite& s : v.stacks) {
     Json st;
     st["callsite"] = siteJson(s);
-    st["frames"] = Json::array();
-    for (const format::Frame& f : s.frames) {
-      st["frames"].push_back({{"function", f.function},
-                              {"file", f.file},
-                              {"line", f.line},
-                              {"module", f.module},
-                              {"module_offset", f.module_offset},
-                              {"python", f.python}});
-    }
+    st["frames"] = framesJson(s.frames);
     doc["stacks"].push_back(std::move(st));
   }
   doc["ranks"] = Json::array();

@@ -1,6 +1,6 @@
 // The call-site rule: which frame of a recorded stack says where an NCCL call came from. Shared by
 // ncclrec-analyze and ncclrec-top (a leaf library, ncclrec_site_rule, that depends on
-// recorder/format only). docs/analyzer.md, "Call sites", explains the rule to users.
+// format only). docs/analyzer.md, "Call sites", explains the rule to users.
 //
 // Candidates, innermost first: the Python frames outside library layers (a pattern matches as a
 // substring of the frame's file path); if every Python frame is a library frame, the innermost
@@ -28,7 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "recorder/format/model.h"
+#include "format/model.h"
 
 namespace ncclrec::analyzer {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "recorder/format/testing/frames.h"
+#include "format/testing/frames.h"
 
 namespace ncclrec::analyzer {
 namespace {

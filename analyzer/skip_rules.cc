@@ -53,7 +53,8 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
   for (const CommStreams& c : en.comms()) {
     // The ranks pending in one collective at slot p, and the one rank whose stream ends there.
     // A rank that issued it and saw it complete (its data came before the others') counts with
-    // those pending there (faultgen seed 1337: a broadcast's non-root in a group).
+    // those pending there: a broadcast's non-root gets its data before the root's peers are done
+    // (P2pBlameTest.CollectiveSkippedBeforeASendIsFoundWhenAPeerSawItComplete).
     std::vector<size_t> going, ended;
     size_t p = SIZE_MAX;
     for (size_t s = 0; s < c.streams.size(); ++s) {

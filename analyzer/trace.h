@@ -7,7 +7,7 @@
 
 #include "analyzer/site_rule.h"
 #include "analyzer/verdict.h"
-#include "recorder/format/reader.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer {
 

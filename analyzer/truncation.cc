@@ -27,118 +27,131 @@ bool Engine::exitedOnALostPeer(const RankData& rd, Verdict& v) const {
   return false;
 }
 
-void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                                const std::vector<size_t>& going, Verdict& v) {
-  // Others failed at the op this rank never issued: the transport lost it, so it is gone.
-  // One is enough: the others may still be waiting to notice (a run analyzed 0.2 s after the
-  // kill had rank 0 pending and ranks 1-2 failed).
-  const bool peers_lost_it = std::any_of(going.begin(), going.end(), [&](size_t g) {
-    const EventRecord& e = *c.streams[g].ops[p].e;
-    return lostPeer(e);
-  });
-  const auto kind = [&](size_t s) -> int {
-    const RankData& r = set_.ranks[c.streams[s].rank];
-    if (r.exited) return 0;
-    if (r.fatal_signal != 0 || dead(c.streams[s].rank) || peers_lost_it) return 1;
-    return 2;
-  };
+// A stream that stopped before slot `p` of `c`, and what the verdict says of it and of the ranks
+// that wait there.
+struct Engine::Truncation {
+  const CommStreams& c;
+  size_t p;
+  const std::vector<size_t>& going;  // the streams that wait in slot p
+  std::vector<size_t> culprits;      // the streams named: stopped first, all in the same way
+  StopKind kind;
+  const Stream& stopped;  // the first of them, standing for the others
+  const RankData& rd;     // its recording
+  const Op& waited;       // the op the others wait in
+  CallSite waited_site;
+  std::vector<int> others;  // the waiting ranks
+  std::string who;          // "rank 3", "ranks 3,5"
+  uint64_t same = 0;        // how many ops like `waited` the stopped rank issued
+  std::string what;         // "all-reduces from train_step()"
+  std::string others_at;    // "ranks 0-2 are in their 100th"
+};
+
+Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it) const {
+  const RankData& r = set_.ranks[c.streams[s].rank];
+  if (r.exited) return StopKind::kExited;
+  if (r.fatal_signal != 0 || dead(c.streams[s].rank) || peers_lost_it) return StopKind::kDied;
+  return StopKind::kAlive;
+}
+
+std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
+                                         const std::vector<size_t>& ended,
+                                         const std::vector<size_t>& going, StopKind* kind) const {
+  // Others failed at the op this rank never issued: the transport lost it, so it is gone. One is
+  // enough: the others may still be waiting to notice (a run analyzed 0.2 s after the kill had
+  // rank 0 pending and ranks 1-2 failed).
+  const bool peers_lost_it = std::any_of(
+      going.begin(), going.end(), [&](size_t g) { return lostPeer(*c.streams[g].ops[p].e); });
   // The first stopped rank stands for them all; ranks that stopped the same way are named
-  // together.
+  // together: exited first, then died, then alive.
   std::vector<size_t> order = ended;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return kind(a) < kind(b); });
-  const int k = kind(order.front());
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return stopKind(c, a, peers_lost_it) < stopKind(c, b, peers_lost_it);
+  });
+  *kind = stopKind(c, order.front(), peers_lost_it);
   std::vector<size_t> culprits;
   for (size_t s : order) {
-    if (kind(s) == k) culprits.push_back(s);
+    if (stopKind(c, s, peers_lost_it) == *kind) culprits.push_back(s);
   }
-  if (k == 2 && culprits.size() > 1) {
-    // Of the ranks alive and gone from here, one blocked in another communicator for one of the
-    // others (directly or through a chain of waits) merely waits (faultgen seed 883).
-    // When every one of them waits, through its chain, for one and the same rank elsewhere, that
-    // rank ends them all: one of them stands for the others (faultgen seed 767).
-    std::vector<size_t> own;
-    std::set<std::optional<size_t>> ends;
-    for (size_t s : culprits) {
-      const size_t rank = c.streams[s].rank;
-      const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
-      std::vector<ChainLink> links;
-      const std::optional<size_t> end =
-          at != nullptr && at->commId() != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
-      ends.insert(end);
-      const bool waits_for_another =
-          end && std::any_of(culprits.begin(), culprits.end(),
-                             [&](size_t o) { return o != s && c.streams[o].rank == *end; });
-      if (!waits_for_another) own.push_back(s);
-    }
-    if (ends.size() == 1 && *ends.begin() && own.size() == culprits.size()) own.resize(1);
-    if (!own.empty()) culprits = std::move(own);
+  return *kind == StopKind::kAlive && culprits.size() > 1 ? ownStops(c, std::move(culprits))
+                                                          : culprits;
+}
+
+std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive) const {
+  // Of several ranks alive and gone from `c`, one blocked in another communicator for one of the
+  // others (directly or through a chain of waits) merely waits: a waiter is never named beside
+  // the rank it waits for. When every one of them waits, through its chain, for one and the same
+  // rank elsewhere, that rank ends them all: one of them stands for the others.
+  std::vector<size_t> own;
+  std::set<std::optional<size_t>> ends;
+  for (size_t s : alive) {
+    const size_t rank = c.streams[s].rank;
+    const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
+    std::vector<ChainLink> links;
+    const std::optional<size_t> end =
+        at != nullptr && at->commId() != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
+    ends.insert(end);
+    const bool waits_for_another = end && std::any_of(alive.begin(), alive.end(), [&](size_t o) {
+                                     return o != s && c.streams[o].rank == *end;
+                                   });
+    if (!waits_for_another) own.push_back(s);
   }
+  if (ends.size() == 1 && *ends.begin() && own.size() == alive.size()) own.resize(1);
+  return own.empty() ? alive : own;
+}
+
+void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
+                                const std::vector<size_t>& going, Verdict& v) {
+  StopKind kind = StopKind::kAlive;
+  std::vector<size_t> culprits = stoppedAlike(c, p, ended, going, &kind);
   const Stream& stopped = c.streams[culprits.front()];
-  const bool stale = dead(stopped.rank);
-  if (k == 1) {
-    for (size_t s : culprits) inferred_dead_.insert(c.streams[s].rank);
-  }
-  const RankData& rd = set_.ranks[stopped.rank];
   const Op& waited = c.streams[going.front()].ops[p];
-  v.ranks = ranksOf(c, culprits);
+  Truncation t{c,
+               p,
+               going,
+               std::move(culprits),
+               kind,
+               stopped,
+               set_.ranks[stopped.rank],
+               waited,
+               siteAt(set_.ranks[c.streams[going.front()].rank], *waited.e),
+               {},
+               {},
+               0,
+               {},
+               {}};
+  const bool stale = dead(stopped.rank);  // before the ranks below are marked dead
+  if (kind == StopKind::kDied) {
+    for (size_t s : t.culprits) inferred_dead_.insert(c.streams[s].rank);
+  }
+  v.ranks = ranksOf(c, t.culprits);
   v.comm_id = c.comm_id;
   v.seq = waited.e->op_seq;
   v.op = waited.e->op;
-  const std::vector<int> others = ranksOf(c, going);
-  const std::string who = ranksWord(v.ranks);
-
+  t.others = ranksOf(c, going);
+  t.who = ranksWord(v.ranks);
   // "after 99 all-reduces from train_step()": the collectives like the one the others wait in.
-  uint64_t same = 0;
-  for (const Op& o : stopped.ops) same += opSite(o) == opSite(waited) ? 1 : 0;
-  const CallSite waited_site = siteAt(set_.ranks[c.streams[going.front()].rank], *waited.e);
-  const std::string what = opNoun(waited.e->op) + "s from " +
-                           (waited_site.function.empty() ? describeCallSite(waited_site)
-                                                         : siteFunctionName(waited_site) + "()");
-  std::string others_at =
-      ranksWord(others) + (others.size() == 1 ? " is" : " are") + " in their " + ordinal(same + 1);
+  for (const Op& o : stopped.ops) t.same += opSite(o) == opSite(waited) ? 1 : 0;
+  t.what = opNoun(waited.e->op) + "s from " +
+           (t.waited_site.function.empty() ? describeCallSite(t.waited_site)
+                                           : siteFunctionName(t.waited_site) + "()");
+  t.others_at = ranksWord(t.others) + (t.others.size() == 1 ? " is" : " are") + " in their " +
+                ordinal(t.same + 1);
   if (waited.e->state == EventState::kFailed) {
-    others_at = ranksWord(others) + " failed in their " + ordinal(same + 1) + " (NCCL error " +
-                std::to_string(waited.e->result) + ")";
+    t.others_at = ranksWord(t.others) + " failed in their " + ordinal(t.same + 1) +
+                  " (NCCL error " + std::to_string(waited.e->result) + ")";
   }
-  if (!stopped.ops.empty()) v.site = siteAt(rd, *stopped.ops.back().e);
-
-  // Its last NCCL call failed with an error of its own (bad input, internal error): that is why
-  // it stopped, whatever it did next (exited on the error, crashed, or is handling it). Refused
-  // calls are left out of the streams, so the stream ends just before it.
-  const EventRecord* last_call = newestPeerCall(rd);
-  if (last_call != nullptr && last_call->state == EventState::kFailed &&
-      last_call->result != kNcclRemoteError && last_call->result != kNcclSystemError) {
-    const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
-                      : last_call->result == kNcclInvalidUsage  ? " (invalid usage)"
-                                                                : "";
-    const std::string then = k == 0   ? ", then it exited"
-                             : k == 1 ? ", then it died"
-                                      : ", and it issued nothing since";
-    v.cls = VerdictClass::kNcclError;
-    v.op = last_call->op;
-    v.site = siteAt(rd, *last_call);
-    v.headline =
-        who + ": " + std::string(format::opName(last_call->op)) +
-        (last_call->commId() != 0 ? " on comm " + shortCommId(last_call->commId()) : "") +
-        " from " + describeCallSite(v.site) + " returned NCCL error " +
-        std::to_string(last_call->result) + why + then + "; " + ranksWord(others) +
-        (std::all_of(going.begin(), going.end(),
-                     [&](size_t g) { return c.streams[g].ops[p].e->state == EventState::kFailed; })
-             ? " failed in "
-             : (others.size() == 1 ? " waits" : " wait") + std::string(" for it in ")) +
-        std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq);
-    return;
-  }
-
-  if (k == 0 && exitedOnALostPeer(rd, v)) return;
-  if (k == 0) {
+  if (!stopped.ops.empty()) v.site = siteAt(t.rd, *stopped.ops.back().e);
+  if (failedOnItsOwnCall(t, v)) return;
+  if (kind == StopKind::kExited) {
+    if (exitedOnALostPeer(t.rd, v)) return;
     v.cls = VerdictClass::kRankExited;
-    v.headline = who + " exited after " + std::to_string(same) + " " + what + "; " + others_at;
+    v.headline =
+        t.who + " exited after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
     return;
   }
-  if (k == 1) {
+  if (kind == StopKind::kDied) {
     v.cls = VerdictClass::kRankCrashed;
+    const RankData& rd = t.rd;
     const std::string how =
         rd.fatal_signal != 0 ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
         : !stale             ? std::string(
@@ -146,117 +159,152 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                                                "SIGKILL or out of memory)")
                  : "died without an exit mark (heartbeat stopped " +
                        seconds(now_ - lastSignOfLife(stopped.rank)) +
-                       " before the newest recording: "
-                       "killed, e.g. SIGKILL or out of memory)";
-    v.headline = who + " " + how + " after " + std::to_string(same) + " " + what + "; " + others_at;
+                       " before the newest recording: killed, e.g. SIGKILL or out of memory)";
+    v.headline =
+        t.who + " " + how + " after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
     return;
   }
+  classifyAlive(t, v);
+}
+
+bool Engine::failedOnItsOwnCall(const Truncation& t, Verdict& v) const {
+  // Its last NCCL call failed with an error of its own (bad input, internal error): that is why
+  // it stopped, whatever it did next (exited on the error, crashed, or is handling it). Refused
+  // calls are left out of the streams, so the stream ends just before it.
+  const EventRecord* last_call = newestPeerCall(t.rd);
+  if (last_call == nullptr || last_call->state != EventState::kFailed ||
+      last_call->result == kNcclRemoteError || last_call->result == kNcclSystemError) {
+    return false;
+  }
+  const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
+                    : last_call->result == kNcclInvalidUsage  ? " (invalid usage)"
+                                                              : "";
+  const std::string then = t.kind == StopKind::kExited ? ", then it exited"
+                           : t.kind == StopKind::kDied ? ", then it died"
+                                                       : ", and it issued nothing since";
+  const bool all_failed = std::all_of(t.going.begin(), t.going.end(), [&](size_t g) {
+    return t.c.streams[g].ops[t.p].e->state == EventState::kFailed;
+  });
+  v.cls = VerdictClass::kNcclError;
+  v.op = last_call->op;
+  v.site = siteAt(t.rd, *last_call);
+  v.headline =
+      t.who + ": " + std::string(format::opName(last_call->op)) +
+      (last_call->commId() != 0 ? " on comm " + shortCommId(last_call->commId()) : "") + " from " +
+      describeCallSite(v.site) + " returned NCCL error " + std::to_string(last_call->result) + why +
+      then + "; " + ranksWord(t.others) +
+      (all_failed ? " failed in "
+                  : (t.others.size() == 1 ? " waits" : " wait") + std::string(" for it in ")) +
+      std::string(format::opName(t.waited.e->op)) + " #" + std::to_string(v.seq);
+  return true;
+}
+
+void Engine::classifyAlive(const Truncation& t, Verdict& v) {
   // Alive: either waiting in an op of another communicator, or in host code.
-  const EventRecord* pending = newestPendingCommOp(rd);
-  const EventRecord* last = newestCommOp(rd);
-  if (pending != nullptr && pending->commId() != c.comm_id) {
-    const std::string outer = ranksWord(others) + (others.size() == 1 ? " waits" : " wait") +
-                              " for " + who + " in " + std::string(format::opName(waited.e->op)) +
-                              " #" + std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) +
-                              " from " + describeCallSite(waited_site);
-    if (culprits.size() == 1 && blameChainEnd(stopped.rank, *pending, outer, v)) return;
+  const std::string wait_word = t.others.size() == 1 ? " waits" : " wait";
+  const EventRecord* pending = newestPendingCommOp(t.rd);
+  const EventRecord* last = newestCommOp(t.rd);
+  if (pending != nullptr && pending->commId() != t.c.comm_id) {
+    const std::string outer = ranksWord(t.others) + wait_word + " for " + t.who + " in " +
+                              std::string(format::opName(t.waited.e->op)) + " #" +
+                              std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
+                              " from " + describeCallSite(t.waited_site);
+    if (t.culprits.size() == 1 && blameChainEnd(t.stopped.rank, *pending, outer, v)) return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
-    v.site = siteAt(rd, *pending);
-    v.headline = who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
+    v.site = siteAt(t.rd, *pending);
+    v.headline = t.who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
                  std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->commId()) +
-                 " from " + describeCallSite(v.site) + " while " + ranksWord(others) +
-                 (others.size() == 1 ? " waits" : " wait") + " for it in " +
-                 std::string(format::opName(waited.e->op)) + " #" + std::to_string(v.seq) +
-                 " on comm " + shortCommId(c.comm_id) + waitsThereFor(*pending, stopped.rank);
+                 " from " + describeCallSite(v.site) + " while " + ranksWord(t.others) + wait_word +
+                 " for it in " + std::string(format::opName(t.waited.e->op)) + " #" +
+                 std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
+                 waitsThereFor(*pending, t.stopped.rank);
     return;
   }
   v.cls = VerdictClass::kRankStuckInHost;
-  if (last != nullptr) v.site = siteAt(rd, *last);
-  v.headline = who + " is alive but stuck in host code: " + lastOpPhrase(rd, last) + "; " +
-               ranksWord(others) + (others.size() == 1 ? " waits" : " wait") + " in " +
-               std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+  if (last != nullptr) v.site = siteAt(t.rd, *last);
+  v.headline = t.who + " is alive but stuck in host code: " + lastOpPhrase(t.rd, last) + "; " +
+               ranksWord(t.others) + wait_word + " in " + std::string(format::opName(v.op)) + " #" +
+               std::to_string(v.seq);
+}
+
+bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
+                         std::vector<std::pair<size_t, size_t>>& stopped) const {
+  constexpr size_t kMaxNodes = 64;
+  const ChainNode node = nodes[i];
+  const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
+    return c.comm_id == node.op->commId();
+  });
+  if (there == comms_.end() || !format::isCollective(node.op->op)) return false;
+  const Stream* mine = nullptr;
+  std::vector<const Stream*> behind;  // streams that have not issued the op's seq
+  for (const Stream& st : there->streams) {
+    if (st.rank == node.rank) {
+      mine = &st;
+    } else if (st.ops.empty() || st.ops.back().e->op_seq < node.op->op_seq) {
+      behind.push_back(&st);
+    }
+  }
+  if (behind.empty() || mine == nullptr) return false;
+  const auto pos =
+      std::find_if(mine->ops.begin(), mine->ops.end(), [&](const Op& o) { return o.e == node.op; });
+  if (pos == mine->ops.end()) return false;
+  for (const Stream* next : behind) {
+    // The op waited in repeats one from the same call site that this rank answered before; a
+    // new call site would make the waiting rank the one that deviated (a gated collective).
+    const uint64_t answered = next->ops.empty() ? 0 : next->ops.back().e->op_seq;
+    if (std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
+          return opSite(o) == opSite(*pos) && o.e->op_seq <= answered;
+        })) {
+      return false;
+    }
+    const size_t x = next->rank;
+    const RankData& rx = set_.ranks[x];
+    const EventRecord* its_pending = newestPendingCommOp(rx);
+    if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) {
+      if (std::none_of(stopped.begin(), stopped.end(),
+                       [&](const auto& e) { return e.first == x; })) {
+        stopped.emplace_back(x, i);
+      }
+      continue;
+    }
+    if (its_pending->commId() == node.op->commId()) return false;
+    if (!seen.insert(x).second) {
+      // Reached twice: a cycle when it leads back to a rank on the way here.
+      for (size_t j = i; j != SIZE_MAX; j = nodes[j].parent) {
+        if (nodes[j].rank == x) return false;
+      }
+      continue;
+    }
+    if (nodes.size() >= kMaxNodes) return false;
+    nodes.push_back({x, its_pending, i});
+  }
+  return true;
 }
 
 std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
                                        std::vector<ChainLink>& links) const {
-  constexpr size_t kMaxNodes = 64;
-  // The blocked ranks reached from `self`, breadth first: each waits in `op` for the ranks of its
-  // communicator that have not issued it; `parent` is the node whose op waits for it.
-  struct Node {
-    size_t rank;
-    const EventRecord* op;
-    size_t parent;
-  };
-  std::vector<Node> nodes = {{self, at, SIZE_MAX}};
+  // The blocked ranks reached from `self`, breadth first (followChain).
+  std::vector<ChainNode> nodes = {{self, at, SIZE_MAX}};
   std::set<size_t> seen = {self};
-  std::optional<size_t> end;
-  size_t end_parent = 0;
   std::vector<std::pair<size_t, size_t>> stopped;  // (rank, the node whose op waits for it)
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node node = nodes[i];
-    const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
-      return c.comm_id == node.op->commId();
-    });
-    if (there == comms_.end() || !format::isCollective(node.op->op)) return std::nullopt;
-    const Stream* mine = nullptr;
-    std::vector<const Stream*> behind;  // streams that have not issued the op's seq
-    for (const Stream& st : there->streams) {
-      if (st.rank == node.rank) {
-        mine = &st;
-      } else if (st.ops.empty() || st.ops.back().e->op_seq < node.op->op_seq) {
-        behind.push_back(&st);
-      }
-    }
-    if (behind.empty() || mine == nullptr) return std::nullopt;
-    const auto pos = std::find_if(mine->ops.begin(), mine->ops.end(),
-                                  [&](const Op& o) { return o.e == node.op; });
-    if (pos == mine->ops.end()) return std::nullopt;
-    for (const Stream* next : behind) {
-      // The op waited in repeats one from the same call site that this rank answered before; a
-      // new call site would make the waiting rank the one that deviated (a gated collective).
-      const uint64_t answered = next->ops.empty() ? 0 : next->ops.back().e->op_seq;
-      if (std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
-            return opSite(o) == opSite(*pos) && o.e->op_seq <= answered;
-          })) {
-        return std::nullopt;
-      }
-      const size_t x = next->rank;
-      const RankData& rx = set_.ranks[x];
-      const EventRecord* its_pending = newestPendingCommOp(rx);
-      if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) {
-        if (std::none_of(stopped.begin(), stopped.end(),
-                         [&](const auto& e) { return e.first == x; })) {
-          stopped.emplace_back(x, i);
-        }
-        continue;
-      }
-      if (its_pending->commId() == node.op->commId()) return std::nullopt;
-      if (!seen.insert(x).second) {
-        // Reached twice: a cycle when it leads back to a rank on the way here.
-        for (size_t j = i; j != SIZE_MAX; j = nodes[j].parent) {
-          if (nodes[j].rank == x) return std::nullopt;
-        }
-        continue;
-      }
-      if (nodes.size() >= kMaxNodes) return std::nullopt;
-      nodes.push_back({x, its_pending, i});
-    }
+    if (!followChain(i, nodes, seen, stopped)) return std::nullopt;
   }
   // Two ranks stopped: the end is the one that left on its own when every other one only reacted
-  // (its newest call failed because a peer left; faultgen seed 1712: one rank killed, three that
-  // failed a group with it and exited); else there is no one end.
+  // (its newest call failed because a peer left: a rank that fails a group with a killed rank
+  // and exits is that rank's victim); else there is no one end.
   if (stopped.size() > 1) {
     std::erase_if(stopped, [&](const auto& e) { return reacted(e.first); });
   }
   if (stopped.size() != 1) return std::nullopt;
-  end = stopped.front().first;
-  end_parent = stopped.front().second;
+  const size_t end = stopped.front().first;
+  const size_t end_parent = stopped.front().second;
   // The links from `self` to the rank at the end, outermost first.
   std::vector<size_t> path;
   for (size_t j = end_parent; j != SIZE_MAX; j = nodes[j].parent) path.push_back(j);
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    const Node& n = nodes[*it];
-    const size_t waits_for = std::next(it) == path.rend() ? *end : nodes[*std::next(it)].rank;
+    const ChainNode& n = nodes[*it];
+    const size_t waits_for = std::next(it) == path.rend() ? end : nodes[*std::next(it)].rank;
     links.push_back({"rank " + std::to_string(set_.ranks[n.rank].global_rank) +
                          " waits for %s in " + std::string(format::opName(n.op->op)) + " #" +
                          std::to_string(n.op->op_seq) + " on comm " + shortCommId(n.op->commId()) +
@@ -289,7 +337,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     return text + "; " + outer;
   };
   // The rank at the end stopped only because a peer it lost left first: that one is the verdict
-  // (faultgen seed 813: rank 3 failed a group with the rank that returned from main, and exited).
+  // (a rank that failed a group with a rank that returned from main, and exited, is its victim).
   if (Verdict cause; reacted(x) && exitedOnALostPeer(rx, cause)) {
     v = std::move(cause);
     v.headline += chain(SIZE_MAX);

@@ -1,9 +1,10 @@
 #include "analyzer/verdict.h"
 
 #include <cstdio>
+#include <iterator>
 
 #include "analyzer/exit_codes.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 
@@ -25,70 +26,78 @@ std::string_view rankStateName(RankState s) {
   return "unknown";
 }
 
+namespace {
+
+// Every property of a verdict class, one row each, in the enum's order (checked below): the name
+// printed and written to JSON, the exit status, and what kind of finding the class is.
+struct ClassRow {
+  VerdictClass cls;
+  std::string_view name;
+  int exit_code;
+  bool divergence;           // ranks' streams on one communicator differ (not a truncation)
+  bool names_only_culprits;  // the headline names the culprits; the waiting ranks are appended
+};
+
+constexpr ClassRow kClassRows[] = {
+    {VerdictClass::kNoHang, "no_hang", kExitOk, false, false},
+    {VerdictClass::kUndecided, "undecided", kExitUndecided, false, false},
+    {VerdictClass::kRankGatedCollective, "rank_gated_collective", kExitHang, true, true},
+    {VerdictClass::kSkippedCollective, "skipped_collective", kExitHang, true, true},
+    {VerdictClass::kOpMismatch, "op_mismatch", kExitHang, true, true},
+    {VerdictClass::kSizeMismatch, "size_mismatch", kExitHang, true, true},
+    {VerdictClass::kDtypeMismatch, "dtype_mismatch", kExitHang, true, true},
+    {VerdictClass::kRedopMismatch, "redop_mismatch", kExitHang, true, true},
+    {VerdictClass::kRootMismatch, "root_mismatch", kExitHang, true, true},
+    {VerdictClass::kRankExited, "rank_exited", kExitHang, false, false},
+    {VerdictClass::kRankCrashed, "rank_crashed", kExitHang, false, false},
+    {VerdictClass::kRankStuckInHost, "rank_stuck_in_host", kExitHang, false, false},
+    {VerdictClass::kRankBlockedElsewhere, "rank_blocked_elsewhere", kExitHang, false, false},
+    // Names the cycle only.
+    {VerdictClass::kCrossCommDeadlock, "cross_comm_deadlock", kExitHang, false, true},
+    {VerdictClass::kNcclError, "nccl_error", kExitHang, false, false},
+    {VerdictClass::kP2pMismatch, "p2p_mismatch", kExitHang, false, true},
+    {VerdictClass::kSlowRank, "slow_rank", kExitOk, false, false},
+    {VerdictClass::kDeviceCollision, "device_collision", kExitHang, false, false},
+    {VerdictClass::kCommAborted, "comm_aborted", kExitHang, false, false},
+    {VerdictClass::kCommDestroyed, "comm_destroyed", kExitHang, false, false},
+    {VerdictClass::kCommMemberMissing, "comm_member_missing", kExitHang, false, false},
+    {VerdictClass::kCommIdMismatch, "comm_id_mismatch", kExitHang, false, false},
+    {VerdictClass::kCommInitMismatch, "comm_init_mismatch", kExitHang, false, false},
+    {VerdictClass::kBootstrapStuck, "bootstrap_stuck", kExitHang, false, false},
+};
+
+constexpr bool rowsInEnumOrder() {
+  for (size_t i = 0; i < std::size(kClassRows); ++i)
+    if (static_cast<size_t>(kClassRows[i].cls) != i) return false;
+  return std::size(kClassRows) == static_cast<size_t>(VerdictClass::kBootstrapStuck) + 1;
+}
+static_assert(rowsInEnumOrder(), "kClassRows: one row per VerdictClass, in the enum's order");
+
+const ClassRow* rowOf(VerdictClass c) {
+  const auto i = static_cast<size_t>(c);
+  return i < std::size(kClassRows) ? &kClassRows[i] : nullptr;
+}
+
+}  // namespace
+
 std::string_view verdictClassName(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kNoHang:
-      return "no_hang";
-    case VerdictClass::kUndecided:
-      return "undecided";
-    case VerdictClass::kRankGatedCollective:
-      return "rank_gated_collective";
-    case VerdictClass::kSkippedCollective:
-      return "skipped_collective";
-    case VerdictClass::kOpMismatch:
-      return "op_mismatch";
-    case VerdictClass::kSizeMismatch:
-      return "size_mismatch";
-    case VerdictClass::kDtypeMismatch:
-      return "dtype_mismatch";
-    case VerdictClass::kRedopMismatch:
-      return "redop_mismatch";
-    case VerdictClass::kRootMismatch:
-      return "root_mismatch";
-    case VerdictClass::kRankExited:
-      return "rank_exited";
-    case VerdictClass::kRankCrashed:
-      return "rank_crashed";
-    case VerdictClass::kRankStuckInHost:
-      return "rank_stuck_in_host";
-    case VerdictClass::kRankBlockedElsewhere:
-      return "rank_blocked_elsewhere";
-    case VerdictClass::kCrossCommDeadlock:
-      return "cross_comm_deadlock";
-    case VerdictClass::kNcclError:
-      return "nccl_error";
-    case VerdictClass::kP2pMismatch:
-      return "p2p_mismatch";
-    case VerdictClass::kSlowRank:
-      return "slow_rank";
-    case VerdictClass::kDeviceCollision:
-      return "device_collision";
-    case VerdictClass::kCommAborted:
-      return "comm_aborted";
-    case VerdictClass::kCommDestroyed:
-      return "comm_destroyed";
-    case VerdictClass::kCommMemberMissing:
-      return "comm_member_missing";
-    case VerdictClass::kCommIdMismatch:
-      return "comm_id_mismatch";
-    case VerdictClass::kCommInitMismatch:
-      return "comm_init_mismatch";
-    case VerdictClass::kBootstrapStuck:
-      return "bootstrap_stuck";
-  }
-  return "unknown";
+  const ClassRow* row = rowOf(c);
+  return row != nullptr ? row->name : "unknown";
 }
 
 int exitCodeFor(VerdictClass c) {
-  switch (c) {
-    case VerdictClass::kNoHang:
-    case VerdictClass::kSlowRank:
-      return kExitOk;
-    case VerdictClass::kUndecided:
-      return kExitUndecided;
-    default:
-      return kExitHang;
-  }
+  const ClassRow* row = rowOf(c);
+  return row != nullptr ? row->exit_code : kExitHang;
+}
+
+bool isDivergence(VerdictClass c) {
+  const ClassRow* row = rowOf(c);
+  return row != nullptr && row->divergence;
+}
+
+bool namesOnlyCulprits(VerdictClass c) {
+  const ClassRow* row = rowOf(c);
+  return row != nullptr && row->names_only_culprits;
 }
 
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,

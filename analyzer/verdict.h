@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analyzer/callsite.h"
-#include "recorder/format/op_type.h"
+#include "format/op_type.h"
 
 namespace ncclrec::analyzer {
 
@@ -46,6 +46,12 @@ enum class VerdictClass {
 std::string_view verdictClassName(VerdictClass c);
 // exit_codes.h: kExitOk, kExitHang or kExitUndecided.
 int exitCodeFor(VerdictClass c);
+// An insertion, deletion or substitution between ranks' streams on one communicator (not a
+// truncation).
+bool isDivergence(VerdictClass c);
+// The headline names only the culprits (an insertion, deletion, substitution, unmatched send or
+// receive, deadlock cycle): where the waiting ranks are is appended to it.
+bool namesOnlyCulprits(VerdictClass c);
 
 // One op of one rank near the divergence, for the evidence table.
 struct EvidenceOp {

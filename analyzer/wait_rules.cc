@@ -20,9 +20,9 @@ std::optional<Verdict> waitCycleOrItsCause(Engine& en) {
 namespace {
 
 // The rank that left on its own behind `failed`, `rd`'s newest call that lost a peer. A failed
-// ncclGroupEnd names no communicator: the failed calls of its group do (faultgen seed 814: a
-// group of a broadcast with the rank that exited and an all-reduce without it); one leaver for
-// all of them, or none is named.
+// ncclGroupEnd names no communicator: the failed calls of its group do, and they may span
+// communicators the leaver held and others it did not; one leaver for all of them, or none is
+// named (P2pBlameTest.SenderThatFailedAGroupWhenAPeerExitedIsNotTheCulprit).
 std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
                                 const format::EventRecord& failed) {
   Verdict cause;
@@ -48,8 +48,8 @@ std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
 
 // An unmatched send or receive whose pair stopped because one of its ranks only reacted: that
 // rank's newest call failed because a peer left on its own (killed, exited), which is the cause
-// (faultgen seed 334: rank 2 failed an all-reduce with the rank that was killed and exited, so
-// it never posted its next receive).
+// (P2pBlameTest.ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit: the receiver failed a
+// collective with the rank that was killed, so it never posted its next receive).
 std::optional<Verdict> leaverBehind(Engine& en, const Verdict& v) {
   if (v.cls != VerdictClass::kP2pMismatch) return std::nullopt;
   for (size_t r = 0; r < en.set().ranks.size(); ++r) {

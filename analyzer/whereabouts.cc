@@ -6,24 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "recorder/format/bbox_layout.h"
+#include "analyzer/frames.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {
 
-std::string baseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string frameName(const format::Frame& f) {
-  if (f.function.empty()) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%s+0x%llx",
-                  f.module.empty() ? "?" : baseName(f.module).c_str(),
-                  static_cast<unsigned long long>(f.module_offset));
-    return text;
-  }
+  if (f.function.empty()) return moduleAndOffset(f);
   return f.python ? f.function : shortFunctionName(f.function);
 }
 
@@ -79,27 +69,6 @@ bool aboutStoppedRanks(VerdictClass c) {
          c == VerdictClass::kCommMemberMissing || c == VerdictClass::kUndecided;
 }
 
-void printFrames(const std::vector<format::Frame>& frames, int marked, const char* indent,
-                 std::ostream& out) {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const format::Frame& f = frames[i];
-    out << indent << (static_cast<int>(i) == marked && marked > 0 ? "> " : "  ") << "#" << i
-        << "  ";
-    if (f.python) {
-      out << (f.file.empty() ? "?" : f.file) << (f.line > 0 ? ":" + std::to_string(f.line) : "")
-          << "  " << (f.function.empty() ? "??" : f.function) << "  [py]\n";
-      continue;
-    }
-    char addr[64];
-    std::snprintf(addr, sizeof(addr), "%s+0x%llx",
-                  f.module.empty() ? "?" : baseName(f.module).c_str(),
-                  static_cast<unsigned long long>(f.module_offset));
-    out << (f.function.empty() ? "??" : f.function);
-    if (!f.file.empty()) out << "  " << f.file << (f.line > 0 ? ":" + std::to_string(f.line) : "");
-    out << "  [" << addr << "]\n";
-  }
-}
-
 std::string threadTitle(const format::ThreadState& t) {
   return "thread " + std::to_string(t.tid) + (t.name.empty() ? "" : " \"" + t.name + "\"");
 }
@@ -117,7 +86,7 @@ ThreadPlace placeOf(const format::ThreadState& thread, const CallSites& sites) {
     p.site.function = f.function;
     p.site.file = f.file;
     p.site.line = f.line;
-    p.site.module = baseName(f.module);
+    p.site.module = moduleBaseName(f.module);
     p.site.module_offset = f.module_offset;
     p.site.python = f.python;
   }
@@ -225,15 +194,7 @@ void addThreadsJson(const Verdict& v, nlohmann::ordered_json& ranks) {
     for (size_t i = 0; i < rt.threads.size(); ++i) {
       const format::ThreadState& t = rt.threads[i];
       const CallSite& place = rt.places[i];
-      Json frames = Json::array();
-      for (const format::Frame& f : place.frames) {
-        frames.push_back({{"function", f.function},
-                          {"file", f.file},
-                          {"line", f.line},
-                          {"module", f.module},
-                          {"module_offset", f.module_offset},
-                          {"python", f.python}});
-      }
+      Json frames = framesJson(place.frames);
       threads.push_back(
           {{"tid", t.tid},
            {"name", t.name},

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {

@@ -59,19 +59,19 @@ install(TARGETS hostnccl RUNTIME_DEPENDENCY_SET ncclrec_runtime_deps
 # The dump reader and the store client for other C++ projects: find_package(ncclrec).
 set_target_properties(ncclrec_format PROPERTIES EXPORT_NAME format)
 set_target_properties(ncclrec_format_core PROPERTIES EXPORT_NAME format_core)
+set_target_properties(ncclrec_base PROPERTIES EXPORT_NAME base)
 set_target_properties(ncclrec_store_client PROPERTIES EXPORT_NAME store_client)
 install(TARGETS ncclrec_format EXPORT ncclrecTargets RUNTIME_DEPENDENCY_SET ncclrec_runtime_deps
         LIBRARY DESTINATION ${NCCLREC_INSTALL_LIB} COMPONENT runtime)
-install(TARGETS ncclrec_format_core ncclrec_store_client EXPORT ncclrecTargets
+install(TARGETS ncclrec_base ncclrec_format_core ncclrec_store_client EXPORT ncclrecTargets
         ARCHIVE DESTINATION ${NCCLREC_INSTALL_LIB} COMPONENT runtime)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/recorder/format/ DESTINATION include/ncclrec/recorder/format
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/base/ DESTINATION include/ncclrec/base
+        COMPONENT runtime FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/ DESTINATION include/ncclrec/format
         COMPONENT runtime FILES_MATCHING PATTERN "*.h" PATTERN "testing" EXCLUDE)
-install(FILES ${PROJECT_BINARY_DIR}/recorder/format/gen/recorder/format/ncclrec.pb.h
-              ${PROJECT_SOURCE_DIR}/recorder/format/ncclrec.proto
-        DESTINATION include/ncclrec/recorder/format COMPONENT runtime)
-install(FILES ${PROJECT_SOURCE_DIR}/launcher/store_client.h
-        ${PROJECT_SOURCE_DIR}/launcher/store_protocol.h
-        DESTINATION include/ncclrec/launcher COMPONENT runtime)
+install(FILES ${PROJECT_BINARY_DIR}/format/gen/format/ncclrec.pb.h
+              ${PROJECT_SOURCE_DIR}/format/ncclrec.proto
+        DESTINATION include/ncclrec/format COMPONENT runtime)
 install(EXPORT ncclrecTargets NAMESPACE ncclrec:: DESTINATION ${NCCLREC_INSTALL_LIB}/cmake/ncclrec
         COMPONENT runtime)
 include(CMakePackageConfigHelpers)
@@ -101,7 +101,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/metrics/prometheus ${PROJECT_SOURCE_DIR}
 add_custom_target(ncclrec_installed)
 add_dependencies(ncclrec_installed ncclrec-analyze ncclrec-top ncclrec-watch cxxrun
                  ncclrec-exporter ncclrec_interpose ncclrec_dump ncclrec_format
-                 ncclrec_format_core hostnccl)
+                 ncclrec_format_core ncclrec_base hostnccl)
 foreach(sample IN LISTS NCCLREC_HOST_SAMPLES)
   add_dependencies(ncclrec_installed sample_${sample})
 endforeach()

@@ -12,7 +12,7 @@
 
 #include "hostnccl/comm.h"
 #include "hostnccl/errors.h"
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 #define HOSTNCCL_API(ret, name, ...)                                         \
   extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__) \

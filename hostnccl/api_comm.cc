@@ -218,7 +218,7 @@ HOSTNCCL_API(const char*, ncclGetErrorString, ncclResult_t result) { return erro
 
 HOSTNCCL_API(const char*, ncclGetLastError, ncclComm_t /*comm*/) { return lastError(); }
 
-// In NCCL's library but missing from hostnccl/include/nccl.h; exported for ABI parity.
+// In NCCL's library but missing from third_party/nccl/nccl.h; exported for ABI parity.
 extern "C" __attribute__((visibility("default"), weak)) void ncclResetDebugInit() {}
 extern "C" __attribute__((visibility("default"))) void pncclResetDebugInit()
     __attribute__((alias("ncclResetDebugInit")));

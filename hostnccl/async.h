@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

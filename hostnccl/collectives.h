@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "hostnccl/comm.h"
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

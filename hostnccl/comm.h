@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "hostnccl/async.h"
-#include "hostnccl/include/nccl.h"
 #include "hostnccl/net.h"
 #include "hostnccl/unique_id.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

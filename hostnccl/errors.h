@@ -3,7 +3,7 @@
 // Nothing here throws. Messages are formatted into fixed buffers and written with write(2).
 #pragma once
 
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

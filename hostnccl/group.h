@@ -3,7 +3,7 @@
 #pragma once
 
 #include "hostnccl/collectives.h"
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

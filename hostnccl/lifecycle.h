@@ -3,7 +3,7 @@
 
 #include "hostnccl/comm.h"
 #include "hostnccl/device.h"
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

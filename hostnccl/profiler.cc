@@ -13,7 +13,7 @@
 #include <string>
 
 #include "hostnccl/errors.h"
-#include "hostnccl/include/nccl_profiler.h"
+#include "third_party/nccl/nccl_profiler.h"
 
 namespace ncclrec::hostnccl::prof {
 namespace {

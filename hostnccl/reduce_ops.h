@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hostnccl/include/nccl.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

@@ -9,8 +9,8 @@
 #include <array>
 #include <cstdint>
 
-#include "hostnccl/include/nccl.h"
 #include "hostnccl/net.h"
+#include "third_party/nccl/nccl.h"
 
 namespace ncclrec::hostnccl {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "format/bbox_layout.h"
 #include "interpose/testing/shim_harness.h"
-#include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::interpose::testing {
 namespace {

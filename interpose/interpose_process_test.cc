@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "format/bbox_layout.h"
+#include "format/reader.h"
 #include "interpose/testing/shim_harness.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/reader.h"
 
 namespace ncclrec::interpose {
 namespace {

@@ -1,5 +1,5 @@
 // libncclrec.so as NCCL's profiler plugin (NCCL >= 2.28, profiler API v5 and v6; the ABI is
-// hostnccl/include/nccl_profiler.h). Plugin-only mode: NCCL_PROFILER_PLUGIN=/path/libncclrec.so
+// third_party/nccl/nccl_profiler.h). Plugin-only mode: NCCL_PROFILER_PLUGIN=/path/libncclrec.so
 // with no LD_PRELOAD records every collective and point-to-point op of programs the shim cannot
 // see (NCCL linked statically, or reached in ways a preload misses).
 //
@@ -34,12 +34,12 @@
 #include <cstring>
 #include <new>
 
-#include "hostnccl/include/nccl_profiler.h"
+#include "format/bbox_layout.h"
+#include "format/op_type.h"
 #include "interpose/call.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/op_type.h"
 #include "recorder/log.h"
+#include "third_party/nccl/nccl_profiler.h"
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "hostnccl/include/nccl_profiler.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/reader.h"
+#include "format/bbox_layout.h"
+#include "format/reader.h"
 #include "tests/support/process.h"
+#include "third_party/nccl/nccl_profiler.h"
 
 namespace {
 

@@ -5,12 +5,12 @@
 
 #include <cstddef>
 
+#include "format/bbox_layout.h"
+#include "format/bbox_ring.h"
+#include "format/nccl_result.h"
+#include "format/root_address.h"
 #include "interpose/call.h"
 #include "interpose/real_nccl.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/nccl_result.h"
-#include "recorder/format/root_address.h"
 
 using ncclrec::format::OpType;
 using ncclrec::interpose::realNccl;

@@ -109,7 +109,7 @@ Outcome Agent::monitor() {
         hang_shared_ = true;
         publishOnce(jobKey("hang"), host_ + ": " + text);
       }
-      superviseHang(ReportReason::kHang, text, attempt_start_ns_);
+      superviseHang(report::ReportReason::kHang, text, attempt_start_ns_);
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       // Every rank that times out writes the trigger again; those written while this report was
       // made belong to it.
@@ -117,15 +117,15 @@ Outcome Agent::monitor() {
       say("cxxrun: --on-hang=wait: leaving the job running");
       continue;
     }
-    if (std::optional<watch::DetectorEvent> hang = pollLive()) {
+    if (std::optional<live::DetectorEvent> hang = pollLive()) {
       // Every rank dumps on cxxrun's trigger, as on a rank's own.
       detected_ns_ = base::realtimeNs();
-      const std::string text = writeTrigger(ReportReason::kHang, hang->line);
+      const std::string text = writeTrigger(report::ReportReason::kHang, hang->line);
       if (multi() && !hang_shared_) {
         hang_shared_ = true;
         publishOnce(jobKey("hang"), host_ + ": " + text);
       }
-      superviseHang(ReportReason::kHang, text, attempt_start_ns_, &*hang);
+      superviseHang(report::ReportReason::kHang, text, attempt_start_ns_, &*hang);
       if (o_.on_hang == OnHang::kExit) return Outcome::kHang;
       seen_trigger_ = format::FileStamp::of(trigger);
       say("cxxrun: --on-hang=wait: leaving the job running");
@@ -144,7 +144,7 @@ int Agent::endOnSignal() {
     hang_shared_ = true;
     publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + base::signalName(sig) + ")");
   }
-  superviseHang(ReportReason::kInterrupt, readSmallFile(triggerPath()), asked_ns);
+  superviseHang(report::ReportReason::kInterrupt, readSmallFile(triggerPath()), asked_ns);
   stopWorkers();
   return 128 + sig;
 }

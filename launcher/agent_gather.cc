@@ -4,14 +4,15 @@
 
 #include "launcher/agent_internal.h"
 #include "launcher/gather.h"
-#include "launcher/hang_report.h"
+#include "report/hang_report.h"
 
 namespace ncclrec::launcher {
 
-bool Agent::sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, double wait_s) {
+bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& workers,
+                                     double wait_s) {
   std::vector<std::string> paths;
   for (const Worker& w : workers_) {
-    const std::string path = recordingToSend(facts_.dump_dir, w.pid, attempt_start_ns_);
+    const std::string path = report::recordingToSend(facts_.dump_dir, w.pid, attempt_start_ns_);
     if (!path.empty()) paths.push_back(path);
   }
   const std::string prefix = jobKey("recordings/" + std::to_string(o_.node_rank) + "/");
@@ -44,7 +45,7 @@ bool Agent::sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, dou
 
 // Node 0: takes what the other nodes send until `deadline_s` (monoS), writes it under
 // dump_dir/nodeN/ and adds their nodes, workers and warnings to the report's input.
-void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
+void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s) {
   in->nodes.push_back({0, host_, facts_.dump_dir, 0, false});
   std::vector<int> pending;
   for (int r = 1; r < o_.nnodes; ++r) pending.push_back(r);
@@ -79,7 +80,7 @@ void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
     const std::string& host = node_hosts_[static_cast<size_t>(r)];
     in->nodes.push_back({r, host, "", 0, true});
     for (int lr = 0; lr < o_.nproc_per_node; ++lr) {
-      WorkerInfo w;
+      report::WorkerInfo w;
       w.rank = r * o_.nproc_per_node + lr;
       w.local_rank = lr;
       w.node = r;
@@ -89,23 +90,24 @@ void Agent::receiveFromOtherNodes(HangReportInput* in, double deadline_s) {
     }
   }
   for (NodeRecordings& n : got) {
-    for (WorkerInfo& w : n.workers) {
+    for (report::WorkerInfo& w : n.workers) {
       w.node = n.node_rank;
       in->workers.push_back(std::move(w));
     }
     for (std::string& w : n.warnings) in->warnings.push_back(std::move(w));
   }
   std::sort(in->nodes.begin(), in->nodes.end(),
-            [](const NodeInfo& a, const NodeInfo& b) { return a.node < b.node; });
-  std::stable_sort(in->workers.begin(), in->workers.end(),
-                   [](const WorkerInfo& a, const WorkerInfo& b) { return a.rank < b.rank; });
+            [](const report::NodeInfo& a, const report::NodeInfo& b) { return a.node < b.node; });
+  std::stable_sort(
+      in->workers.begin(), in->workers.end(),
+      [](const report::WorkerInfo& a, const report::WorkerInfo& b) { return a.rank < b.rank; });
 }
 
 void Agent::shareReport(const base::StatusOr<std::string>& path,
-                        const std::vector<NodeInfo>& nodes) {
+                        const std::vector<report::NodeInfo>& nodes) {
   (void)rdzv_->set(jobKey("report"), path.ok() ? *path : path.status().message());
   std::vector<std::string> seen;
-  for (const NodeInfo& n : nodes)
+  for (const report::NodeInfo& n : nodes)
     if (n.node != 0 && !n.no_data) seen.push_back(jobKey("report_seen/" + std::to_string(n.node)));
   std::vector<int> missing;
   (void)waitForKeys(seen, kSendMarginS, &missing);  // then the store may go away

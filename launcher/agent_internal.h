@@ -2,9 +2,10 @@
 //   agent.cc             the run's set-up: signals, NCCL, run id, token, the store, the rendezvous
 //   agent_attempts.cc    the attempt loop: start the group, watch it, restart or end the job
 //   agent_workers.cc     the worker group: start, output, reaping, stop, the signalfd
-//   agent_supervise.cc   hangs, interrupts and failures: the trigger file, waitForDumps, report()
-//   agent_live.cc        live hang detection on this attempt's black boxes (watch/detector.h)
-//   agent_rendezvous.cc  multi-node: the agents' rendezvous, fixed or elastic, and what they tell
+//   agent_supervise.cc   hangs, interrupts and failures: the trigger file, waitForDumps,
+//   writeReport() agent_live.cc        live hang detection on this attempt's black boxes
+//   (live/detector.h) agent_rendezvous.cc  multi-node: the agents' rendezvous, fixed or elastic,
+//   and what they tell
 //                        each other through the store (failures, hangs, restarts, the job's end)
 //   agent_gather.cc      multi-node hangs: the other nodes' recordings sent to node 0 for one
 //                        verdict
@@ -23,19 +24,19 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/params_table.h"
+#include "format/recording_files.h"
+#include "format/store_client.h"
 #include "launcher/agent_util.h"
 #include "launcher/failure_text.h"
-#include "launcher/hang_report.h"
 #include "launcher/options.h"
-#include "launcher/store_client.h"
 #include "launcher/store_server.h"
 #include "launcher/worker_env.h"
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/recording_files.h"
-#include "tui/collector.h"
-#include "watch/detector.h"
+#include "live/collector.h"
+#include "live/detector.h"
+#include "report/hang_report.h"
 
 namespace ncclrec::launcher {
 
@@ -89,13 +90,13 @@ class Agent {
   // rank dumps (waitForDumps), then one report; on several nodes the first of an attempt is
   // job-wide, on node 0.
   // `detected`: the live detector's hang, for the report's timeline (nullptr otherwise).
-  void superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns,
-                     const watch::DetectorEvent* detected = nullptr);
+  void superviseHang(report::ReportReason reason, const std::string& trigger_text, int64_t since_ns,
+                     const live::DetectorEvent* detected = nullptr);
   // agent_live.cc: a detector on this attempt's directory (none with NCCLREC_WATCHER=off), and
   // its poll every half second from monitor() (`now`: at once, as the job ends, so that a warned
   // stall says it resumed): warnings said, a hang returned.
   void startLive();
-  std::optional<watch::DetectorEvent> pollLive(bool now = false);
+  std::optional<live::DetectorEvent> pollLive(bool now = false);
   // The end of an attempt that failed with no restart left: the ranks still running dump first
   // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
   // recordings, the analyzer's verdict and report.json follow.
@@ -109,14 +110,14 @@ class Agent {
   // Prints `in`'s report on stderr and writes it beside the dumps of this attempt (run, attempt,
   // reason, dump directory and this node's file name are filled in here). Returns report.json's
   // path, or the error, already said.
-  base::StatusOr<std::string> report(ReportReason reason, HangReportInput in);
+  base::StatusOr<std::string> writeReport(report::ReportReason reason, report::HangReportInput in);
   // Writes the trigger file that makes every rank of this run dump; returns its text.
-  std::string writeTrigger(ReportReason reason, const std::string& detail);
+  std::string writeTrigger(report::ReportReason reason, const std::string& detail);
   std::string triggerPath() const {
     return facts_.dump_dir + "/" + std::string(format::kTriggerFileName);
   }
   void writeOwnTrigger(int signo);
-  std::vector<WorkerInfo> workerInfos() const;
+  std::vector<report::WorkerInfo> workerInfos() const;
   void printFailureSummary() const;
   // Multi-node: the agents' rendezvous and what they tell each other through the store.
   int rendezvous(bool hosting);
@@ -135,17 +136,18 @@ class Agent {
   bool waitForKeys(const std::vector<std::string>& keys, double timeout_s,
                    std::vector<int>* missing);
   // Multi-node hangs: the first of an attempt gets one job-wide report on node 0.
-  bool sendRecordingsToNodeZero(const std::vector<WorkerInfo>& workers, double wait_s);
-  void receiveFromOtherNodes(HangReportInput* in, double deadline_s);
+  bool sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& workers, double wait_s);
+  void receiveFromOtherNodes(report::HangReportInput* in, double deadline_s);
   // Node 0, after the job-wide report: tells the other nodes where it is and waits a moment for
   // those that sent recordings to read it (then the store may go away).
-  void shareReport(const base::StatusOr<std::string>& path, const std::vector<NodeInfo>& nodes);
+  void shareReport(const base::StatusOr<std::string>& path,
+                   const std::vector<report::NodeInfo>& nodes);
   // More than one node: before an elastic rendezvous closes, MAX; after it, the nodes that joined.
   bool multi() const { return o_.nnodes > 1; }
   // What another node's hang report is about: Ctrl-C there publishes "interrupt on HOST (SIG)".
-  ReportReason remoteHangReason() const {
-    return remote_hang_.rfind("interrupt on ", 0) == 0 ? ReportReason::kInterrupt
-                                                       : ReportReason::kHang;
+  report::ReportReason remoteHangReason() const {
+    return remote_hang_.rfind("interrupt on ", 0) == 0 ? report::ReportReason::kInterrupt
+                                                       : report::ReportReason::kHang;
   }
   std::string dumpDir() const { return run_dir_ + "/attempt_" + std::to_string(attempt_); }
   // The store key of `what` in the current attempt.
@@ -168,7 +170,8 @@ class Agent {
   std::vector<Worker> workers_;
   std::vector<Failure> failures_;
   std::optional<format::FileStamp> seen_trigger_;
-  std::optional<StoreClient> rdzv_;  // multi-node only: this agent's connection to the store
+  std::optional<format::StoreClient>
+      rdzv_;  // multi-node only: this agent's connection to the store
   std::vector<std::string> published_;
   std::string remote_failure_;       // what another node reported as the attempt's first failure
   std::string remote_failure_line_;  // the same in one line, for the restart message
@@ -176,10 +179,10 @@ class Agent {
   bool hang_shared_ = false;  // this attempt's hang is known to every node (published or seen)
   bool gathered_ = false;     // this attempt's job-wide hang report was made (or sent)
   bool store_lost_ = false;   // node 0's store went away: no restart, no more rendezvous
-  std::vector<std::string> node_hosts_;   // by node rank, after the rendezvous
-  std::string node0_run_dir_;             // node 0's run directory, where the job's report goes
-  std::unique_ptr<tui::Collector> live_;  // this attempt's black boxes, read live
-  std::optional<watch::Detector> detector_;
+  std::vector<std::string> node_hosts_;    // by node rank, after the rendezvous
+  std::string node0_run_dir_;              // node 0's run directory, where the job's report goes
+  std::unique_ptr<live::Collector> live_;  // this attempt's black boxes, read live
+  std::optional<live::Detector> detector_;
   double next_live_s_ = 0;   // monoS() of the next detection
   int64_t detected_ns_ = 0;  // when the live detector declared the hang being supervised
 };

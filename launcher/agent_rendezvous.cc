@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "format/store_client.h"
 #include "launcher/agent_internal.h"
-#include "launcher/store_client.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -47,7 +47,8 @@ RdzvState parseState(const std::string& v) {
 }  // namespace
 
 int Agent::rendezvous(bool hosting) {
-  auto client = StoreClient::connect(facts_.store_endpoint, facts_.token, o_.join_timeout_s);
+  auto client =
+      format::StoreClient::connect(facts_.store_endpoint, facts_.token, o_.join_timeout_s);
   if (!client.ok()) {
     const std::string why = client.status().message();
     if (why.find("wrong job token") != std::string::npos) {

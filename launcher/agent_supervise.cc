@@ -1,5 +1,5 @@
 // Supervision of hangs, interrupts and failures: the trigger file that makes every rank dump, the
-// one wait for those dumps (waitForDumps) and the one report (report()) over them.
+// one wait for those dumps (waitForDumps) and the one report (writeReport()) over them.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "format/report_json.h"
 #include "launcher/agent_internal.h"
 
 namespace ncclrec::launcher {
@@ -15,7 +16,8 @@ bool Agent::allDumped(int64_t since_ns) const {
   const std::string& dir = facts_.dump_dir;
   for (const Worker& w : workers_) {
     // A rank that never called NCCL has no recorder to dump; one that ended left its files.
-    if (w.running && hasBlackBoxOf(dir, w.pid) && !hasDumpOf(dir, w.pid, since_ns)) return false;
+    if (w.running && report::hasBlackBoxOf(dir, w.pid) && !report::hasDumpOf(dir, w.pid, since_ns))
+      return false;
   }
   return true;
 }
@@ -31,33 +33,34 @@ double Agent::waitForDumps(int64_t since_ns, double wait_s, bool stop_on_signal)
   return monoS() - start;
 }
 
-base::StatusOr<std::string> Agent::report(ReportReason reason, HangReportInput in) {
+base::StatusOr<std::string> Agent::writeReport(report::ReportReason reason,
+                                               report::HangReportInput in) {
   in.run_id = facts_.run_id;
   in.attempt = attempt_;
   in.reason = reason;
   in.dump_dir = facts_.dump_dir;
   // The other nodes' own reports sit beside node 0's on a shared filesystem.
-  if (o_.node_rank > 0) in.file_name = "report.node" + std::to_string(o_.node_rank) + ".json";
+  if (o_.node_rank > 0) in.file_name = format::report_json::nodeFileName(o_.node_rank);
   std::ostringstream text;
-  auto path = writeHangReport(in, text);
+  auto path = report::writeHangReport(in, text);
   const std::string s = text.str();
   (void)!write(STDERR_FILENO, s.data(), s.size());
   if (!path.ok()) say(path.status().message());
   return path;
 }
 
-void Agent::superviseHang(ReportReason reason, const std::string& trigger_text, int64_t since_ns,
-                          const watch::DetectorEvent* detected) {
+void Agent::superviseHang(report::ReportReason reason, const std::string& trigger_text,
+                          int64_t since_ns, const live::DetectorEvent* detected) {
   const double wait_s = dumpWaitSeconds();
-  const char* what = reason != ReportReason::kHang ? "stopping"
-                     : detected != nullptr         ? "hang detected"
-                                                   : "a rank reported a hang";
+  const char* what = reason != report::ReportReason::kHang ? "stopping"
+                     : detected != nullptr                 ? "hang detected"
+                                                           : "a rank reported a hang";
   say("cxxrun: " + std::string(what) + "; waiting up to " +
       std::to_string(static_cast<int>(wait_s)) + " s (NCCLREC_DUMP_WAIT) for every rank's dump");
   const double start = monoS();
   // A signal ends the wait for a hang's dumps; an interrupt's ends only on a second one.
-  waitForDumps(since_ns, wait_s, /*stop_on_signal=*/reason == ReportReason::kHang);
-  HangReportInput in;
+  waitForDumps(since_ns, wait_s, /*stop_on_signal=*/reason == report::ReportReason::kHang);
+  report::HangReportInput in;
   in.trigger_text = trigger_text;
   in.waited_s = monoS() - start;
   if (detected != nullptr) {
@@ -75,7 +78,7 @@ void Agent::superviseHang(ReportReason reason, const std::string& trigger_text, 
     receiveFromOtherNodes(&in, monoS() + wait_s + kSendMarginS);
     in.waited_s = monoS() - start;
   }
-  const auto path = report(reason, in);
+  const auto path = writeReport(reason, in);
   // The other nodes keep their workers until now: a rank stopped early would fail its pending
   // collectives on this node's ranks before they dumped.
   if (job_wide && o_.node_rank == 0 && rdzv_) shareReport(path, in.nodes);
@@ -86,11 +89,11 @@ void Agent::finishFailure() {
   // one there is nothing to analyze and the failure ends as torchrun's would.
   bool recorded = false, any_to_dump = false;
   for (const Worker& w : workers_) {
-    const bool bbox = hasBlackBoxOf(facts_.dump_dir, w.pid);
+    const bool bbox = report::hasBlackBoxOf(facts_.dump_dir, w.pid);
     recorded |= bbox;
     any_to_dump |= bbox && w.running;
   }
-  HangReportInput in;
+  report::HangReportInput in;
   // The root cause as the summary names it: another node's, else this node's first.
   in.failure = !remote_failure_line_.empty() ? remote_failure_line_
                : failures_.empty()           ? std::string("unknown")
@@ -103,7 +106,7 @@ void Agent::finishFailure() {
     const double wait_s = dumpWaitSeconds();
     const int64_t asked_ns =
         base::realtimeNs() - 1'000'000'000;  // file times are coarser than the clock
-    in.trigger_text = writeTrigger(ReportReason::kFailure, "worker failed: " + in.failure);
+    in.trigger_text = writeTrigger(report::ReportReason::kFailure, "worker failed: " + in.failure);
     say("cxxrun: a worker failed; asking the other ranks to dump before stopping them (up to " +
         std::to_string(static_cast<int>(wait_s)) + " s, NCCLREC_DUMP_WAIT)");
     in.waited_s = waitForDumps(asked_ns, wait_s, /*stop_on_signal=*/true);
@@ -114,13 +117,13 @@ void Agent::finishFailure() {
   // Node-local on several nodes: the failure is already known to every agent through the store,
   // and each one reports on the recordings of its own ranks.
   in.workers = workerInfos();
-  (void)report(ReportReason::kFailure, in);
+  (void)writeReport(report::ReportReason::kFailure, in);
 }
 
-std::vector<WorkerInfo> Agent::workerInfos() const {
-  std::vector<WorkerInfo> out;
+std::vector<report::WorkerInfo> Agent::workerInfos() const {
+  std::vector<report::WorkerInfo> out;
   for (const Worker& w : workers_) {
-    WorkerInfo info;
+    report::WorkerInfo info;
     info.rank = w.rank;
     info.local_rank = w.local_rank;
     info.pid = w.pid;
@@ -137,15 +140,15 @@ std::vector<WorkerInfo> Agent::workerInfos() const {
   return out;
 }
 
-std::string Agent::writeTrigger(ReportReason reason, const std::string& detail) {
-  // The recorder's own trigger format (recorder/format/recording_files.h): the run id makes every
+std::string Agent::writeTrigger(report::ReportReason reason, const std::string& detail) {
+  // The recorder's own trigger format (format/recording_files.h): the run id makes every
   // rank of this run dump with reason "trigger".
   format::TriggerFile trigger;
   trigger.run_id = facts_.run_id;
   trigger.host = host_;
   trigger.pid = getpid();
   trigger.rank = -1;
-  trigger.reason = std::string(reportReasonName(reason));
+  trigger.reason = std::string(report::reportReasonName(reason));
   trigger.detail = detail;
   const std::string path = triggerPath();
   std::string error;
@@ -155,7 +158,7 @@ std::string Agent::writeTrigger(ReportReason reason, const std::string& detail) 
 }
 
 void Agent::writeOwnTrigger(int signo) {
-  writeTrigger(signo != 0 ? ReportReason::kInterrupt : ReportReason::kHang,
+  writeTrigger(signo != 0 ? report::ReportReason::kInterrupt : report::ReportReason::kHang,
                signo != 0 ? "cxxrun received " + base::signalName(signo)
                           : "hang on another node: " + remote_hang_);
   say("cxxrun: " +

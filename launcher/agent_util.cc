@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "recorder/format/params_table.h"
+#include "format/params_table.h"
 
 namespace ncclrec::launcher {
 

@@ -1,6 +1,6 @@
 // Small helpers of the cxxrun agent (agent_internal.h): a monotonic clock in seconds, cxxrun's own
 // stderr lines, a free port, NCCLREC_DUMP_WAIT. (Clocks, host and signal names and the NCCLREC_*
-// knobs come from recorder/format/base and params_table.h.) Any thread;
+// knobs come from format/base and params_table.h.) Any thread;
 // none keeps state.
 #pragma once
 

@@ -5,8 +5,8 @@
 #include <ctime>
 #include <sstream>
 
+#include "base/text.h"
 #include "launcher/agent_util.h"
-#include "recorder/format/base/text.h"
 
 namespace ncclrec::launcher {
 namespace {

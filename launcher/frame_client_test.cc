@@ -1,6 +1,6 @@
-// The shared framed-TCP client (recorder/format/frame_client.h) against the shared server
+// The shared framed-TCP client (format/frame_client.h) against the shared server
 // (frame_server.h): what the store's and ncclrec-top's clients rely on.
-#include "recorder/format/frame_client.h"
+#include "format/frame_client.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "recorder/format/frame_client.h"
+#include "format/frame_client.h"
 
 namespace ncclrec::launcher {
 

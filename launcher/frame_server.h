@@ -2,7 +2,7 @@
 // then that many bytes): the listening socket, one poll() loop over every connection, buffering
 // both ways, and stopping. cxxrun's store (store_server.h) and the ncclrec-top server
 // (top_server.h) supply what a frame means through FrameServer::Protocol. Their clients share one
-// framed-TCP client, recorder/format/frame_client.h, which also defines the frame itself.
+// framed-TCP client, format/frame_client.h, which also defines the frame itself.
 //
 // A slow or misbehaving client costs the others nothing: sockets are non-blocking, a frame longer
 // than the limit drops its connection, and a reply waits in the connection's buffer until the
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <thread>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 
 namespace ncclrec::launcher {
 

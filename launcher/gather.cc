@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "recorder/format/base/text.h"
-#include "recorder/format/recording_files.h"
+#include "base/text.h"
+#include "format/recording_files.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -63,16 +63,16 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
+base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::string& prefix,
                                         int node_rank, const std::string& host,
-                                        const std::vector<WorkerInfo>& workers,
+                                        const std::vector<report::WorkerInfo>& workers,
                                         const std::vector<std::string>& paths) {
   const std::string who = "node " + std::to_string(node_rank) + " (host " + host + ")";
   Json manifest;
   manifest["node"] = node_rank;
   manifest["host"] = host;
   manifest["workers"] = Json::array();
-  for (const WorkerInfo& w : workers) {
+  for (const report::WorkerInfo& w : workers) {
     manifest["workers"].push_back({{"rank", w.rank},
                                    {"local_rank", w.local_rank},
                                    {"pid", w.pid},
@@ -113,7 +113,7 @@ base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& p
   return sent;
 }
 
-base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
+base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(format::StoreClient& store,
                                                                 const std::string& prefix,
                                                                 const std::string& dir) {
   auto text = store.tryGet(prefix + "manifest");
@@ -132,7 +132,7 @@ base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& sto
   const std::string who = "node " + std::to_string(out.node_rank) + " (host " + out.host + ")";
   for (const auto& w : m.at("workers")) {
     if (!w.is_object() || intField(w, "rank", -1) < 0) return bad("has a bad worker entry");
-    WorkerInfo info;
+    report::WorkerInfo info;
     info.rank = static_cast<int>(intField(w, "rank", -1));
     info.local_rank = static_cast<int>(intField(w, "local_rank", -1));
     info.pid = static_cast<int>(intField(w, "pid", 0));

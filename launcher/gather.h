@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/hang_report.h"
-#include "launcher/store_client.h"
-#include "recorder/format/base/status.h"
+#include "base/status.h"
+#include "format/store_client.h"
+#include "report/hang_report.h"
 
 namespace ncclrec::launcher {
 
@@ -35,7 +35,8 @@ uint64_t fnv1a64(std::string_view bytes);
 struct NodeRecordings {
   int node_rank = 0;
   std::string host;
-  std::vector<WorkerInfo> workers;    // every worker of that node, with or without a recording
+  std::vector<report::WorkerInfo>
+      workers;                        // every worker of that node, with or without a recording
   std::vector<std::string> files;     // paths written under the receiving directory
   std::vector<std::string> warnings;  // "node 1 (host h): FILE: why" for what did not arrive
 };
@@ -43,16 +44,16 @@ struct NodeRecordings {
 // Sends the files at `paths` (names kept, directories dropped) and the node's workers under
 // `prefix`. Fails only when the store fails; a file that cannot be read, or that would pass
 // kMaxSendBytes, is left out and named in the manifest's warnings. Returns the bytes sent.
-base::StatusOr<uint64_t> sendRecordings(StoreClient& store, const std::string& prefix,
+base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::string& prefix,
                                         int node_rank, const std::string& host,
-                                        const std::vector<WorkerInfo>& workers,
+                                        const std::vector<report::WorkerInfo>& workers,
                                         const std::vector<std::string>& paths);
 
 // nullopt while the manifest under `prefix` is not in the store; else writes the node's files
 // into `dir` (created when needed) and returns what arrived. A file whose chunks are missing, or
 // whose size or checksum does not match, is not written but named in the warnings. Fails on a
 // manifest that does not parse or a store that fails.
-base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(StoreClient& store,
+base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(format::StoreClient& store,
                                                                 const std::string& prefix,
                                                                 const std::string& dir);
 

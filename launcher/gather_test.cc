@@ -7,8 +7,8 @@
 #include <random>
 #include <sstream>
 
+#include "format/testing/temp_dir.h"
 #include "launcher/store_server.h"
-#include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -36,7 +36,8 @@ class GatherTest : public ::testing::Test {
     auto s = StoreServer::start("127.0.0.1", 0, kToken);
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(s).value();
-    auto c = StoreClient::connect("127.0.0.1:" + std::to_string(server_->port()), kToken, 5);
+    auto c =
+        format::StoreClient::connect("127.0.0.1:" + std::to_string(server_->port()), kToken, 5);
     ASSERT_TRUE(c.ok()) << c.status().message();
     client_.emplace(std::move(c).value());
   }
@@ -45,8 +46,8 @@ class GatherTest : public ::testing::Test {
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
   }
-  std::vector<WorkerInfo> workers() {
-    std::vector<WorkerInfo> w(2);
+  std::vector<report::WorkerInfo> workers() {
+    std::vector<report::WorkerInfo> w(2);
     for (int i = 0; i < 2; ++i) {
       w[i].rank = 2 + i;
       w[i].local_rank = i;
@@ -59,7 +60,7 @@ class GatherTest : public ::testing::Test {
     return w;
   }
   std::unique_ptr<StoreServer> server_;
-  std::optional<StoreClient> client_;
+  std::optional<format::StoreClient> client_;
   format::testing::TempDir from_, to_;
 };
 

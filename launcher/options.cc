@@ -7,8 +7,8 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/version.h"
 
 namespace ncclrec::launcher {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/version.h"
+#include "format/version.h"
 
 namespace ncclrec::launcher {
 namespace {

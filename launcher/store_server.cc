@@ -8,15 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "format/store_protocol.h"
 #include "launcher/frame_server.h"
-#include "launcher/store_protocol.h"
 
 namespace ncclrec::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using store::Cmd;
-using store::Reply;
+using format::store::Cmd;
+using format::store::Reply;
 
 using Conn = FrameServer::Conn;
 
@@ -37,20 +37,22 @@ class Service : public FrameServer::Protocol {
   bool onFrame(Conn& c, std::string_view payload) override {
     if (payload.empty()) return false;
     const uint64_t id = c.id;
-    store::Decoder d(payload);
+    format::store::Decoder d(payload);
     const auto cmd = static_cast<Cmd>(d.u8());
     if (!c.authed) {
       if (cmd != Cmd::kHello) return false;
       const std::string token = d.str();
       if (!d.complete()) return false;
       if (token != token_) {
-        c.out += store::Encoder(static_cast<uint8_t>(Reply::kError)).str("wrong job token").frame();
+        c.out += format::store::Encoder(static_cast<uint8_t>(Reply::kError))
+                     .str("wrong job token")
+                     .frame();
         c.closing = true;
         ++*refused_;
         return true;
       }
       c.authed = true;
-      c.out += store::Encoder(static_cast<uint8_t>(Reply::kOk)).frame();
+      c.out += format::store::Encoder(static_cast<uint8_t>(Reply::kOk)).frame();
       return true;
     }
     switch (cmd) {
@@ -95,7 +97,7 @@ class Service : public FrameServer::Protocol {
           const std::string& s = it->second;
           const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), current);
           if (ec != std::errc() || ptr != s.data() + s.size()) {
-            c.out += store::Encoder(static_cast<uint8_t>(Reply::kError))
+            c.out += format::store::Encoder(static_cast<uint8_t>(Reply::kError))
                          .str("add: the value of '" + key + "' is not an integer")
                          .frame();
             return true;
@@ -104,7 +106,7 @@ class Service : public FrameServer::Protocol {
         current =
             static_cast<int64_t>(static_cast<uint64_t>(current) + static_cast<uint64_t>(delta));
         data_[key] = std::to_string(current);
-        c.out += store::Encoder(static_cast<uint8_t>(Reply::kInt)).i64(current).frame();
+        c.out += format::store::Encoder(static_cast<uint8_t>(Reply::kInt)).i64(current).frame();
         return true;
       }
       case Cmd::kCompareSet: {
@@ -125,7 +127,7 @@ class Service : public FrameServer::Protocol {
         std::string key = d.str();
         if (!d.complete()) return false;
         const int64_t erased = static_cast<int64_t>(data_.erase(key));
-        c.out += store::Encoder(static_cast<uint8_t>(Reply::kInt)).i64(erased).frame();
+        c.out += format::store::Encoder(static_cast<uint8_t>(Reply::kInt)).i64(erased).frame();
         return true;
       }
       default:
@@ -145,7 +147,7 @@ class Service : public FrameServer::Protocol {
       } else if (allPresent(w.keys)) {
         reply = w.is_get ? value(data_[w.keys[0]]) : ok();
       } else if (now >= w.deadline) {
-        reply = store::Encoder(static_cast<uint8_t>(Reply::kTimeout)).frame();
+        reply = format::store::Encoder(static_cast<uint8_t>(Reply::kTimeout)).frame();
       }
       if (reply.empty()) {
         ++i;
@@ -169,9 +171,11 @@ class Service : public FrameServer::Protocol {
   }
 
  private:
-  static std::string ok() { return store::Encoder(static_cast<uint8_t>(Reply::kOk)).frame(); }
+  static std::string ok() {
+    return format::store::Encoder(static_cast<uint8_t>(Reply::kOk)).frame();
+  }
   static std::string value(const std::string& v) {
-    return store::Encoder(static_cast<uint8_t>(Reply::kValue)).str(v).frame();
+    return format::store::Encoder(static_cast<uint8_t>(Reply::kValue)).str(v).frame();
   }
   static Clock::time_point deadline(int64_t timeout_ms) {
     // A day stands for "forever" and keeps the arithmetic away from overflow.
@@ -194,7 +198,8 @@ class Service : public FrameServer::Protocol {
 base::StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bind_addr,
                                                                 int port, std::string token,
                                                                 bool* addr_in_use) {
-  auto listening = FrameServer::listen("store", bind_addr, port, store::kMaxFrame, addr_in_use);
+  auto listening =
+      FrameServer::listen("store", bind_addr, port, format::store::kMaxFrame, addr_in_use);
   if (!listening.ok()) return listening.status();
   std::unique_ptr<StoreServer> server(new StoreServer());
   server->service_ = std::make_unique<Service>(std::move(token), &server->refused_);

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "base/status.h"
 #include "launcher/frame_server.h"
-#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/store_client.h"
+#include "format/store_client.h"
 #include "launcher/store_server.h"
 
 namespace ncclrec::launcher {
@@ -27,8 +27,8 @@ class StoreTest : public ::testing::Test {
     server_ = std::move(s).value();
     endpoint_ = "127.0.0.1:" + std::to_string(server_->port());
   }
-  StoreClient client() {
-    auto c = StoreClient::connect(endpoint_, kToken, 5);
+  format::StoreClient client() {
+    auto c = format::StoreClient::connect(endpoint_, kToken, 5);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return std::move(c).value();
   }
@@ -58,7 +58,7 @@ class StoreTest : public ::testing::Test {
 };
 
 TEST_F(StoreTest, SetGetAddCompareSetDelete) {
-  StoreClient c = client();
+  format::StoreClient c = client();
   ASSERT_TRUE(c.set("a", "1").ok());
   auto v = c.get("a", 1);
   ASSERT_TRUE(v.ok()) << v.status().message();
@@ -78,7 +78,7 @@ TEST_F(StoreTest, SetGetAddCompareSetDelete) {
 }
 
 TEST_F(StoreTest, GetAndWaitTimeOut) {
-  StoreClient c = client();
+  format::StoreClient c = client();
   const auto t0 = std::chrono::steady_clock::now();
   auto v = c.get("never", 0.2);
   EXPECT_FALSE(v.ok());
@@ -104,7 +104,7 @@ TEST_F(StoreTest, ManyClientsWaitAddAndCompareSet) {
   std::vector<std::string> winners(kClients);
   for (int i = 0; i < kClients; ++i) {
     threads.emplace_back([&, i] {
-      StoreClient c = client();
+      format::StoreClient c = client();
       auto t = c.add("counter", 1);
       if (!t.ok()) return;
       tickets[i] = *t;
@@ -121,7 +121,7 @@ TEST_F(StoreTest, ManyClientsWaitAddAndCompareSet) {
     });
   }
   {
-    StoreClient c = client();
+    format::StoreClient c = client();
     ASSERT_TRUE(c.wait({"arrived/0"}, 20).ok());
     ASSERT_TRUE(c.set("go", "now").ok());
   }
@@ -135,7 +135,7 @@ TEST_F(StoreTest, ManyClientsWaitAddAndCompareSet) {
 }
 
 TEST_F(StoreTest, WrongTokenIsRefusedAndDropped) {
-  auto c = StoreClient::connect(endpoint_, "not-the-token", 2);
+  auto c = format::StoreClient::connect(endpoint_, "not-the-token", 2);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("wrong job token"), std::string::npos)
       << c.status().message();
@@ -143,11 +143,11 @@ TEST_F(StoreTest, WrongTokenIsRefusedAndDropped) {
 }
 
 TEST_F(StoreTest, BadInputDropsOnlyThatConnection) {
-  StoreClient good = client();
+  format::StoreClient good = client();
   ASSERT_TRUE(good.set("k", "v").ok());
   // A client blocked in a get while the bad ones arrive must still be answered.
   std::thread waiter([&] {
-    StoreClient w = client();
+    format::StoreClient w = client();
     auto v = w.get("late", 10);
     EXPECT_TRUE(v.ok() && *v == "ok") << (v.ok() ? *v : v.status().message());
   });
@@ -175,15 +175,17 @@ TEST_F(StoreTest, BadInputDropsOnlyThatConnection) {
   {  // a well-formed request before the token
     const int fd = rawSocket();
     const std::string frame =
-        store::Encoder(uint8_t(store::Cmd::kSet)).str("k").str("evil").frame();
+        format::store::Encoder(uint8_t(format::store::Cmd::kSet)).str("k").str("evil").frame();
     (void)!send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
     EXPECT_TRUE(closedByServer(fd));
     close(fd);
   }
   {  // an authenticated client that then sends a command with trailing garbage
     const int fd = rawSocket();
-    std::string frames = store::Encoder(uint8_t(store::Cmd::kHello)).str(kToken).frame();
-    std::string bad = store::Encoder(uint8_t(store::Cmd::kDelete)).str("k").i64(9).frame();
+    std::string frames =
+        format::store::Encoder(uint8_t(format::store::Cmd::kHello)).str(kToken).frame();
+    std::string bad =
+        format::store::Encoder(uint8_t(format::store::Cmd::kDelete)).str("k").i64(9).frame();
     (void)!send(fd, (frames + bad).data(), frames.size() + bad.size(), MSG_NOSIGNAL);
     EXPECT_TRUE(closedByServer(fd));
     close(fd);
@@ -205,7 +207,7 @@ TEST(StoreServerStart, BusyPortIsReportedAsInUse) {
 
 TEST(StoreClientEnv, FromEnvNeedsCxxrunStore) {
   unsetenv("CXXRUN_STORE");
-  auto c = StoreClient::fromEnv(0.1);
+  auto c = format::StoreClient::fromEnv(0.1);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("CXXRUN_STORE is not set"), std::string::npos);
 }
@@ -217,14 +219,14 @@ TEST(StoreClientEnv, BroadcastSharesBytesAndKeepsAttemptsApart) {
   setenv("CXXRUN_TOKEN", kToken, 1);
   setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
   char root[16] = "unique-id-bytes";
-  ASSERT_TRUE(storeBroadcast("nccl_id", true, root, sizeof(root)).ok());
+  ASSERT_TRUE(format::storeBroadcast("nccl_id", true, root, sizeof(root)).ok());
   char got[16] = {};
-  ASSERT_TRUE(storeBroadcast("nccl_id", false, got, sizeof(got), 2).ok());
+  ASSERT_TRUE(format::storeBroadcast("nccl_id", false, got, sizeof(got), 2).ok());
   EXPECT_STREQ(got, "unique-id-bytes");
   char wrong_size[8] = {};
-  EXPECT_FALSE(storeBroadcast("nccl_id", false, wrong_size, sizeof(wrong_size), 2).ok());
+  EXPECT_FALSE(format::storeBroadcast("nccl_id", false, wrong_size, sizeof(wrong_size), 2).ok());
   setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);  // a restarted group does not see attempt 0's id
-  EXPECT_FALSE(storeBroadcast("nccl_id", false, got, sizeof(got), 0.2).ok());
+  EXPECT_FALSE(format::storeBroadcast("nccl_id", false, got, sizeof(got), 0.2).ok());
   unsetenv("CXXRUN_STORE");
   unsetenv("CXXRUN_TOKEN");
   unsetenv("TORCHELASTIC_RESTART_COUNT");

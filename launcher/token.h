@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 
 namespace ncclrec::launcher {
 

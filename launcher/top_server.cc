@@ -18,12 +18,12 @@
 #include <set>
 #include <vector>
 
-#include "launcher/store_client.h"
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/dump_io.h"
-#include "recorder/format/ncclrec.pb.h"
-#include "recorder/format/reader.h"
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/dump_io.h"
+#include "format/ncclrec.pb.h"
+#include "format/reader.h"
+#include "format/store_client.h"
 
 namespace ncclrec::launcher {
 namespace {
@@ -154,7 +154,7 @@ class Replier {
     peers_at_ = now;
     peers_read_ = true;
     if (!store_) {
-      auto client = StoreClient::connect(config_.store_endpoint, config_.token, 2);
+      auto client = format::StoreClient::connect(config_.store_endpoint, config_.token, 2);
       if (!client.ok()) return peers_;
       store_.emplace(std::move(client).value());
     }
@@ -186,7 +186,7 @@ class Replier {
   std::optional<format::pb::TopReply> cached_;
   Clock::time_point read_at_;
   int cached_events_ = 0;
-  std::optional<StoreClient> store_;
+  std::optional<format::StoreClient> store_;
   bool registered_ = false;
   bool peers_read_ = false;
   Clock::time_point peers_at_;

@@ -1,6 +1,6 @@
 // ncclrec-top's window into one node: a TCP server, on its own thread in the cxxrun agent, that
 // answers `ncclrec-top --connect HOST:PORT` with the black boxes of this node's ranks (wire
-// format: TopRequest / TopReply in recorder/format/ncclrec.proto). Every request must carry the
+// format: TopRequest / TopReply in format/ncclrec.proto). Every request must carry the
 // job token (the store's, CXXRUN_TOKEN); a wrong one is answered once and the connection closed.
 //
 // The agents of a job find each other through the job's store: each publishes its endpoint there
@@ -17,10 +17,10 @@
 #include <memory>
 #include <string>
 
+#include "base/status.h"
 #include "launcher/frame_server.h"
 #include "launcher/options.h"
 #include "launcher/worker_env.h"
-#include "recorder/format/base/status.h"
 
 namespace ncclrec::launcher {
 

@@ -12,13 +12,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/ncclrec.pb.h"
+#include "format/recording_files.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
 #include "launcher/store_server.h"
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/ncclrec.pb.h"
-#include "recorder/format/recording_files.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::launcher {
 namespace {

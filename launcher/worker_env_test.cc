@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::launcher {
 namespace {

@@ -7,12 +7,12 @@
 #include <sstream>
 #include <utility>
 
+#include "base/clock.h"
+#include "live/collector.h"
 #include "metrics/families.h"
 #include "metrics/job_view.h"
 #include "metrics/op_counter.h"
 #include "metrics/report_file.h"
-#include "recorder/format/base/clock.h"
-#include "tui/collector.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -28,8 +28,8 @@ double threadCpuSeconds() {
 struct Exporter::State {
   explicit State(const ExporterOptions& o) : options(o), collector(collectorOptions(o)) {}
 
-  static tui::CollectorOptions collectorOptions(const ExporterOptions& o) {
-    tui::CollectorOptions c;
+  static live::CollectorOptions collectorOptions(const ExporterOptions& o) {
+    live::CollectorOptions c;
     c.dir = o.dir;
     c.run_id = o.run_id;
     c.hang_after_s = o.params.timeout_s;
@@ -44,7 +44,7 @@ struct Exporter::State {
   };
 
   ExporterOptions options;
-  tui::Collector collector;
+  live::Collector collector;
   ReportReader reports;
   std::map<std::string, Counted> counters;  // by black box path and process start
   Histograms histograms;                    // since the exporter started, never reset
@@ -99,7 +99,7 @@ std::vector<prometheus::MetricFamily> Exporter::compute(int64_t now_ns) const {
   in.counts.assign(snapshot->ranks.size(), nullptr);
   std::map<std::string, State::Counted> kept;
   for (size_t i = 0; i < snapshot->ranks.size(); ++i) {
-    const tui::RankEntry& r = snapshot->ranks[i];
+    const live::RankEntry& r = snapshot->ranks[i];
     // By file and process start: a file made again under the same name is another black box.
     const std::string key = r.source + "@" + std::to_string(r.start_ns);
     auto it = st.counters.find(key);

@@ -1,5 +1,5 @@
 // The metrics of the black boxes in one directory, computed when asked (a scrape, a textfile
-// write): the live snapshot (tui::Collector, as ncclrec-top and the live detector read it), the
+// write): the live snapshot (live::Collector, as ncclrec-top and the live detector read it), the
 // detector's assessment and the job's report (job_view.h), every rank's op counts (op_counter.h)
 // and the duration histograms they feed. Nothing runs between two asks; two asks within
 // kReuseSeconds share one computation.
@@ -17,17 +17,17 @@
 #include <string>
 #include <vector>
 
-#include "watch/detector.h"
+#include "live/detector.h"
 
 namespace ncclrec::metrics {
 
 struct ExporterOptions {
   // NCCLREC_DIR with black boxes, or cxxrun's tree (the newest run and attempt are read, as
-  // ncclrec-top reads them: tui/source_dir.h).
+  // ncclrec-top reads them: live/source_dir.h).
   std::string dir;
   std::string run_id;  // only this run's ranks; "" = the newest run in dir
   std::string job_id;  // the job's id before any rank recorded (cxxrun: its run id); "" = none
-  watch::DetectorParams params;
+  live::DetectorParams params;
 };
 
 inline constexpr double kReuseSeconds = 1;

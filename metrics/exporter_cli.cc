@@ -6,10 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/cli_parse.h"
+#include "format/params_table.h"
+#include "format/version.h"
 #include "metrics/node_metrics.h"
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/version.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -84,7 +84,7 @@ ParsedExporterCommandLine parseExporterCommandLine(int argc, const char* const* 
   }
   c.exporter.dir = dir;
   std::string problem;
-  c.exporter.params = watch::DetectorParams::fromEnvironment(&problem);
+  c.exporter.params = live::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty()) return usage(problem);
   ParsedExporterCommandLine p;
   p.command = c;

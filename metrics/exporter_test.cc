@@ -6,11 +6,11 @@
 #include <cstring>
 #include <fstream>
 
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
-#include "tui/testing/live_bbox.h"
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
+#include "live/testing/live_bbox.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -20,7 +20,7 @@ using format::OpType;
 using format::testing::BboxBuilder;
 using format::testing::makeCollective;
 using format::testing::TempDir;
-using tui::testing::LiveBbox;
+using live::testing::LiveBbox;
 
 constexpr uint64_t kComm = 0xc0ffee0000000001ull;
 constexpr int64_t kSecond = 1'000'000'000;

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "analyzer/verdict.h"
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -70,12 +70,12 @@ struct RankLabels {
   std::string job, host, rank;
 };
 
-RankLabels labelsOf(const JobView& job, const tui::RankEntry& r) {
+RankLabels labelsOf(const JobView& job, const live::RankEntry& r) {
   return {r.run_id.empty() ? job.job_id : r.run_id, r.host, std::to_string(r.global_rank)};
 }
 
 void rankFamilies(const ScrapeInput& in, std::vector<MetricFamily>* out) {
-  const tui::Snapshot& s = *in.snapshot;
+  const live::Snapshot& s = *in.snapshot;
   const JobView& job = *in.job;
   Family info(Metric::kRankInfo), state(Metric::kRankState), calls(Metric::kRankCalls),
       completed(Metric::kRankCompleted), events(Metric::kRankEvents),
@@ -83,7 +83,7 @@ void rankFamilies(const ScrapeInput& in, std::vector<MetricFamily>* out) {
       progress(Metric::kRankLastProgress), heartbeat(Metric::kRankHeartbeat),
       slow(Metric::kRankSlowScore), awaited(Metric::kRankAwaited), culprit(Metric::kRankCulprit);
   for (size_t i = 0; i < s.ranks.size(); ++i) {
-    const tui::RankEntry& r = s.ranks[i];
+    const live::RankEntry& r = s.ranks[i];
     if (r.global_rank < 0) continue;  // not known yet: it would collide with its peers
     const RankFacts& f = job.ranks[i];
     const RankLabels l = labelsOf(job, r);
@@ -122,13 +122,13 @@ void rankFamilies(const ScrapeInput& in, std::vector<MetricFamily>* out) {
 }
 
 void commFamilies(const ScrapeInput& in, std::vector<MetricFamily>* out) {
-  const tui::Snapshot& s = *in.snapshot;
+  const live::Snapshot& s = *in.snapshot;
   Family lag(Metric::kCommRankLag), leader(Metric::kCommLeader);
-  for (const tui::CommGroup& g : s.comms) {
+  for (const live::CommGroup& g : s.comms) {
     const std::string comm = commLabel(g.comm_id);
     leader.gauge({in.job->job_id, comm}, static_cast<double>(g.max_issued));
-    for (const tui::CommMember& m : g.members) {
-      const tui::RankEntry& r = s.ranks[m.rank];
+    for (const live::CommMember& m : g.members) {
+      const live::RankEntry& r = s.ranks[m.rank];
       if (r.global_rank < 0) continue;
       const RankLabels l = labelsOf(*in.job, r);
       // A rank that closed the communicator is not behind on it.
@@ -152,8 +152,8 @@ void jobFamilies(const ScrapeInput& in, std::vector<MetricFamily>* out) {
     }
     stall.gauge({job.job_id}, job.stall_s);
     after.gauge({job.job_id}, job.hang_after_s);
-    if (job.hang != HangState::kNone && job.assessment.kind != watch::StallKind::kNone) {
-      stall_info.gauge({job.job_id, std::string(watch::stallKindName(job.assessment.kind)),
+    if (job.hang != HangState::kNone && job.assessment.kind != live::StallKind::kNone) {
+      stall_info.gauge({job.job_id, std::string(live::stallKindName(job.assessment.kind)),
                         analyzer::formatRanks(job.assessment.waiting),
                         analyzer::formatRanks(job.assessment.awaited)},
                        1);

@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "live/snapshot.h"
 #include "metrics/catalog.h"
 #include "metrics/job_view.h"
 #include "metrics/op_counter.h"
-#include "tui/snapshot.h"
 
 namespace ncclrec::metrics {
 
@@ -32,7 +32,7 @@ using HistogramKey = std::tuple<std::string, std::string, format::OpType, size_t
 using Histograms = std::map<HistogramKey, DurationHistogram>;
 
 struct ScrapeInput {
-  const tui::Snapshot* snapshot = nullptr;
+  const live::Snapshot* snapshot = nullptr;
   const JobView* job = nullptr;
   std::vector<const OpCounts*> counts;  // parallel to snapshot->ranks; nullptr: not counted
   const Histograms* histograms = nullptr;

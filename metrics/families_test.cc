@@ -5,13 +5,13 @@
 #include <map>
 #include <set>
 
+#include "live/testing/fixtures.h"
 #include "metrics/exporter.h"
-#include "tui/testing/fixtures.h"
 
 namespace ncclrec::metrics {
 namespace {
 
-using tui::testing::kCommWorld;
+using live::testing::kCommWorld;
 
 // "name{a=\"x\",b=\"y\"}" -> value, for every sample (histograms: count only).
 std::map<std::string, double> samples(const std::vector<prometheus::MetricFamily>& families) {
@@ -33,13 +33,13 @@ std::map<std::string, double> samples(const std::vector<prometheus::MetricFamily
 }
 
 struct Built {
-  tui::Snapshot snapshot = tui::testing::hangSnapshot();
+  live::Snapshot snapshot = live::testing::hangSnapshot();
   JobView job;
   OpCounts counts;
   Histograms histograms;
   std::vector<prometheus::MetricFamily> families;
   explicit Built(const std::optional<Report>& report = std::nullopt) {
-    job = viewJob(snapshot, watch::DetectorParams{}, report);
+    job = viewJob(snapshot, live::DetectorParams{}, report);
     counts.calls[{kCommWorld, format::OpType::kAllReduce}] = 13;
     counts.completed[{kCommWorld, format::OpType::kAllReduce}] = 12;
     counts.calls[{0, format::OpType::kGetUniqueId}] = 1;
@@ -108,7 +108,7 @@ TEST(FamiliesTest, TheVerdictNamesItsClassAndCulprits) {
   r.reason = "hang";
   r.verdict_class = "rank_exited";
   r.culprits = {4};
-  r.mtime_ns = tui::testing::kT0 + 90'000'000'000;
+  r.mtime_ns = live::testing::kT0 + 90'000'000'000;
   const auto s = samples(Built(r).families);
   EXPECT_EQ(s.at("ncclrec_job_verdict_info{job_id=\"fixture\",class=\"rank_exited\",culprits=\"4\","
                  "reason=\"hang\"}"),

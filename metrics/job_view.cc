@@ -8,14 +8,14 @@
 #include <utility>
 
 #include "analyzer/health.h"
-#include "tui/analysis.h"
+#include "live/analysis.h"
 
 namespace ncclrec::metrics {
 namespace {
 
-using tui::Liveness;
-using tui::RankEntry;
-using tui::Snapshot;
+using live::Liveness;
+using live::RankEntry;
+using live::Snapshot;
 
 RankState stateOf(const Snapshot& s, size_t r, HangState hang, bool blocked_now) {
   const RankEntry& rank = s.ranks[r];
@@ -31,7 +31,7 @@ RankState stateOf(const Snapshot& s, size_t r, HangState hang, bool blocked_now)
     case Liveness::kAlive:
       break;
   }
-  if (rank.heartbeat_ns > 0 && tui::ageSeconds(s.now_ns, rank.heartbeat_ns) > kUnresponsiveAfterS)
+  if (rank.heartbeat_ns > 0 && live::ageSeconds(s.now_ns, rank.heartbeat_ns) > kUnresponsiveAfterS)
     return RankState::kUnresponsive;
   if (hang == HangState::kNone) return RankState::kRunning;
   return blocked_now ? RankState::kBlocked : RankState::kInHost;
@@ -53,7 +53,7 @@ double chanceOfBeingLast(size_t n, size_t full, double ranks) {
 
 }  // namespace
 
-JobView viewJob(const Snapshot& s, const watch::DetectorParams& params,
+JobView viewJob(const Snapshot& s, const live::DetectorParams& params,
                 const std::optional<Report>& report) {
   JobView v;
   int64_t started_ns = 0;  // the newest process's start: a report older than it is a past one's
@@ -66,9 +66,9 @@ JobView viewJob(const Snapshot& s, const watch::DetectorParams& params,
     v.report = report;
     if (v.job_id.empty()) v.job_id = report->run_id;
   }
-  if (!s.ranks.empty()) v.assessment = watch::assess(s, params);
-  const watch::Assessment& a = v.assessment;
-  if (a.kind != watch::StallKind::kNone) {
+  if (!s.ranks.empty()) v.assessment = live::assess(s, params);
+  const live::Assessment& a = v.assessment;
+  if (a.kind != live::StallKind::kNone) {
     v.stall_s = a.stalled_s;
     v.hang_after_s = a.hang_after_s;
     if (a.stalled_s >= a.hang_after_s) {
@@ -87,10 +87,10 @@ JobView viewJob(const Snapshot& s, const watch::DetectorParams& params,
   v.ranks.resize(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     RankFacts& f = v.ranks[r];
-    const tui::RankStatus& st = s.status[r];
+    const live::RankStatus& st = s.status[r];
     const bool pending = st.oldest_incomplete >= 0;
     if (pending && s.ranks[r].liveness == Liveness::kAlive) {
-      f.oldest_pending_s = tui::ageSeconds(
+      f.oldest_pending_s = live::ageSeconds(
           s.now_ns, s.ranks[r].history->ops[size_t(st.oldest_incomplete)].enqueue_ns);
     }
     f.state = stateOf(s, r, v.hang, pending);
@@ -136,18 +136,18 @@ std::shared_ptr<const Snapshot> newestJob(std::shared_ptr<const Snapshot> snapsh
   copy->symbols = s.symbols;
   copy->library_frames = s.library_frames;
   for (size_t i : order) copy->ranks.push_back(s.ranks[i]);
-  tui::analyze(copy.get());
+  live::analyze(copy.get());
   return copy;
 }
 
 std::vector<double> slowScores(const Snapshot& s) {
   std::vector<double> score(s.ranks.size(), 0.0);
-  for (const tui::CommGroup& g : s.comms) {
+  for (const live::CommGroup& g : s.comms) {
     if (g.members.size() < 2 || static_cast<int>(g.members.size()) < g.nranks) continue;
     // seq -> enqueue time of each member (indexed like g.members), for completed collectives.
     std::map<uint64_t, std::vector<int64_t>> arrivals;
     for (size_t m = 0; m < g.members.size(); ++m) {
-      for (const tui::OpView& op : s.ranks[g.members[m].rank].history->ops) {
+      for (const live::OpView& op : s.ranks[g.members[m].rank].history->ops) {
         if (op.comm_id != g.comm_id || !format::isCollective(op.op) || op.incomplete() ||
             op.enqueue_ns <= 0) {
           continue;

@@ -1,5 +1,5 @@
-// What the metrics say about a job, derived from one live snapshot (tui/snapshot.h), the live
-// detector's assessment of it (watch/detector.h) and the job's hang report, when one was written.
+// What the metrics say about a job, derived from one live snapshot (live/snapshot.h), the live
+// detector's assessment of it (live/detector.h) and the job's hang report, when one was written.
 // Pure functions: the hang decision is the detector's own (assess()), never re-derived here.
 #pragma once
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "live/detector.h"
+#include "live/snapshot.h"
 #include "metrics/report_file.h"
-#include "tui/snapshot.h"
-#include "watch/detector.h"
 
 namespace ncclrec::metrics {
 
@@ -35,7 +35,7 @@ struct RankFacts {
 struct JobView {
   std::string job_id;
   HangState hang = HangState::kNone;
-  watch::Assessment assessment;  // the detector's; kind kNone when no rank is blocked
+  live::Assessment assessment;   // the detector's; kind kNone when no rank is blocked
   double stall_s = 0;            // assessment.stalled_s when a rank is blocked, else 0
   double hang_after_s = 0;       // assessment.hang_after_s when a rank is blocked, else 0
   std::optional<Report> report;  // the job's report, when it is about this job
@@ -48,13 +48,13 @@ struct JobView {
 // Detector::step decides) or a report with reason "hang" was written for this run, `stalled` when
 // some rank is blocked and nothing moved for params.confirm_s, else `none`. A rank is blocked or
 // in_host only while the job is stalled or hung; otherwise an alive rank is running.
-JobView viewJob(const tui::Snapshot& snapshot, const watch::DetectorParams& params,
+JobView viewJob(const live::Snapshot& snapshot, const live::DetectorParams& params,
                 const std::optional<Report>& report);
 
 // The snapshot restricted to one job: the ranks of the newest run id (the one whose rank started
 // last), and of each (host, global rank) the process that started last; re-analyzed when it drops
 // a rank, else `snapshot` itself.
-std::shared_ptr<const tui::Snapshot> newestJob(std::shared_ptr<const tui::Snapshot> snapshot);
+std::shared_ptr<const live::Snapshot> newestJob(std::shared_ptr<const live::Snapshot> snapshot);
 
 // Per rank (parallel to snapshot.ranks): the share of the other ranks' waiting spent waiting for
 // it, over the recent collectives its communicators' ranks all completed (at least
@@ -63,6 +63,6 @@ std::shared_ptr<const tui::Snapshot> newestJob(std::shared_ptr<const tui::Snapsh
 // analyzer::kSlowWaitOfSpan of the time those collectives span and the rank was last more often
 // than chance allows (the analyzer's kSlowChance), or when not every member of the communicator
 // is in the snapshot.
-std::vector<double> slowScores(const tui::Snapshot& snapshot);
+std::vector<double> slowScores(const live::Snapshot& snapshot);
 
 }  // namespace ncclrec::metrics

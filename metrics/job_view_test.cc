@@ -2,25 +2,25 @@
 
 #include <gtest/gtest.h>
 
-#include "tui/analysis.h"
-#include "tui/rank_convert.h"
-#include "tui/testing/fixtures.h"
+#include "live/analysis.h"
+#include "live/rank_convert.h"
+#include "live/testing/fixtures.h"
 
 namespace ncclrec::metrics {
 namespace {
 
-using tui::testing::kCommWorld;
-using tui::testing::kT0;
+using live::testing::kCommWorld;
+using live::testing::kT0;
 constexpr int64_t kSecond = 1'000'000'000;
 
-watch::DetectorParams params() { return watch::DetectorParams{}; }
+live::DetectorParams params() { return live::DetectorParams{}; }
 
 TEST(JobViewTest, AHungJobIsAHangWithEachRankInItsState) {
-  const tui::Snapshot s = tui::testing::hangSnapshot();
+  const live::Snapshot s = live::testing::hangSnapshot();
   const JobView v = viewJob(s, params(), std::nullopt);
   EXPECT_EQ(v.job_id, "fixture");
   EXPECT_EQ(v.hang, HangState::kHang);
-  EXPECT_EQ(v.assessment.kind, watch::StallKind::kCertain);
+  EXPECT_EQ(v.assessment.kind, live::StallKind::kCertain);
   EXPECT_DOUBLE_EQ(v.stall_s, 80);
   ASSERT_EQ(v.ranks.size(), 6u);
   EXPECT_EQ(v.ranks[0].state, RankState::kBlocked);
@@ -38,7 +38,7 @@ TEST(JobViewTest, AHungJobIsAHangWithEachRankInItsState) {
 }
 
 TEST(JobViewTest, AHealthyJobRuns) {
-  const tui::Snapshot s = tui::testing::healthySnapshot();
+  const live::Snapshot s = live::testing::healthySnapshot();
   const JobView v = viewJob(s, params(), std::nullopt);
   EXPECT_EQ(v.hang, HangState::kNone);
   EXPECT_DOUBLE_EQ(v.stall_s, 0);
@@ -48,13 +48,13 @@ TEST(JobViewTest, AHealthyJobRuns) {
 TEST(JobViewTest, AShortStallIsStalledNotAHangAndItsRanksAreBlockedOrInHost) {
   // Rank 0 has waited in #31 for 2 s; rank 1 is in host code since #30. The detector gives a
   // rank in host code far more time than that.
-  tui::Snapshot s = tui::testing::healthySnapshot();
+  live::Snapshot s = live::testing::healthySnapshot();
   s.now_ns = kT0 + 33 * kSecond;
-  format::RankData d = tui::testing::makeRank(0, 2, "node0", kCommWorld, 30, 1);
+  format::RankData d = live::testing::makeRank(0, 2, "node0", kCommWorld, 30, 1);
   d.events.back().setEnqueueNs(kT0 + 31 * kSecond);
   d.heartbeat_ns = s.now_ns;
-  s.ranks[0] = tui::entryFromRankData(d);
-  tui::analyze(&s);
+  s.ranks[0] = live::entryFromRankData(d);
+  live::analyze(&s);
   const JobView v = viewJob(s, params(), std::nullopt);
   EXPECT_EQ(v.hang, HangState::kStalled) << v.assessment.why;
   EXPECT_NEAR(v.stall_s, 2, 1e-9);
@@ -64,7 +64,7 @@ TEST(JobViewTest, AShortStallIsStalledNotAHangAndItsRanksAreBlockedOrInHost) {
 }
 
 TEST(JobViewTest, AReportOfThisRunMakesItAHangAndNamesItsCulprits) {
-  const tui::Snapshot s = tui::testing::healthySnapshot();
+  const live::Snapshot s = live::testing::healthySnapshot();
   Report r;
   r.run_id = "fixture";
   r.reason = "hang";
@@ -82,7 +82,7 @@ TEST(JobViewTest, AReportOfThisRunMakesItAHangAndNamesItsCulprits) {
 }
 
 TEST(JobViewTest, AReportOfAnotherRunOrOlderThanTheRanksIsIgnored) {
-  const tui::Snapshot s = tui::testing::healthySnapshot();
+  const live::Snapshot s = live::testing::healthySnapshot();
   Report r;
   r.run_id = "another";
   r.reason = "hang";
@@ -94,7 +94,7 @@ TEST(JobViewTest, AReportOfAnotherRunOrOlderThanTheRanksIsIgnored) {
 }
 
 TEST(JobViewTest, ARankWhoseHeartbeatStoppedIsUnresponsive) {
-  tui::Snapshot s = tui::testing::healthySnapshot();
+  live::Snapshot s = live::testing::healthySnapshot();
   s.ranks[1].heartbeat_ns = s.now_ns - static_cast<int64_t>((kUnresponsiveAfterS + 1) * 1e9);
   const JobView v = viewJob(s, params(), std::nullopt);
   EXPECT_EQ(v.ranks[0].state, RankState::kRunning);
@@ -103,11 +103,11 @@ TEST(JobViewTest, ARankWhoseHeartbeatStoppedIsUnresponsive) {
 
 // Four ranks on one communicator, `steps` all-reduces 100 ms apart; rank `late` enters each
 // `late_ms` after the others.
-tui::Snapshot stepsSnapshot(int steps, int late, int late_ms) {
-  tui::Snapshot s;
+live::Snapshot stepsSnapshot(int steps, int late, int late_ms) {
+  live::Snapshot s;
   s.now_ns = kT0 + 100 * kSecond;
   for (int r = 0; r < 4; ++r) {
-    format::RankData d = tui::testing::makeRank(r, 4, "node0", kCommWorld, steps, 0);
+    format::RankData d = live::testing::makeRank(r, 4, "node0", kCommWorld, steps, 0);
     for (size_t i = 0; i < d.events.size(); ++i) {
       const int64_t t = kT0 + static_cast<int64_t>(i) * kSecond / 10 + r * 1000 +
                         (r == late ? late_ms * 1'000'000ll : 0);
@@ -116,16 +116,16 @@ tui::Snapshot stepsSnapshot(int steps, int late, int late_ms) {
       d.events[i].setEndNs(t + 1000);
     }
     d.heartbeat_ns = s.now_ns;
-    tui::RankEntry e = tui::entryFromRankData(d);
+    live::RankEntry e = live::entryFromRankData(d);
     e.source = "/d/" + std::to_string(r);
     s.ranks.push_back(e);
   }
-  tui::analyze(&s);
+  live::analyze(&s);
   return s;
 }
 
 TEST(JobViewTest, ARankTheOthersWaitForHasAHighSlowScore) {
-  const tui::Snapshot s = stepsSnapshot(20, 2, 40);
+  const live::Snapshot s = stepsSnapshot(20, 2, 40);
   const std::vector<double> score = slowScores(s);
   ASSERT_EQ(score.size(), 4u);
   EXPECT_DOUBLE_EQ(score[2], 1.0);
@@ -142,15 +142,15 @@ TEST(JobViewTest, MicrosecondsLateIsNoStraggler) {
 
 TEST(JobViewTest, BeingLastNoMoreOftenThanChanceIsNoStraggler) {
   // Each rank in turn enters 40 ms late: every one is last a quarter of the time.
-  tui::Snapshot s = stepsSnapshot(20, -1, 0);
+  live::Snapshot s = stepsSnapshot(20, -1, 0);
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    auto h = std::make_shared<tui::RankHistory>(*s.ranks[r].history);
+    auto h = std::make_shared<live::RankHistory>(*s.ranks[r].history);
     for (size_t i = 0; i < h->ops.size(); ++i) {
       if (i % 4 == r) h->ops[i].enqueue_ns += 40'000'000;
     }
     s.ranks[r].history = h;
   }
-  tui::analyze(&s);
+  live::analyze(&s);
   for (double v : slowScores(s)) EXPECT_DOUBLE_EQ(v, 0.0);
 }
 
@@ -160,23 +160,23 @@ TEST(JobViewTest, TooFewCollectivesGiveNoScore) {
 }
 
 TEST(JobViewTest, NewestJobKeepsTheNewestRunAndTheNewestProcessOfEachRank) {
-  auto s = std::make_shared<tui::Snapshot>(tui::testing::healthySnapshot());
-  tui::RankEntry old = s->ranks[0];
+  auto s = std::make_shared<live::Snapshot>(live::testing::healthySnapshot());
+  live::RankEntry old = s->ranks[0];
   old.run_id = "older";
   old.start_ns -= kSecond;
-  tui::RankEntry restarted = s->ranks[1];
+  live::RankEntry restarted = s->ranks[1];
   restarted.start_ns -= kSecond;  // rank 1 of this run, started before the one that replaced it
   restarted.pid = 77;
   s->ranks.push_back(old);
   s->ranks.push_back(restarted);
-  tui::analyze(s.get());
+  live::analyze(s.get());
   const auto job = newestJob(s);
   ASSERT_EQ(job->ranks.size(), 2u);
   EXPECT_EQ(job->ranks[0].run_id, "fixture");
   EXPECT_EQ(job->ranks[1].pid, 1001);
   EXPECT_EQ(job->status.size(), 2u);
   // One job already: the same snapshot, not a copy.
-  const auto one = std::make_shared<const tui::Snapshot>(tui::testing::healthySnapshot());
+  const auto one = std::make_shared<const live::Snapshot>(live::testing::healthySnapshot());
   EXPECT_EQ(newestJob(one), one);
 }
 

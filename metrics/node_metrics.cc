@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "recorder/format/base/text.h"
+#include "base/text.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -37,7 +37,7 @@ std::unique_ptr<NodeMetrics> NodeMetrics::start(const std::string& tool, const s
   ExporterOptions options;
   options.dir = dir;
   options.job_id = run_id;
-  options.params = watch::DetectorParams::fromEnvironment(&problem);  // said by the supervisor
+  options.params = live::DetectorParams::fromEnvironment(&problem);  // said by the supervisor
   auto server = Server::start(*config, std::make_shared<Exporter>(options));
   if (!server.ok()) {
     say(tool + ": " + server.status().message() + "; the job runs without metrics");

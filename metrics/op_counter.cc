@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/reader.h"
+#include "format/bbox_ring.h"
+#include "format/reader.h"
 
 namespace ncclrec::metrics {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/base/status.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/op_type.h"
+#include "base/status.h"
+#include "format/bbox_layout.h"
+#include "format/op_type.h"
 
 namespace ncclrec::metrics {
 

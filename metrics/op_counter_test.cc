@@ -5,9 +5,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
-#include "tui/testing/live_bbox.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
+#include "live/testing/live_bbox.h"
 
 namespace ncclrec::metrics {
 namespace {
@@ -17,7 +17,7 @@ using format::OpType;
 using format::testing::BboxBuilder;
 using format::testing::makeCollective;
 using format::testing::TempDir;
-using tui::testing::LiveBbox;
+using live::testing::LiveBbox;
 
 constexpr uint64_t kComm = 0xc0ffee0000000001ull;
 constexpr int64_t kNow = 1'700'000'100'000'000'000;

@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "format/report_json.h"
 
 namespace ncclrec::metrics {
 namespace {
-
-using Json = nlohmann::json;
 
 // Reports are a few hundred KB at most (thousands of ranks); anything larger is not one.
 constexpr int64_t kMaxReportBytes = 64ll << 20;
@@ -32,7 +31,7 @@ bool statFile(const std::string& path, int64_t* size, int64_t* mtime_ns) {
 // DIR/report.json, else the newest report.node<N>.json (another node's local report, when node
 // 0's job-wide one is on another filesystem); "" when neither is there.
 std::string findReport(const std::string& dir) {
-  const std::string main = dir + "/report.json";
+  const std::string main = dir + "/" + std::string(format::report_json::kFileName);
   int64_t size = 0, mtime = 0;
   if (statFile(main, &size, &mtime)) return main;
   std::string best;
@@ -40,10 +39,7 @@ std::string findReport(const std::string& dir) {
   if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("report.node", 0) != 0 || name.size() < 17 ||
-          name.compare(name.size() - 5, 5, ".json") != 0) {
-        continue;
-      }
+      if (!format::report_json::isNodeFileName(name)) continue;
       struct stat st {};
       const std::string path = dir + "/" + name;
       if (::stat(path.c_str(), &st) != 0) continue;
@@ -60,32 +56,18 @@ std::string findReport(const std::string& dir) {
 }  // namespace
 
 std::optional<Report> parseReport(std::string_view text, std::string* problem) {
-  const Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    *problem = "not a JSON object";
-    return std::nullopt;
-  }
-  Report r;
-  if (const auto it = doc.find("run_id"); it != doc.end() && it->is_string()) r.run_id = *it;
-  if (const auto it = doc.find("attempt"); it != doc.end() && it->is_number_integer())
-    r.attempt = it->get<int>();
-  if (const auto it = doc.find("reason"); it != doc.end() && it->is_string()) r.reason = *it;
-  if (r.reason.empty()) {
+  auto doc = format::report_json::parseReportJson(text, problem);
+  if (!doc) return std::nullopt;
+  if (doc->reason.empty()) {  // cxxrun's list of ranks alone, before any hang or failure
     *problem = "no \"reason\": not a hang report";
     return std::nullopt;
   }
-  const auto verdict = doc.find("verdict");
-  if (verdict != doc.end() && verdict->is_object()) {
-    if (const auto c = verdict->find("class"); c != verdict->end() && c->is_string())
-      r.verdict_class = *c;
-    if (const auto ranks = verdict->find("ranks"); ranks != verdict->end() && ranks->is_array()) {
-      for (const Json& k : *ranks) {
-        if (k.is_number_integer()) r.culprits.push_back(k.get<int>());
-      }
-    }
-  }
-  std::sort(r.culprits.begin(), r.culprits.end());
-  r.culprits.erase(std::unique(r.culprits.begin(), r.culprits.end()), r.culprits.end());
+  Report r;
+  r.run_id = std::move(doc->run_id);
+  r.attempt = doc->attempt;
+  r.reason = std::move(doc->reason);
+  r.verdict_class = std::move(doc->verdict_class);
+  r.culprits = std::move(doc->culprits);
   return r;
 }
 

@@ -1,4 +1,4 @@
-// The hang report a launcher or ncclrec-watch writes beside the dumps (launcher/hang_report.h):
+// The hang report a launcher or ncclrec-watch writes beside the dumps (report/hang_report.h):
 // what the metrics need of it, the analyzer's verdict class and the ranks it names. Read with a
 // parser that never throws and never runs anything from the file.
 #pragma once

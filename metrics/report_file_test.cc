@@ -7,7 +7,7 @@
 #include <ctime>
 #include <fstream>
 
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::metrics {
 namespace {

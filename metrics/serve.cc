@@ -13,7 +13,7 @@
 #include <exception>
 #include <vector>
 
-#include "recorder/format/params_table.h"
+#include "format/params_table.h"
 
 namespace ncclrec::metrics {
 namespace {

@@ -4,7 +4,7 @@
 // a rename, so a reader never sees half of it; removed when serving stops). Nothing here runs in
 // the recorded processes: the ranks never wait for a scrape.
 //
-// The knobs (recorder/format/params_table.h, docs/metrics.md):
+// The knobs (format/params_table.h, docs/metrics.md):
 //   NCCLREC_METRICS_PORT      off | PORT | ADDR:PORT (PORT alone: every interface; 0: a free port)
 //   NCCLREC_METRICS_TEXTFILE  "" | a directory (the file is named by the caller) | a *.prom path
 //   NCCLREC_METRICS_INTERVAL  seconds between two writes of the text file
@@ -20,8 +20,8 @@
 #include <string_view>
 #include <thread>
 
+#include "base/status.h"
 #include "metrics/exporter.h"
-#include "recorder/format/base/status.h"
 
 namespace prometheus {
 class Exposer;

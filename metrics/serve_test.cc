@@ -12,9 +12,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "format/params_table.h"
+#include "format/testing/temp_dir.h"
 #include "metrics/node_metrics.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/testing/temp_dir.h"
 
 namespace ncclrec::metrics {
 namespace {

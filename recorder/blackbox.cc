@@ -10,9 +10,9 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "base/text.h"
+#include "format/bbox_ring.h"
 #include "recorder/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/bbox_ring.h"
 #include "recorder/net_env.h"
 
 namespace ncclrec::recorder {

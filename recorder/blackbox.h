@@ -1,13 +1,13 @@
 // The black-box file of this process: created at the first NCCL call, mapped MAP_SHARED so that
 // its content survives SIGKILL and can be read live by other processes (layout in
-// recorder/format/bbox_layout.h).
+// format/bbox_layout.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/recording_files.h"
+#include "format/bbox_layout.h"
+#include "format/recording_files.h"
 #include "recorder/params.h"
 
 namespace ncclrec::recorder {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 
 namespace ncclrec::recorder {
 namespace {

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <string>
 
+#include "format/bbox_layout.h"
+#include "format/root_address.h"
 #include "recorder/device_identity.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/root_address.h"
 #include "recorder/in_progress.h"
 
 namespace ncclrec::recorder {

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/op_type.h"
+#include "format/bbox_ring.h"
+#include "format/op_type.h"
 
 namespace ncclrec::recorder {
 namespace {

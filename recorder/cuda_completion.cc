@@ -6,9 +6,9 @@
 #include <new>
 #include <utility>
 
+#include "format/params_table.h"
 #include "recorder/busy_streams.h"
 #include "recorder/cuda_driver.h"
-#include "recorder/format/params_table.h"
 
 namespace ncclrec::recorder {
 namespace {

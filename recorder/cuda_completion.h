@@ -41,7 +41,7 @@ class CudaCompletion {
   static constexpr uint32_t kMaxMaxPending = 1u << 24;
   static constexpr const char* kDefaultLibrary = "libcuda.so.1";
   // Environment variable naming the driver library to dlopen instead of kDefaultLibrary: the
-  // table's NCCLREC_CUDA_LIBRARY (recorder/format/params_table.h), whose default is
+  // table's NCCLREC_CUDA_LIBRARY (format/params_table.h), whose default is
   // kDefaultLibrary.
   static constexpr const char* kLibraryEnv = "NCCLREC_CUDA_LIBRARY";
 

@@ -1,9 +1,9 @@
 // Recorder's deferred ops (recorder.h): ops recorded by begin() whose start and completion come
 // from NCCL's profiler callbacks (interpose/profiler_plugin.cc) instead of end(). Record path:
 // any thread, no allocation, lock or log.
+#include "format/bbox_ring.h"
+#include "format/nccl_result.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/nccl_result.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder {

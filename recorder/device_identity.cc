@@ -5,9 +5,9 @@
 #include <cctype>
 #include <cstring>
 
+#include "format/bbox_layout.h"
 #include "recorder/cuda_completion.h"
 #include "recorder/cuda_driver.h"
-#include "recorder/format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 #ifndef NCCLREC_TEST_FAKE_CUDA
 #error "NCCLREC_TEST_FAKE_CUDA must name the fake libcuda.so.1"

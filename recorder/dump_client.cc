@@ -5,8 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "format/bbox_ring.h"
 #include "recorder/dump/dump_api.h"
-#include "recorder/format/bbox_ring.h"
 #include "recorder/real_dl.h"
 #include "recorder/recorder.h"
 

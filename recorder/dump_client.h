@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "recorder/format/op_type.h"
+#include "format/op_type.h"
 
 namespace ncclrec::recorder {
 

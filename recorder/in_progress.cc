@@ -3,11 +3,11 @@
 // ncclCommGetAsyncError reports the communicator settled. Then a CUDA-timed op gets its end
 // marker (one driver call, now after NCCL's launch), an op the profiler plugin timed is left to
 // it, and any other op completes (or fails with the error the communicator settled with).
+#include "format/bbox_ring.h"
+#include "format/nccl_result.h"
 #include "recorder/clock.h"
 #include "recorder/comm_table.h"
 #include "recorder/cuda_completion.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/nccl_result.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder {

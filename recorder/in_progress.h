@@ -19,7 +19,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 #include "recorder/recorder.h"
 #include "recorder/testing/recorder_fixture.h"
 

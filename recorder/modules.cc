@@ -9,7 +9,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 
 namespace ncclrec::recorder {
 namespace {

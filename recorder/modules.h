@@ -2,7 +2,7 @@
 // return addresses in the stack table can be symbolized later, offline if need be.
 #pragma once
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

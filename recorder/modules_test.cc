@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 
 namespace ncclrec::recorder {
 namespace {

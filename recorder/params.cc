@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "recorder/format/params_table.h"
+#include "format/params_table.h"
 #include "recorder/log.h"
 
 namespace ncclrec::recorder {

@@ -1,5 +1,5 @@
 // The recorder's configuration, read once from the NCCLREC_* environment at the first NCCL call
-// (declared in recorder/format/params_table.h, the single table of knobs).
+// (declared in format/params_table.h, the single table of knobs).
 #pragma once
 
 #include <string>

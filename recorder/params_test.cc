@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "recorder/format/params_table.h"
+#include "format/params_table.h"
 #include "recorder/log.h"
 
 namespace ncclrec::recorder {

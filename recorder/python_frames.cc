@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 #include "recorder/real_dl.h"
 
 namespace ncclrec::recorder {

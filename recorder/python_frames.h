@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

@@ -12,7 +12,7 @@
 
 #include <cstring>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 #include "recorder/python_frames.h"
 #include "recorder/real_dl.h"
 #include "recorder/safe_read.h"

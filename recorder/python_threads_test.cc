@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 #include "recorder/python_frames.h"
 
 namespace ncclrec::recorder::detail {

@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "format/bbox_ring.h"
+#include "format/nccl_result.h"
+#include "format/version.h"
 #include "recorder/clock.h"
 #include "recorder/cuda_completion.h"
 #include "recorder/dump_client.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/nccl_result.h"
-#include "recorder/format/version.h"
 #include "recorder/log.h"
 #include "recorder/modules.h"
 #include "recorder/python_frames.h"

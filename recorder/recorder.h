@@ -19,12 +19,12 @@
 #include <string>
 #include <thread>
 
+#include "format/bbox_layout.h"
+#include "format/op_type.h"
+#include "format/root_address.h"
 #include "recorder/blackbox.h"
 #include "recorder/comm_table.h"
 #include "recorder/device_identity.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/op_type.h"
-#include "recorder/format/root_address.h"
 #include "recorder/in_progress.h"
 #include "recorder/params.h"
 

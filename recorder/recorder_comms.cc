@@ -4,9 +4,9 @@
 #include <atomic>
 #include <string>
 
+#include "format/bbox_ring.h"
+#include "format/nccl_result.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/nccl_result.h"
 #include "recorder/log.h"
 #include "recorder/recorder.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 #include "recorder/testing/recorder_fixture.h"
 
 namespace ncclrec::recorder {

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <ctime>
 
+#include "format/bbox_ring.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_ring.h"
 
 namespace ncclrec::recorder {
 namespace {

@@ -6,7 +6,7 @@
 //    signal to the previous handler (or the default action), so the process dies as it would have.
 #pragma once
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

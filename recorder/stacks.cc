@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 #include "recorder/real_dl.h"
 #include "recorder/safe_read.h"
 

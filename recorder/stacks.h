@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

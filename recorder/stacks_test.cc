@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 
 // The call chains are kept out of anonymous namespaces so that dladdr can name them (the test is
 // linked with -rdynamic).

@@ -14,9 +14,9 @@
 #include <ctime>
 #include <vector>
 
+#include "format/bbox_ring.h"
+#include "format/op_type.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/op_type.h"
 #include "recorder/python_frames.h"
 #include "recorder/stacks.h"
 

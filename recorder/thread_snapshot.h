@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "recorder/format/bbox_layout.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::recorder {
 

@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "format/bbox_ring.h"
+#include "format/reader.h"
+#include "format/recording_files.h"
 #include "recorder/clock.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/reader.h"
-#include "recorder/format/recording_files.h"
 #include "recorder/recorder.h"
 #include "recorder/stacks.h"
 #include "recorder/testing/recorder_fixture.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/recording_files.h"
+#include "format/recording_files.h"
 
 namespace ncclrec::recorder {
 

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 #include "recorder/testing/recorder_fixture.h"
 
 namespace ncclrec::recorder {

@@ -12,11 +12,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "format/bbox_ring.h"
+#include "format/recording_files.h"
 #include "recorder/clock.h"
 #include "recorder/cuda_completion.h"
 #include "recorder/dump_client.h"
-#include "recorder/format/bbox_ring.h"
-#include "recorder/format/recording_files.h"
 #include "recorder/log.h"
 #include "recorder/recorder.h"
 #include "recorder/signals.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "recorder/format/op_type.h"
-#include "recorder/format/recording_files.h"
+#include "format/op_type.h"
+#include "format/recording_files.h"
 #include "recorder/watch_spawn.h"
 
 namespace ncclrec::recorder {

@@ -8,7 +8,7 @@
 #include <csignal>
 #include <fstream>
 
-#include "recorder/format/bbox_ring.h"
+#include "format/bbox_ring.h"
 #include "recorder/testing/recorder_fixture.h"
 
 namespace ncclrec::recorder {

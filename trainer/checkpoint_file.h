@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 
 namespace ncclrec::trainer {
 

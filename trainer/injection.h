@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 
 namespace ncclrec::trainer {
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-#include "launcher/store_client.h"
+#include "format/store_client.h"
 
 namespace ncclrec::trainer {
 namespace {
@@ -57,8 +57,8 @@ base::StatusOr<ncclUniqueId> shareUniqueId(const DistEnv& env, const std::string
   }
   if (env.world == 1) return id;
   if (env.under_cxxrun) {
-    NCCLREC_RETURN_IF_ERROR(launcher::storeBroadcast("ncclrec-trainer/nccl_id", env.rank == 0, &id,
-                                                     sizeof(id), timeout_s));
+    NCCLREC_RETURN_IF_ERROR(format::storeBroadcast("ncclrec-trainer/nccl_id", env.rank == 0, &id,
+                                                   sizeof(id), timeout_s));
     return id;
   }
   if (id_file.empty()) {

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 
 namespace ncclrec::trainer {
 

@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/version.h"
 
 namespace ncclrec::trainer {
 namespace {

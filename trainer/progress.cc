@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "recorder/format/base/clock.h"
+#include "base/clock.h"
 
 namespace ncclrec::trainer {
 namespace {

@@ -24,10 +24,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "recorder/format/base/clock.h"
+#include "base/clock.h"
 #include "trainer/checkpoint_file.h"
 #include "trainer/ddp.h"
 #include "trainer/model.h"
+#include "trainer/model_state.h"
 #include "trainer/progress.h"
 #include "trainer/sampler.h"
 #include "trainer/step_sync.h"
@@ -73,25 +74,6 @@ void setCurrentCudaDevice(int index) {
   // Through c10's device-guard registry: no CUDA header is needed to build the trainer.
   c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
       ->setDevice(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index)));
-}
-
-std::vector<float> toVector(const at::Tensor& t) {
-  const at::Tensor c = t.detach().to(at::kCPU).contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
-
-// LibTorch keys an optimizer's per-parameter state by the parameter's TensorImpl: by its address
-// as text up to 2.x's early releases (1.13 here), by the pointer itself since (2.11 on the GPU
-// machine). The map's key type says which.
-template <typename StateMap>
-typename StateMap::key_type stateKey(const StateMap&, const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
-    std::ostringstream text;
-    text << p.unsafeGetTensorImpl();
-    return text.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
 }
 
 // Every rank evaluates its shard of the evaluation set (padding excluded) and one all-reduce
@@ -262,32 +244,7 @@ void Trainer::resume() {
                                " was written by another model than " +
                                modelSignature(hidden_, o_.depth));
     }
-    std::map<std::string, const CheckpointTensor*> by_name;
-    for (const CheckpointTensor& t : ckpt->tensors) by_name[t.name] = &t;
-    at::NoGradGuard no_grad;
-    const auto& names = ddp_->names();
-    const auto& params = ddp_->parameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-      for (const std::string& prefix : {std::string("param/"), std::string("momentum/")}) {
-        const auto it = by_name.find(prefix + names[i]);
-        if (it == by_name.end()) {
-          if (prefix == "param/") throw std::runtime_error("checkpoint lacks " + prefix + names[i]);
-          continue;  // saved before the first optimizer step: no momentum yet
-        }
-        const at::Tensor value =
-            at::tensor(it->second->data).reshape(it->second->shape).to(device_);
-        if (!value.sizes().equals(params[i].sizes())) {
-          throw std::runtime_error("checkpoint's " + it->first + " has another shape");
-        }
-        if (prefix == "param/") {
-          params[i].copy_(value);
-        } else {
-          auto state = std::make_unique<torch::optim::SGDParamState>();
-          state->momentum_buffer(value.clone());
-          optimizer_->state()[stateKey(optimizer_->state(), params[i])] = std::move(state);
-        }
-      }
-    }
+    restoreState(*ckpt, *ddp_, *optimizer_, device_);
     step = ckpt->step;
   }
   start_step_ = agreeOnResumeStep(comm_, step);
@@ -435,22 +392,7 @@ void Trainer::maybeCheckpoint(int64_t step, bool last) {
 }
 
 Checkpoint Trainer::makeCheckpoint(int64_t step) const {
-  Checkpoint c;
-  c.step = step;
-  c.fingerprint = fingerprint();
-  const auto& names = ddp_->names();
-  const auto& params = ddp_->parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::vector<int64_t> shape(params[i].sizes().begin(), params[i].sizes().end());
-    c.tensors.push_back({"param/" + names[i], shape, toVector(params[i])});
-    const auto it = optimizer_->state().find(stateKey(optimizer_->state(), params[i]));
-    if (it == optimizer_->state().end()) continue;
-    const auto& state = static_cast<const torch::optim::SGDParamState&>(*it->second);
-    if (state.momentum_buffer().defined()) {
-      c.tensors.push_back({"momentum/" + names[i], shape, toVector(state.momentum_buffer())});
-    }
-  }
-  return c;
+  return stateToCheckpoint(step, fingerprint(), *ddp_, *optimizer_);
 }
 
 void Trainer::train() {

@@ -17,19 +17,19 @@
 #include <mutex>
 #include <thread>
 
-#include "recorder/format/base/clock.h"
-#include "tui/analysis.h"
-#include "tui/collector.h"
+#include "base/clock.h"
+#include "live/analysis.h"
+#include "live/collector.h"
+#include "live/snapshot_request.h"
 #include "tui/draw.h"
-#include "tui/snapshot_request.h"
 #include "tui/terminal.h"
 
 namespace ncclrec::tui {
 
 namespace {
 
-CollectorOptions collectorOptions(const TopOptions& o) {
-  CollectorOptions c;
+live::CollectorOptions collectorOptions(const TopOptions& o) {
+  live::CollectorOptions c;
   c.dir = o.dir;
   c.connect = o.connect;
   c.token = o.token;
@@ -52,7 +52,7 @@ ViewState onceView(const TopOptions& o, const Snapshot& s) {
 }
 
 int runOnce(const TopOptions& o, std::ostream& out, std::ostream& err) {
-  Collector collector(collectorOptions(o));
+  live::Collector collector(collectorOptions(o));
   std::shared_ptr<const Snapshot> s = collector.collect(base::realtimeNs());
   // Names for the stacks come from the dumps, one per collect: let a few be read first.
   for (uint64_t read = 0; read < 8 && collector.stats().dumps_read > read; ++read)
@@ -85,7 +85,7 @@ double cpuSeconds() {
 // without a terminal; CPU from getrusage over the whole run.
 int runBench(const TopOptions& o, std::ostream& out) {
   using Clock = std::chrono::steady_clock;
-  Collector collector(collectorOptions(o));
+  live::Collector collector(collectorOptions(o));
   const double cpu0 = cpuSeconds();
   const auto t0 = Clock::now();
   const auto period = std::chrono::duration<double>(o.interval_s);
@@ -141,7 +141,7 @@ void collectLoop(const TopOptions& o, Mailbox* box) {
   sigemptyset(&winch);
   sigaddset(&winch, SIGWINCH);
   pthread_sigmask(SIG_BLOCK, &winch, nullptr);
-  Collector collector(collectorOptions(o));
+  live::Collector collector(collectorOptions(o));
   const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(o.interval_s));
   auto next = std::chrono::steady_clock::now();
@@ -199,7 +199,7 @@ int runInteractive(const TopOptions& o, std::ostream& err) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->source_label = o.dir.empty() ? "connecting..." : o.dir + " (reading...)";
   snapshot->hang_after_s = o.hang_after_s;
-  analyze(snapshot.get());
+  live::analyze(snapshot.get());
   std::shared_ptr<const Snapshot> shown = snapshot;
   ViewState view;
   int exit_code = kExitOk;
@@ -234,7 +234,7 @@ int runInteractive(const TopOptions& o, std::ostream& err) {
       if (view.ask_snapshot) {
         view.ask_snapshot = false;
         bool ask_agents = false;
-        view.message = requestThreadSnapshots(*shown, &ask_agents);
+        view.message = live::requestThreadSnapshots(*shown, &ask_agents);
         if (ask_agents) {
           {
             std::lock_guard<std::mutex> lock(box.mu);

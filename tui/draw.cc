@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "recorder/format/base/text.h"
-#include "tui/analysis.h"
+#include "base/text.h"
+#include "live/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "tui/frame.h"
-#include "tui/snapshot.h"
+#include "tui/live_names.h"
 #include "tui/view_state.h"
 
 namespace ncclrec::tui {

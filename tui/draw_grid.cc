@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "recorder/format/base/text.h"
-#include "tui/analysis.h"
+#include "base/text.h"
+#include "live/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
 

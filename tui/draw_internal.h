@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "recorder/format/model.h"
+#include "format/model.h"
 #include "tui/frame.h"
-#include "tui/snapshot.h"
+#include "tui/live_names.h"
 #include "tui/view_state.h"
 
 namespace ncclrec::tui {

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "recorder/format/base/text.h"
-#include "recorder/format/bbox_layout.h"
-#include "tui/analysis.h"
+#include "base/text.h"
+#include "format/bbox_layout.h"
+#include "live/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
 

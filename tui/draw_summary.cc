@@ -1,7 +1,7 @@
 // The summary screen: the job in four lines, then one row per rank.
 #include <algorithm>
 
-#include "tui/analysis.h"
+#include "live/analysis.h"
 #include "tui/draw_internal.h"
 #include "tui/layout.h"
 

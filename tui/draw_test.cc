@@ -1,4 +1,4 @@
-// Golden frames: draw() of the fixtures (tui/testing/fixtures.h) against tests/data/top/*.txt
+// Golden frames: draw() of the fixtures (live/testing/fixtures.h) against tests/data/top/*.txt
 // (text, then one letter per cell for its style: frame.h). After an intended change of the
 // screens, rewrite them with NCCLREC_UPDATE_GOLDEN=1 and review the diff.
 #include "tui/draw.h"
@@ -9,16 +9,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "tui/analysis.h"
-#include "tui/rank_convert.h"
-#include "tui/testing/fixtures.h"
+#include "live/analysis.h"
+#include "live/rank_convert.h"
+#include "live/testing/fixtures.h"
 
 namespace ncclrec::tui {
 namespace {
 
-using testing::hangSnapshot;
-using testing::healthySnapshot;
-using testing::manyRanksSnapshot;
+using live::testing::hangSnapshot;
+using live::testing::healthySnapshot;
+using live::testing::manyRanksSnapshot;
 
 void expectGolden(const Frame& frame, const std::string& name) {
   const std::string path = std::string(NCCLREC_TOP_GOLDEN_DIR) + "/" + name + ".txt";
@@ -56,20 +56,20 @@ TEST(DrawGolden, SummarySortedByLagWithTheThirdRowSelected) {
 
 // After cxxrun stopped the demo's hang: "stopped after dumping", not "crashed".
 TEST(DrawGolden, SummaryOfAJobStoppedAfterItsDumps) {
-  expectGolden(draw(testing::stoppedSnapshot(), ViewState{}, 80, 24), "summary_stopped");
+  expectGolden(draw(live::testing::stoppedSnapshot(), ViewState{}, 80, 24), "summary_stopped");
 }
 
 // The thread snapshot: per thread its tid, name, state and innermost user frame (named from the
 // borrowed symbols), the recorder's own thread left out, the threads that did not answer with
 // their kernel state; the stack above cut to make room.
 TEST(DrawGolden, RankDetailListsTheThreadsOfItsLatestSnapshot) {
-  const Snapshot s = testing::stoppedSnapshot();
+  const Snapshot s = live::testing::stoppedSnapshot();
   expectGolden(draw(s, rankView(s, 3), 80, 30), "rank3_threads");
 }
 
 // On a 24-row screen the threads give way to two rows of calls.
 TEST(DrawGolden, RankDetailWithThreadsOnASmallScreen) {
-  const Snapshot s = testing::stoppedSnapshot();
+  const Snapshot s = live::testing::stoppedSnapshot();
   expectGolden(draw(s, rankView(s, 3), 80, 24), "rank3_threads_small");
 }
 
@@ -101,15 +101,15 @@ TEST(DrawGolden, GridOfTheSecondCommByRank) {
 // A communicator being created: the Comms line says so, and its screen lists the members that
 // joined and the comm rank nobody joined yet.
 TEST(DrawGolden, SummaryWithACommunicatorBeingCreated) {
-  expectGolden(draw(testing::creatingSnapshot(), ViewState{}, 80, 24), "summary_creating");
+  expectGolden(draw(live::testing::creatingSnapshot(), ViewState{}, 80, 24), "summary_creating");
 }
 
 TEST(DrawGolden, GridOfACommunicatorBeingCreated) {
-  const Snapshot s = testing::creatingSnapshot();
+  const Snapshot s = live::testing::creatingSnapshot();
   ViewState v;
   v.screen = Screen::kComms;
   for (size_t k = 0; k < s.comms.size(); ++k) {
-    if (s.comms[k].comm_id == testing::kCommEval) v.comm = k;
+    if (s.comms[k].comm_id == live::testing::kCommEval) v.comm = k;
   }
   expectGolden(draw(s, v, 80, 24), "comms_creating");
 }
@@ -138,13 +138,13 @@ TEST(DrawGolden, RankDetailOfACrashedRankScrolled) {
 // all_reduce wrapper and ctypes; the stack lists Python frames as file:line function above the
 // native ones, the call-site frame marked.
 TEST(DrawGolden, RankDetailOfAPythonRank) {
-  const Snapshot s = testing::pythonSnapshot();
+  const Snapshot s = live::testing::pythonSnapshot();
   expectGolden(draw(s, rankView(s, 0), 80, 24), "rank0_python");
 }
 
 // --library-frames: a layer named by the user is skipped like torch/distributed.
 TEST(DrawRank, LibraryFramesMoveTheCallSite) {
-  Snapshot s = testing::pythonSnapshot();
+  Snapshot s = live::testing::pythonSnapshot();
   s.library_frames = {"train.py"};
   analyze(&s);
   // Every frame of the user's file is a library frame now: the call site is the innermost
@@ -171,7 +171,7 @@ TEST(DrawGolden, FilterBeingTyped) {
 
 TEST(DrawGolden, NothingReadableSaysWhyOnScreen) {
   Snapshot s;
-  s.now_ns = testing::kT0;
+  s.now_ns = live::testing::kT0;
   s.source_label = "/tmp/dumps";
   s.notes = {"/tmp/dumps/a.bbox: not an ncclrec black box (bad magic)",
              "/tmp/dumps/b.bbox: truncated black box (4096 bytes, header says 8192)"};
@@ -199,11 +199,11 @@ TEST(Draw, EveryFrameHasExactlyTheSizeAskedFor) {
 
 TEST(Draw, LargeCountsAreAbbreviatedInTheirColumn) {
   Snapshot s;
-  s.now_ns = testing::kT0 + 30'000'000'000;
-  format::RankData d = testing::makeRank(0, 1, "h", testing::kCommWorld, 2, 0);
+  s.now_ns = live::testing::kT0 + 30'000'000'000;
+  format::RankData d = live::testing::makeRank(0, 1, "h", live::testing::kCommWorld, 2, 0);
   d.events[0].count = 123'456'789;
   d.events[1].count = 12'345'678'901;
-  s.ranks.push_back(entryFromRankData(d));
+  s.ranks.push_back(live::entryFromRankData(d));
   analyze(&s);
   const std::string text = draw(s, rankView(s, 0), 80, 24).plainText();
   EXPECT_NE(text.find("  123.5M done"), std::string::npos) << text;

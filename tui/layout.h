@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "tui/snapshot.h"
+#include "tui/live_names.h"
 
 namespace ncclrec::tui {
 

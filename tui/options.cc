@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/params_table.h"
+#include "format/version.h"
 
 namespace ncclrec::tui {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <vector>
 
-#include "recorder/format/testing/temp_dir.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::tui {
 namespace {

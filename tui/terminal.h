@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "recorder/format/base/status.h"
+#include "base/status.h"
 #include "tui/frame.h"
 
 namespace ncclrec::tui {

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <tuple>
 
-#include "tui/analysis.h"
+#include "live/analysis.h"
 #include "tui/layout.h"
 
 namespace ncclrec::tui {
@@ -22,8 +22,6 @@ std::string_view sortKeyName(SortKey key) {
   }
   return "?";
 }
-
-std::string rankKey(const RankEntry& rank) { return rank.host + "/" + std::to_string(rank.pid); }
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tui/snapshot.h"
+#include "tui/live_names.h"
 
 namespace ncclrec::tui {
 
@@ -56,8 +56,6 @@ enum Key : int {
 ViewState handleKey(const ViewState& view, int key, const Snapshot& snapshot, int width,
                     int height);
 
-// "host/pid", how the rank detail remembers its rank across snapshots.
-std::string rankKey(const RankEntry& rank);
 // The summary's rows: indexes into snapshot.ranks, filtered and sorted as `view` says.
 std::vector<size_t> summaryRows(const Snapshot& snapshot, const ViewState& view);
 // The grid's rows for snapshot.comms[view.comm]: indexes into its members, filtered.

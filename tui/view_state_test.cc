@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tui/testing/fixtures.h"
+#include "live/testing/fixtures.h"
 
 namespace ncclrec::tui {
 namespace {
@@ -18,7 +18,7 @@ int selectedRank(const Snapshot& s, const ViewState& v) {
 }
 
 TEST(Keys, ArrowsMoveTheSelectionWithinTheList) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyDown, kKeyDown});
   EXPECT_EQ(v.selected, 2);
   v = press(v, s, {kKeyUp, kKeyUp, kKeyUp});
@@ -32,7 +32,7 @@ TEST(Keys, ArrowsMoveTheSelectionWithinTheList) {
 }
 
 TEST(Keys, PageDownMovesAPageAndScrolls) {
-  const Snapshot s = testing::manyRanksSnapshot(64);
+  const Snapshot s = live::testing::manyRanksSnapshot(64);
   const int page = pageRows(s, ViewState{}, 24);
   EXPECT_EQ(page, 15);  // 24 rows - title, tabs, 4 summary lines, blank, header, status
   ViewState v = press({}, s, {kKeyPageDown});
@@ -48,7 +48,7 @@ TEST(Keys, PageDownMovesAPageAndScrolls) {
 // 't' asks the caller for a thread snapshot (app.cc writes the request and answers in
 // `message`); the next key clears the answer.
 TEST(Keys, TAsksForAThreadSnapshotAndTheNextKeyClearsTheAnswer) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyDown, kKeyEnter});
   ASSERT_EQ(v.screen, Screen::kRank);
   v = press(v, s, {'t'});
@@ -67,7 +67,7 @@ TEST(Keys, TAsksForAThreadSnapshotAndTheNextKeyClearsTheAnswer) {
 }
 
 TEST(Keys, EnterOpensTheSelectedRankAndEscReturns) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyDown, kKeyDown, kKeyDown, kKeyEnter});
   EXPECT_EQ(v.screen, Screen::kRank);
   EXPECT_EQ(v.rank_key, "node0/1003");
@@ -80,7 +80,7 @@ TEST(Keys, EnterOpensTheSelectedRankAndEscReturns) {
 }
 
 TEST(Keys, EnterInTheGridOpensTheMembersRank) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyTab});
   EXPECT_EQ(v.screen, Screen::kComms);
   v = press(v, s, {kKeyEnter});  // first row: lagging rank 3
@@ -91,7 +91,7 @@ TEST(Keys, EnterInTheGridOpensTheMembersRank) {
 }
 
 TEST(Keys, LeftRightSwitchCommunicators) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {'2', kKeyRight});
   EXPECT_EQ(v.comm, 1u);
   v = press(v, s, {kKeyRight});
@@ -101,7 +101,7 @@ TEST(Keys, LeftRightSwitchCommunicators) {
 }
 
 TEST(Keys, TabCyclesScreensAndThreeOpensTheSelectedRank) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyDown, '3'});
   EXPECT_EQ(v.screen, Screen::kRank);
   EXPECT_EQ(v.rank_key, "node0/1001");
@@ -112,7 +112,7 @@ TEST(Keys, TabCyclesScreensAndThreeOpensTheSelectedRank) {
 }
 
 TEST(Keys, SlashFiltersCaseInsensitively) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {'/', 'N', 'o', 'd', 'e', '1'});
   EXPECT_TRUE(v.editing_filter);
   EXPECT_EQ(v.filter, "Node1");
@@ -132,7 +132,7 @@ TEST(Keys, SlashFiltersCaseInsensitively) {
 }
 
 TEST(Keys, SCyclesTheSortOrder) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {'s'});
   EXPECT_EQ(v.sort, SortKey::kLag);
   EXPECT_EQ(selectedRank(s, v), 3);  // lagging first
@@ -147,7 +147,7 @@ TEST(Keys, SCyclesTheSortOrder) {
 }
 
 TEST(Keys, QuestionMarkShowsHelpAndAnyKeyClosesIt) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {'?'});
   EXPECT_TRUE(v.help);
   v = press(v, s, {kKeyDown});
@@ -157,10 +157,10 @@ TEST(Keys, QuestionMarkShowsHelpAndAnyKeyClosesIt) {
   EXPECT_TRUE(v.quit);
 }
 
-TEST(Keys, QQuits) { EXPECT_TRUE(press({}, testing::hangSnapshot(), {'q'}).quit); }
+TEST(Keys, QQuits) { EXPECT_TRUE(press({}, live::testing::hangSnapshot(), {'q'}).quit); }
 
 TEST(Keys, DetailScrollsItsCallsWithinBounds) {
-  const Snapshot s = testing::hangSnapshot();
+  const Snapshot s = live::testing::hangSnapshot();
   ViewState v = press({}, s, {kKeyEnter});
   const int page = pageRows(s, v, 24);
   v = press(v, s, {kKeyDown, kKeyDown});

@@ -4,9 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
-#include "recorder/format/base/cli_parse.h"
-#include "recorder/format/params_table.h"
-#include "recorder/format/version.h"
+#include "base/cli_parse.h"
+#include "format/params_table.h"
+#include "format/version.h"
 #include "watch/watcher.h"
 
 namespace ncclrec::watch {

@@ -8,21 +8,21 @@
 #include <chrono>
 #include <thread>
 
-#include "launcher/hang_report.h"
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/recording_files.h"
-#include "tui/snapshot_request.h"
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/recording_files.h"
+#include "live/snapshot_request.h"
+#include "report/hang_report.h"
 
 namespace ncclrec::watch {
 namespace {
 
-using tui::Liveness;
+using live::Liveness;
 
 constexpr int64_t kStallNs = 1'000'000'000;  // an op incomplete this long: something stalls
 
 // Whether some rank has an op incomplete for a second or more.
-bool anyStall(const tui::Snapshot& s) {
+bool anyStall(const live::Snapshot& s) {
   for (size_t i = 0; i < s.ranks.size() && i < s.status.size(); ++i) {
     const int oldest = s.status[i].oldest_incomplete;
     if (oldest < 0 || s.ranks[i].liveness != Liveness::kAlive) continue;
@@ -38,8 +38,8 @@ std::string lockPath(const std::string& dir) {
 
 // Every run in the directory, or only `run_id`'s; of a rank recorded twice (a reused directory,
 // a restarted rank), the newest process.
-tui::CollectorOptions collectorOptions(const WatchOptions& o, const DetectorParams& params) {
-  tui::CollectorOptions c;
+live::CollectorOptions collectorOptions(const WatchOptions& o, const live::DetectorParams& params) {
+  live::CollectorOptions c;
   c.dir = o.dir;
   c.hang_after_s = params.timeout_s;
   c.run_id = o.run_id;
@@ -48,15 +48,15 @@ tui::CollectorOptions collectorOptions(const WatchOptions& o, const DetectorPara
 }
 
 // The ranks of a snapshot as the report's workers; the run id of the first when none was given.
-void addWorkers(const tui::Snapshot& s, launcher::HangReportInput* in) {
-  for (const tui::RankEntry& r : s.ranks) {
-    launcher::WorkerInfo w;
+void addWorkers(const live::Snapshot& s, report::HangReportInput* in) {
+  for (const live::RankEntry& r : s.ranks) {
+    report::WorkerInfo w;
     w.rank = r.global_rank;
     w.local_rank = r.local_rank;
     w.pid = r.pid;
     w.host = r.host;
     w.running = r.liveness == Liveness::kAlive;
-    if (!w.running) w.ended = std::string(tui::livenessName(r.liveness));
+    if (!w.running) w.ended = std::string(live::livenessName(r.liveness));
     in->workers.push_back(std::move(w));
     if (in->run_id.empty()) in->run_id = r.run_id;
   }
@@ -64,7 +64,7 @@ void addWorkers(const tui::Snapshot& s, launcher::HangReportInput* in) {
 
 }  // namespace
 
-Watcher::Watcher(WatchOptions options, DetectorParams params, std::ostream& err)
+Watcher::Watcher(WatchOptions options, live::DetectorParams params, std::ostream& err)
     : options_(std::move(options)),
       detector_(params),
       err_(err),
@@ -73,10 +73,10 @@ Watcher::Watcher(WatchOptions options, DetectorParams params, std::ostream& err)
 
 // Said with the first line about a stall, not before: ranks that are still starting (a slow
 // import) are not yet in the directory either.
-void Watcher::sayIfNotShared(const tui::Snapshot& s) {
+void Watcher::sayIfNotShared(const live::Snapshot& s) {
   if (said_not_shared_ || s.ranks.empty()) return;
   int world = 0;
-  for (const tui::RankEntry& r : s.ranks) {
+  for (const live::RankEntry& r : s.ranks) {
     if (r.host != host_) return;  // another node's ranks are here: the directory is shared
     world = std::max(world, r.world_size);
   }
@@ -91,28 +91,28 @@ void Watcher::sayIfNotShared(const tui::Snapshot& s) {
 Watcher::State Watcher::step(int64_t now_ns) {
   if (started_ns_ == 0) started_ns_ = last_stall_ns_ = now_ns;
   last_ = collector_.collect(now_ns);
-  const tui::Snapshot& s = *last_;
-  for (const tui::RankEntry& r : s.ranks) seen_[{r.host, r.pid}] = r;
+  const live::Snapshot& s = *last_;
+  for (const live::RankEntry& r : s.ranks) seen_[{r.host, r.pid}] = r;
   if (anyStall(s)) last_stall_ns_ = now_ns;
   State state = State::kWatching;
-  std::vector<DetectorEvent> events = detector_.step(s);
+  std::vector<live::DetectorEvent> events = detector_.step(s);
   if (!events.empty()) sayIfNotShared(s);
-  for (DetectorEvent& e : events) {
-    if (e.type == DetectorEvent::Type::kHang) {
+  for (live::DetectorEvent& e : events) {
+    if (e.type == live::DetectorEvent::Type::kHang) {
       hang_ = std::move(e);
       state = State::kHang;
-    } else if (e.type == DetectorEvent::Type::kSnapshot) {
+    } else if (e.type == live::DetectorEvent::Type::kSnapshot) {
       // For the warning's "it is now in ...". This collector reads its own directory only:
       // there are no agents to pass the request on to.
       bool through_agents = false;
-      (void)tui::requestThreadSnapshots(s, &through_agents);
+      (void)live::requestThreadSnapshots(s, &through_agents);
     } else {
       err_ << "ncclrec: " << e.line << "\n" << std::flush;
     }
   }
   if (state == State::kHang) return state;
   const bool all_ended =
-      !seen_.empty() && std::none_of(s.ranks.begin(), s.ranks.end(), [](const tui::RankEntry& r) {
+      !seen_.empty() && std::none_of(s.ranks.begin(), s.ranks.end(), [](const live::RankEntry& r) {
         return r.liveness == Liveness::kAlive;
       });
   if (all_ended) return State::kEnded;
@@ -122,9 +122,9 @@ Watcher::State Watcher::step(int64_t now_ns) {
 }
 
 bool Watcher::allDumped(int64_t since_ns) const {
-  for (const tui::RankEntry& r : last_->ranks) {
+  for (const live::RankEntry& r : last_->ranks) {
     if (r.liveness != Liveness::kAlive) continue;  // a rank that ended left its files
-    if (!launcher::hasDumpOf(options_.dir, r.pid, since_ns)) return false;
+    if (!report::hasDumpOf(options_.dir, r.pid, since_ns)) return false;
   }
   return true;
 }
@@ -145,9 +145,9 @@ int Watcher::report(int64_t detected_ns, const std::function<void(double)>& slee
   const int64_t start = base::monotonicNs();
   auto waited = [&] { return static_cast<double>(base::monotonicNs() - start) / 1e9; };
   while (!allDumped(since_ns) && waited() < options_.dump_wait_s) sleep(0.05);
-  launcher::HangReportInput in;
+  report::HangReportInput in;
   in.run_id = options_.run_id;
-  in.reason = launcher::ReportReason::kHang;
+  in.reason = report::ReportReason::kHang;
   in.trigger_text = trigger.text();
   in.dump_dir = options_.dir;
   in.waited_s = waited();
@@ -158,7 +158,7 @@ int Watcher::report(int64_t detected_ns, const std::function<void(double)>& slee
   in.detected_ns = detected_ns;
   in.detection = hang_.line;
   in.tool = "ncclrec";
-  auto path = launcher::writeHangReport(in, err_);
+  auto path = report::writeHangReport(in, err_);
   err_ << std::flush;
   if (!path.ok()) {
     err_ << path.status().message() << "\n" << std::flush;  // "ncclrec: cannot write ..."
@@ -182,7 +182,7 @@ int runWatcher(const WatchOptions& options, std::ostream& err) {
   }
   if (!locked) return kWatchDone;  // another watcher watches this directory
   std::string problem;
-  const DetectorParams params = DetectorParams::fromEnvironment(&problem);
+  const live::DetectorParams params = live::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty()) err << "ncclrec-watch: " << problem << "\n" << std::flush;
   Watcher w(options, params, err);
   auto sleep = [](double s) {
@@ -202,17 +202,17 @@ int runWatcher(const WatchOptions& options, std::ostream& err) {
 
 int writeEndReport(const WatchOptions& options, std::ostream& out, std::ostream& err) {
   std::string problem;
-  const DetectorParams params = DetectorParams::fromEnvironment(&problem);
+  const live::DetectorParams params = live::DetectorParams::fromEnvironment(&problem);
   if (!problem.empty()) err << "ncclrec-watch: " << problem << "\n" << std::flush;
-  tui::Collector collector(collectorOptions(options, params));
-  launcher::HangReportInput in;
+  live::Collector collector(collectorOptions(options, params));
+  report::HangReportInput in;
   in.run_id = options.run_id;
-  in.reason = launcher::ReportReason::kEnded;
+  in.reason = report::ReportReason::kEnded;
   in.ended = options.ended;
   in.dump_dir = options.dir;
   in.tool = "ncclrec";
   addWorkers(*collector.collect(base::realtimeNs()), &in);
-  auto path = launcher::writeHangReport(in, out);
+  auto path = report::writeHangReport(in, out);
   out << std::flush;
   if (!path.ok()) {
     err << path.status().message() << "\n" << std::flush;

@@ -1,10 +1,11 @@
 // ncclrec-watch: live hang detection on the black boxes of a directory, for jobs cxxrun does not
 // launch (torchrun, mpirun, srun). A rank whose own op stalls starts it (recorder/watch_spawn.h);
 // one watcher per directory, the holder of DIR/ncclrec.watch.lock. Every interval it reads the
-// black boxes (tui::Collector) and runs the detector (detector.h): warnings and resumptions are
-// printed on stderr; at a hang it writes the trigger file so that every rank dumps, waits for the
-// dumps (NCCLREC_DUMP_WAIT), and prints the verdict and report.json's path (launcher/hang_report.h)
-// on the stderr it shares with the rank, which the launcher forwards to the user.
+// black boxes (live::Collector) and runs the detector (live/detector.h): warnings and resumptions
+// are printed on stderr; at a hang it writes the trigger file so that every rank dumps, waits for
+// the dumps (NCCLREC_DUMP_WAIT), and prints the verdict and report.json's path
+// (report/hang_report.h) on the stderr it shares with the rank, which the launcher forwards to the
+// user.
 //
 // It watches until every rank it saw ended, or nothing stalled for --linger seconds; after a
 // verdict it stays (holding the lock) while that stall lasts, so that the ranks still stalled do
@@ -20,8 +21,8 @@
 #include <string>
 #include <utility>
 
-#include "tui/collector.h"
-#include "watch/detector.h"
+#include "live/collector.h"
+#include "live/detector.h"
 
 namespace ncclrec::watch {
 
@@ -45,13 +46,13 @@ class Watcher {
  public:
   enum class State { kWatching, kHang, kEnded, kLingered };
 
-  Watcher(WatchOptions options, DetectorParams params, std::ostream& err);
+  Watcher(WatchOptions options, live::DetectorParams params, std::ostream& err);
 
   // One look at the directory at `now_ns` (CLOCK_REALTIME): prints the detector's warnings and
   // resumptions; kHang once per stall (hang() is its event), kEnded when every rank seen ended,
   // kLingered when nothing stalled for --linger seconds.
   State step(int64_t now_ns);
-  const DetectorEvent& hang() const { return hang_; }
+  const live::DetectorEvent& hang() const { return hang_; }
 
   // After kHang: the trigger file, the wait for the dumps of the ranks alive (up to
   // dump_wait_s, `sleep` waits between looks), the report on err. kWatchFailed when report.json
@@ -60,16 +61,16 @@ class Watcher {
 
  private:
   bool allDumped(int64_t since_ns) const;
-  void sayIfNotShared(const tui::Snapshot& s);
+  void sayIfNotShared(const live::Snapshot& s);
 
   WatchOptions options_;
-  Detector detector_;
+  live::Detector detector_;
   std::ostream& err_;
-  tui::Collector collector_;
+  live::Collector collector_;
   std::string host_;
-  std::shared_ptr<const tui::Snapshot> last_;
-  std::map<std::pair<std::string, int>, tui::RankEntry> seen_;  // by host and pid
-  DetectorEvent hang_;
+  std::shared_ptr<const live::Snapshot> last_;
+  std::map<std::pair<std::string, int>, live::RankEntry> seen_;  // by host and pid
+  live::DetectorEvent hang_;
   int64_t started_ns_ = 0;
   int64_t last_stall_ns_ = 0;  // the last time some rank had an op incomplete for 1 s
   bool said_not_shared_ = false;

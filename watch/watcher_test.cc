@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "recorder/format/base/clock.h"
-#include "recorder/format/base/text.h"
-#include "recorder/format/recording_files.h"
-#include "recorder/format/testing/bbox_builder.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "base/clock.h"
+#include "base/text.h"
+#include "format/recording_files.h"
+#include "format/testing/bbox_builder.h"
+#include "format/testing/temp_dir.h"
 
 namespace ncclrec::watch {
 namespace {
@@ -91,7 +91,7 @@ TEST(Watcher, ACertainHangTriggersTheDumpsAndReports) {
   const int64_t t0 = base::realtimeNs() - 10 * kS;
   writeHungJob(dir, "runA", t0);
   std::ostringstream err;
-  Watcher w(options(dir.path(), "runA", 60, 0.2), DetectorParams{}, err);
+  Watcher w(options(dir.path(), "runA", 60, 0.2), live::DetectorParams{}, err);
   ASSERT_EQ(w.step(t0 + 5 * kS), Watcher::State::kHang);
   const std::string line = w.hang().line;
   EXPECT_EQ(line.rfind("hang (certain", 0), 0u) << line;
@@ -119,7 +119,7 @@ TEST(Watcher, RanksOfAnotherRunAreIgnored) {
   const int64_t t0 = base::realtimeNs() - 10 * kS;
   writeHungJob(dir, "old", t0);
   std::ostringstream err;
-  Watcher w(options(dir.path(), "new", 1), DetectorParams{}, err);
+  Watcher w(options(dir.path(), "new", 1), live::DetectorParams{}, err);
   EXPECT_EQ(w.step(t0 + 5 * kS), Watcher::State::kWatching);
   EXPECT_EQ(w.step(t0 + 7 * kS), Watcher::State::kLingered);
   EXPECT_EQ(err.str(), "");
@@ -130,7 +130,7 @@ TEST(Watcher, LeavesWhenNothingStallsForTheLingerTime) {
   const int64_t t0 = base::realtimeNs();
   ASSERT_TRUE(rankBox(0, 1, kSelf, "r", 3, false, t0).writeTo(dir.file("h.0.bbox")));
   std::ostringstream err;
-  Watcher w(options(dir.path(), "", 2), DetectorParams{}, err);
+  Watcher w(options(dir.path(), "", 2), live::DetectorParams{}, err);
   EXPECT_EQ(w.step(t0 + kS), Watcher::State::kWatching);
   EXPECT_EQ(w.step(t0 + 2 * kS), Watcher::State::kWatching);
   EXPECT_EQ(w.step(t0 + 3 * kS), Watcher::State::kLingered);
@@ -146,7 +146,7 @@ TEST(Watcher, LeavesWhenEveryRankEnded) {
     ASSERT_TRUE(b.writeTo(dir.file("h." + std::to_string(r) + ".bbox")));
   }
   std::ostringstream err;
-  Watcher w(options(dir.path()), DetectorParams{}, err);
+  Watcher w(options(dir.path()), live::DetectorParams{}, err);
   EXPECT_EQ(w.step(t0 + 2 * kS), Watcher::State::kEnded);
 }
 
@@ -156,7 +156,7 @@ TEST(Watcher, SaysOnceWhenTheDirectoryHoldsOnlyThisNodesRanks) {
   // Rank 0 of 4 waits in all-reduce #4; ranks 1-3 are not in this directory.
   ASSERT_TRUE(rankBox(0, 4, kSelf, "r", 3, true, t0).writeTo(dir.file("h.0.bbox")));
   std::ostringstream err;
-  Watcher w(options(dir.path()), DetectorParams{}, err);
+  Watcher w(options(dir.path()), live::DetectorParams{}, err);
   EXPECT_EQ(w.step(t0 + kS), Watcher::State::kWatching);
   EXPECT_EQ(err.str(), "");  // nothing to say yet: the other ranks may still be starting
   for (int s = 2; s < 20 && err.str().empty(); ++s) w.step(t0 + s * kS);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "analyzer/diagnose.h"
-#include "recorder/format/model.h"
-#include "recorder/format/reader.h"
+#include "format/model.h"
+#include "format/reader.h"
 
 namespace ncclrec::analyzer::testing {
 

@@ -1,4 +1,4 @@
-// The ABI table of hostnccl/include/nccl.h.
+// The ABI table of third_party/nccl/nccl.h.
 #include <nccl.h>
 
 #include "hostnccl/tests/abi_table.h"

@@ -1,6 +1,6 @@
 // The ABI facts of one nccl.h, as (key, value) text pairs, so that two headers that define the same
 // names can be compared: abi_real.cc builds the table from NVIDIA's header, abi_ours.cc from
-// hostnccl/include/nccl.h, each in its own translation unit, and abi_test.cc compares them.
+// third_party/nccl/nccl.h, each in its own translation unit, and abi_test.cc compares them.
 #pragma once
 
 #include <string>

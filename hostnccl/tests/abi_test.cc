@@ -1,4 +1,4 @@
-// hostnccl/include/nccl.h against NVIDIA's nccl.h: every enumerator, type size and alignment,
+// third_party/nccl/nccl.h against NVIDIA's nccl.h: every enumerator, type size and alignment,
 // struct layout, initializer, macro and function type must be equal, and both headers must declare
 // nothing the table does not cover.
 #include <gtest/gtest.h>

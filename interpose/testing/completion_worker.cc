@@ -21,8 +21,8 @@
 #include <string>
 #include <thread>
 
-#include "recorder/format/model.h"
-#include "recorder/format/reader.h"
+#include "format/model.h"
+#include "format/reader.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "recorder/format/params_table.h"
-#include "recorder/format/reader.h"
+#include "format/params_table.h"
+#include "format/reader.h"
 
 namespace ncclrec::interpose::testing {
 namespace fs = std::filesystem;

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recorder/format/model.h"
+#include "format/model.h"
 #include "tests/support/process.h"
 
 namespace ncclrec::interpose::testing {

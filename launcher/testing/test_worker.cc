@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-#include "launcher/store_client.h"
+#include "format/store_client.h"
 
 namespace {
 
@@ -90,8 +90,7 @@ int main(int argc, char** argv) {
     char bytes[64] = {};
     if (rank == 0)
       std::snprintf(bytes, sizeof(bytes), "secret-of-%s", env("NCCLREC_RUN_ID").c_str());
-    const auto status =
-        ncclrec::launcher::storeBroadcast("id", rank == 0, bytes, sizeof(bytes), 30);
+    const auto status = ncclrec::format::storeBroadcast("id", rank == 0, bytes, sizeof(bytes), 30);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.message().c_str());
       return 1;

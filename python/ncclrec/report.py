@@ -1,6 +1,6 @@
 """The report at the end of `ncclrec run`: report.json of the run's folder, as the live watcher
 wrote it at a hang, else as `ncclrec-watch --ended` writes it once the job is over (the same
-document and the same analyzer: launcher/hang_report.h). Nothing is analyzed here."""
+document and the same analyzer: report/hang_report.h). Nothing is analyzed here."""
 import fcntl
 import json
 import os
@@ -8,7 +8,7 @@ import subprocess
 import time
 
 REPORT = "report.json"
-WATCH_LOCK = "ncclrec.watch.lock"  # recorder/format/recording_files.h
+WATCH_LOCK = "ncclrec.watch.lock"  # format/recording_files.h
 
 
 def fresh_report(dump_dir, since):

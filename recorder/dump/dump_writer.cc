@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+#include "format/bbox_layout.h"
+#include "format/dump_io.h"
+#include "format/reader.h"
 #include "recorder/dump/dump_api.h"
 #include "recorder/dump/sleep_unwind.h"
 #include "recorder/dump/symbolize.h"
-#include "recorder/format/base/clock.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/dump_io.h"
-#include "recorder/format/reader.h"
 
 namespace {
 

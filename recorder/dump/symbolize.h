@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "recorder/format/model.h"
+#include "format/model.h"
 
 namespace ncclrec::dump {
 

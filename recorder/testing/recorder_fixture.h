@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "recorder/format/params_table.h"
-#include "recorder/format/reader.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/params_table.h"
+#include "format/reader.h"
+#include "format/testing/temp_dir.h"
 #include "recorder/recorder.h"
 
 namespace ncclrec::recorder::testing {

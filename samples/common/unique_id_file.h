@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "launcher/store_client.h"
+#include "format/store_client.h"
 
 namespace samples {
 
@@ -27,7 +27,7 @@ inline ncclUniqueId shareUniqueIdFrom(bool maker, int rank, const std::string& p
     if (maker && ncclGetUniqueId(&id) != ncclSuccess)
       throw std::runtime_error("ncclGetUniqueId failed");
     const auto status =
-        ncclrec::launcher::storeBroadcast("nccl_id:" + path, maker, &id, sizeof(id), timeout_s);
+        ncclrec::format::storeBroadcast("nccl_id:" + path, maker, &id, sizeof(id), timeout_s);
     if (!status.ok()) throw std::runtime_error(status.message());
     return id;
   }

@@ -13,8 +13,8 @@
 #include <iterator>
 #include <string>
 
-#include "recorder/format/flight_recorder.h"
-#include "recorder/format/pickle_reader.h"
+#include "format/flight_recorder.h"
+#include "format/pickle_reader.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <string>
 
-#include "hostnccl/include/nccl_profiler.h"
-#include "recorder/format/reader.h"
+#include "format/reader.h"
+#include "third_party/nccl/nccl_profiler.h"
 
 namespace {
 

@@ -53,9 +53,9 @@
 #include <string>
 #include <vector>
 
+#include "format/bbox_layout.h"
+#include "format/bbox_ring.h"
 #include "nccl.h"
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/bbox_ring.h"
 
 // The stub's alias of ncclAllReduce (NVIDIA's nccl.h does not declare the pnccl* names either).
 extern "C" ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "recorder/format/reader.h"
-#include "recorder/format/testing/temp_dir.h"
+#include "format/reader.h"
+#include "format/testing/temp_dir.h"
 #include "tests/support/process.h"
 
 namespace {

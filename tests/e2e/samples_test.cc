@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/op_type.h"
-#include "recorder/format/reader.h"
+#include "format/bbox_layout.h"
+#include "format/op_type.h"
+#include "format/reader.h"
 #include "tests/support/process.h"
 
 namespace {
@@ -285,7 +285,7 @@ TEST_P(SampleTest, FaultyRunGetsTheExpectedVerdict) {
   }
 
   if (want_exit == 3) {
-    // The report is written just before cxxrun prints it (launcher/hang_report.cc).
+    // The report is written just before cxxrun prints it (report/hang_report.cc).
     const int64_t start = hangStartNs(run.dump_dir);
     const int64_t printed = mtimeNs(report);
     ASSERT_GT(start, 0) << "no op was left pending in the recordings";

@@ -15,7 +15,7 @@ nccl_dir=$(dirname "$(find / -name 'libnccl.so.2' -path '*nvidia/nccl*' 2>/dev/n
 mkdir -p "$work/obj"
 srcs="bucket_plan checkpoint_file grad_comm injection nccl_setup options progress sampler step_sync ddp train main"
 printf '%s\n' $srcs | xargs -P "$(nproc)" -I{} g++ -std=c++20 -O2 -g -fno-omit-frame-pointer \
-  -D_GLIBCXX_USE_CXX11_ABI="$abi" -I"$repo" -I"$repo/hostnccl/include" -I"$bundle/include" \
+  -D_GLIBCXX_USE_CXX11_ABI="$abi" -I"$repo" -I"$repo/third_party/nccl" -I"$bundle/include" \
   -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include" \
   -c "$repo/trainer/{}.cc" -o "$work/obj/{}.o" || { echo "trainer: compile failed"; exit 1; }
 g++ -o "$work/ncclrec-trainer" "$work"/obj/*.o -L"$torch_dir/lib" -Wl,-rpath,"$torch_dir/lib" \

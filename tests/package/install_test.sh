@@ -19,8 +19,8 @@ for f in bin/ncclrec-analyze bin/ncclrec-top bin/ncclrec-watch bin/ncclrec-expor
   lib/libncclrec.so lib/libncclrec_dump.so share/ncclrec/prometheus/ncclrec.rules.yml \
   share/ncclrec/grafana/ncclrec-dashboard.json \
   lib/libncclrec_format.so lib/ncclrec/hostnccl/libnccl.so.2 lib/ncclrec/samples/sample_gated_save \
-  lib/cmake/ncclrec/ncclrecConfig.cmake include/ncclrec/recorder/format/reader.h \
-  include/ncclrec/recorder/format/ncclrec.pb.h include/ncclrec/launcher/store_client.h \
+  lib/cmake/ncclrec/ncclrecConfig.cmake include/ncclrec/format/reader.h \
+  include/ncclrec/format/ncclrec.pb.h include/ncclrec/format/store_client.h \
   share/doc/ncclrec/README.md share/doc/ncclrec/docs/install.md \
   share/ncclrec/samples/gated_save/main.cc share/ncclrec/samples/gated_save/expected.json; do
   [ -e "$p/$f" ] || fail "$f is not installed"

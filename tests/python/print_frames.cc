@@ -8,9 +8,9 @@
 // Exit 0, or 2 with one line on stderr when FILE cannot be read.
 #include <cstdio>
 
-#include "recorder/format/bbox_layout.h"
-#include "recorder/format/op_type.h"
-#include "recorder/format/reader.h"
+#include "format/bbox_layout.h"
+#include "format/op_type.h"
+#include "format/reader.h"
 
 int main(int argc, char** argv) {
   using namespace ncclrec::format;

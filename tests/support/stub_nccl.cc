@@ -1,4 +1,4 @@
-// A stub libnccl.so.2 for unit tests: every entry point of hostnccl/include/nccl.h, exported as
+// A stub libnccl.so.2 for unit tests: every entry point of third_party/nccl/nccl.h, exported as
 // nccl<X> and as the pnccl<X> alias, exactly as NVIDIA's NCCL exports them. Arguments are checked
 // the way NCCL checks them; on a one-rank communicator the collectives whose result is a copy of
 // the input copy it, so a test can see that buffers were forwarded unchanged; with more ranks they
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <new>
 
+#include "format/op_type.h"
 #include "nccl.h"
-#include "recorder/format/op_type.h"
 #include "tests/support/stub_state.h"
 
 namespace stub = ncclrec::support::stub;

@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "recorder/format/dump_io.h"
-#include "recorder/format/flight_recorder.h"
-#include "recorder/format/pickle_reader.h"
-#include "recorder/format/reader.h"
+#include "format/dump_io.h"
+#include "format/flight_recorder.h"
+#include "format/pickle_reader.h"
+#include "format/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ncclrec::format::parseBlackBox(data, size, "fuzz.bbox");

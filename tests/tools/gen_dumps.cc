@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "recorder/format/dump_io.h"
-#include "recorder/format/model.h"
+#include "format/dump_io.h"
+#include "format/model.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "hostnccl/include/nccl_profiler.h"
+#include "third_party/nccl/nccl_profiler.h"
 
 namespace {
 

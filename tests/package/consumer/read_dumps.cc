@@ -2,9 +2,9 @@
 // includes the store client to check its headers compile outside the tree.
 #include <cstdio>
 
-#include "launcher/store_client.h"
-#include "recorder/format/reader.h"
-#include "recorder/format/version.h"
+#include "format/reader.h"
+#include "format/store_client.h"
+#include "format/version.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

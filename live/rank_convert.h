@@ -1,0 +1,17 @@
+// A rank in the reader's model (format/model.h: a dump, a black box read whole, or one
+// an agent sent) as ncclrec-top's entry: its last kRecentOps events, its communicators and the
+// stacks those events use.
+#pragma once
+
+#include <cstdint>
+
+#include "format/model.h"
+#include "live/snapshot.h"
+
+namespace ncclrec::live {
+
+// Liveness from the marks only (exited, crashed, else alive); the caller knows better when it
+// can see the process. `shift_ns` is added to every timestamp (another host's clock offset).
+RankEntry entryFromRankData(const format::RankData& data, int64_t shift_ns = 0);
+
+}  // namespace ncclrec::live
