@@ -4,6 +4,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analyzer/creation.h"
@@ -37,19 +39,32 @@ base::Status selectRun(format::LoadedSet& set, const std::optional<std::string>&
   return base::okStatus();
 }
 
-int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
-               std::ostream& out, std::ostream& err) {
-  constexpr std::string_view kTool = "ncclrec-analyze: ";
+namespace {
+constexpr std::string_view kTool = "ncclrec-analyze: ";
+}  // namespace
+
+std::optional<format::LoadedSet> loadRecordings(const std::vector<std::string>& paths, bool select,
+                                                const std::optional<std::string>& run,
+                                                std::ostream& err) {
   base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
   if (!set.ok()) {
     err << kTool << set.status().message() << '\n';
-    return kExitBadInput;
+    return std::nullopt;
   }
   for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
-  if (const base::Status st = selectRun(*set, options.run); !st.ok()) {
-    err << kTool << st.message() << '\n';
-    return kExitBadInput;
+  if (select) {
+    if (const base::Status st = selectRun(*set, run); !st.ok()) {
+      err << kTool << st.message() << '\n';
+      return std::nullopt;
+    }
   }
+  return std::move(*set);
+}
+
+int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
+               std::ostream& out, std::ostream& err) {
+  std::optional<format::LoadedSet> set = loadRecordings(paths, true, options.run, err);
+  if (!set) return kExitBadInput;
   // Two processes of one run that claim one rank while they create a communicator are the bug
   // itself (a wrong RANK), which the verdict names; otherwise, mixed recordings.
   std::map<int, std::vector<const format::RankData*>> by_rank;
@@ -88,17 +103,8 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
 int runStacks(const std::vector<std::string>& paths, const std::optional<std::string>& run,
               const std::vector<std::string>& library_frames, std::ostream& out,
               std::ostream& err) {
-  constexpr std::string_view kTool = "ncclrec-analyze: ";
-  base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
-  if (!set.ok()) {
-    err << kTool << set.status().message() << '\n';
-    return kExitBadInput;
-  }
-  for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
-  if (const base::Status st = selectRun(*set, run); !st.ok()) {
-    err << kTool << st.message() << '\n';
-    return kExitBadInput;
-  }
+  std::optional<format::LoadedSet> set = loadRecordings(paths, true, run, err);
+  if (!set) return kExitBadInput;
   const CallSites sites(set->ranks, library_frames);
   printStacks(*set, sites, out);
   return kExitOk;

@@ -25,6 +25,13 @@ struct AnalyzeOptions {
 // ids found, when the set mixes runs and none was chosen, or when `run` is not among them.
 base::Status selectRun(format::LoadedSet& set, const std::optional<std::string>& run);
 
+// The first step of every mode: loads `paths`, prints each warning on `err` as "ncclrec-analyze:
+// warning: ...", and, when `select` is set, keeps one run (selectRun with `run`). nullopt, with
+// one line on `err`, when the recordings cannot be read or no run can be chosen.
+std::optional<format::LoadedSet> loadRecordings(const std::vector<std::string>& paths, bool select,
+                                                const std::optional<std::string>& run,
+                                                std::ostream& err);
+
 // Returns the exit code (exit_codes.h): the verdict's, or kExitBadInput with one line on `err`.
 int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& options,
                std::ostream& out, std::ostream& err);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/analyze_mode.h"
 #include "analyzer/exit_codes.h"
 #include "analyzer/testing/run_cli.h"
 #include "format/params_table.h"
@@ -148,6 +149,20 @@ TEST(CliTest, SeveralRunsNeedRun) {
   EXPECT_EQ(cli({"--run", "run-1", dir.path()}).code, kExitOk);
   expectOneErrorLine(cli({"--run", "run-7", dir.path()}));
   expectOneErrorLine(cli({"--events", "--run", "run-1", dir.path()}));
+  // Every mode loads through loadRecordings: --stacks picks a run too, --events lists them all.
+  expectOneErrorLine(cli({"--stacks", dir.path()}));
+  EXPECT_EQ(cli({"--stacks", "--run", "run-0", dir.path()}).code, kExitOk);
+  EXPECT_EQ(cli({"--events", dir.path()}).code, kExitOk);
+  std::ostringstream err;
+  EXPECT_FALSE(loadRecordings({dir.path()}, true, std::nullopt, err).has_value());
+  EXPECT_NE(err.str().find("pick one with --run ID"), std::string::npos) << err.str();
+  err.str("");
+  const auto both = loadRecordings({dir.path()}, false, std::nullopt, err);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->ranks.size(), 2u);
+  EXPECT_EQ(err.str(), "");
+  EXPECT_FALSE(loadRecordings({dir.file("absent")}, true, std::nullopt, err).has_value());
+  EXPECT_EQ(err.str().rfind("ncclrec-analyze: ", 0), 0u) << err.str();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "analyzer/analyze_mode.h"
 #include "analyzer/callsite.h"
 #include "analyzer/exit_codes.h"
 #include "base/text.h"
@@ -367,12 +368,9 @@ int runEvents(const std::vector<std::string>& paths, const EventsOptions& option
     err << kTool << st.message() << '\n';
     return kExitBadInput;
   }
-  base::StatusOr<format::LoadedSet> set = format::loadPaths(paths);
-  if (!set.ok()) {
-    err << kTool << set.status().message() << '\n';
-    return kExitBadInput;
-  }
-  for (const std::string& w : set->warnings) err << kTool << "warning: " << w << '\n';
+  // Every run: --events lists what was recorded, whichever run it belongs to.
+  std::optional<format::LoadedSet> set = loadRecordings(paths, false, std::nullopt, err);
+  if (!set) return kExitBadInput;
   if (const Status st = printEvents(*set, options, out); !st.ok()) {
     err << kTool << st.message() << '\n';
     return kExitBadInput;
