@@ -1,6 +1,5 @@
 #include "analyzer/offline_symbols.h"
 
-#include <cxxabi.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,9 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#ifdef NCCLREC_HAVE_LIBDW
-#include <elfutils/libdwfl.h>
-#endif
+#include "format/debug_info.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -21,15 +18,6 @@ namespace {
 std::string baseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-[[maybe_unused]] std::string demangle(const char* name) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) return name;
-  std::string result(demangled);
-  std::free(demangled);
-  return result;
 }
 
 #ifdef NCCLREC_HAVE_LIBDW
@@ -90,15 +78,7 @@ class ModuleFiles {
 format::Frame lookUp(Dwfl_Module* m, const format::Frame& raw) {
   format::Frame f = raw;
   // A return address: the call instruction is the byte before it.
-  const Dwarf_Addr pc = raw.module_offset - 1;
-  if (const char* name = dwfl_module_addrname(m, pc)) f.function = demangle(name);
-  if (Dwfl_Line* line = dwfl_module_getsrc(m, pc)) {
-    int lineno = 0;
-    if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-      f.file = file;
-      f.line = lineno;
-    }
-  }
+  format::addDebugInfo(m, raw.module_offset - 1, &f);
   return f;
 }
 #endif

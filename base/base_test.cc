@@ -39,5 +39,11 @@ TEST(BaseTest, Names) {
   EXPECT_EQ(base::hostName(), host);
 }
 
+TEST(TextTest, DemangleReadsCxxSymbolsAndKeepsOthers) {
+  EXPECT_EQ(base::demangle("_ZN2ns1fEi"), "ns::f(int)");
+  EXPECT_EQ(base::demangle("ncclAllReduce"), "ncclAllReduce");
+  EXPECT_EQ(base::demangle("_Z"), "_Z");
+}
+
 }  // namespace
 }  // namespace ncclrec

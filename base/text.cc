@@ -1,8 +1,10 @@
 #include "base/text.h"
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace ncclrec::base {
@@ -44,6 +46,15 @@ std::string numberRanges(const std::vector<int>& ascending) {
     i = j + 1;
   }
   return s;
+}
+
+std::string demangle(const char* symbol) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) return symbol;
+  std::string result(demangled);
+  std::free(demangled);
+  return result;
 }
 
 }  // namespace ncclrec::base

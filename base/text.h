@@ -28,4 +28,7 @@ std::string hostName();
 // "0", "1-3", "0,2,5-7": ascending numbers (ranks), runs written as ranges.
 std::string numberRanges(const std::vector<int>& ascending);
 
+// A C++ symbol as source reads it ("ns::f(int)" for "_ZN2ns1fEi"); anything else, as it is.
+std::string demangle(const char* symbol);
+
 }  // namespace ncclrec::base

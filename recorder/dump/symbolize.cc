@@ -1,6 +1,5 @@
 #include "recorder/dump/symbolize.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <unistd.h>
@@ -8,21 +7,11 @@
 #include <cstdlib>
 #include <string>
 
-#ifdef NCCLREC_HAVE_LIBDW
-#include <elfutils/libdwfl.h>
-#endif
+#include "base/text.h"
+#include "format/debug_info.h"
 
 namespace ncclrec::dump {
 namespace {
-
-std::string demangle(const char* name) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) return name;
-  std::string result(demangled);
-  std::free(demangled);
-  return result;
-}
 
 std::string selfExePath() {
   char path[4096];
@@ -100,18 +89,7 @@ struct Symbolizer::DebugInfo {
         frame->module_offset = address - bias;
       }
     }
-    if (frame->function.empty()) {
-      // The full symbol table names static functions, which dladdr cannot see.
-      if (const char* name = dwfl_module_addrname(module, pc)) frame->function = demangle(name);
-    }
-    if (Dwfl_Line* line = dwfl_module_getsrc(module, pc)) {
-      int lineno = 0;
-      const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
-      if (file != nullptr) {
-        frame->file = file;
-        frame->line = lineno;
-      }
-    }
+    format::addDebugInfo(module, pc, frame);
   }
 };
 #else
@@ -155,7 +133,7 @@ format::Frame Symbolizer::lookUp(uint64_t address) {
       frame.module = info.dli_fname;
       frame.module_offset = address - reinterpret_cast<uint64_t>(info.dli_fbase);
     }
-    if (info.dli_sname != nullptr) frame.function = demangle(info.dli_sname);
+    if (info.dli_sname != nullptr) frame.function = base::demangle(info.dli_sname);
   }
 
   if (use_debug_info_) {
