@@ -48,7 +48,7 @@ void writeSnapshot(ncclrec::format::BboxHeader* h, int threads, int first_tid, i
     r.tid = first_tid + t;
     r.status = ncclrec::format::kThreadAnswered;
     r.kernel_state = t == 0 ? 'R' : 'S';
-    std::snprintf(r.comm, sizeof(r.comm), "worker%d", t);
+    std::snprintf(r.comm, sizeof(r.comm), "worker%u", static_cast<unsigned>(t) % 1000u);
     r.native_depth = 8;
     for (uint32_t f = 0; f < r.native_depth; ++f) r.frames[f] = 0x401000 + 0x100 * f + t;
     records[t] = r;
