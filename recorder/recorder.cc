@@ -265,8 +265,8 @@ __attribute__((noinline)) CallHandle Recorder::begin(const OpArgs& a, int skip_f
   }
   if (call.timed_by_cuda) flags |= format::kEventCudaTimed;
   e->flags = flags;
-  atomicField(e->start_ns).store(call.timed_by_cuda || a.deferred ? 0 : now,
-                                 std::memory_order_relaxed);
+  atomicField(e->start_ns)
+      .store(call.timed_by_cuda || a.deferred ? 0 : now, std::memory_order_relaxed);
   atomicField(e->end_ns).store(0, std::memory_order_relaxed);
   atomicField(e->result).store(0, std::memory_order_relaxed);
   atomicField(e->state).store(static_cast<uint8_t>(EventState::kEnqueued),
