@@ -1,10 +1,5 @@
 #include "live/bbox_watch.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -12,6 +7,7 @@
 
 #include "format/bbox_event.h"
 #include "format/bbox_ring.h"
+#include "format/live_map.h"
 #include "format/reader.h"
 
 namespace ncclrec::live {
@@ -27,10 +23,6 @@ constexpr int64_t kStaleNs = 10'000'000'000;
 template <class T>
 T loadLive(const T& field) {
   return format::atomicField(const_cast<T&>(field)).load(std::memory_order_acquire);
-}
-
-base::Status fail(const std::string& path, const std::string& why) {
-  return base::Status::error(path + ": " + why);
 }
 
 std::string boundedString(const char* chars, size_t capacity) {
@@ -60,46 +52,13 @@ OpView toOp(const format::Event& e, uint64_t index) {
 
 base::StatusOr<std::unique_ptr<BboxWatch>> BboxWatch::open(const std::string& path,
                                                            bool* starting) {
-  if (starting != nullptr) *starting = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(path, "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size < sizeof(BboxHeader)) {
-    ::close(fd);
-    // The recorder sizes the file before it writes the header: a short file is one being made,
-    // or not a black box at all; both are looked at again when they change.
-    if (starting != nullptr) *starting = true;
-    return fail(path, size == 0 ? "empty file" : "shorter than a black box header");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_err = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) return fail(path, std::string("mmap: ") + std::strerror(map_err));
-  const auto* h = static_cast<const BboxHeader*>(map);
-  base::Status status;
-  static constexpr char kZeros[sizeof(format::kBboxMagic)] = {};
-  if (std::memcmp(h->magic, format::kBboxMagic, sizeof(h->magic)) != 0) {
-    const bool blank = std::memcmp(h->magic, kZeros, sizeof(kZeros)) == 0;
-    if (starting != nullptr) *starting = blank;
-    status = fail(path, blank ? "no header yet" : "not an ncclrec black box (bad magic)");
-  } else {
-    status = format::checkBlackBoxHeader(*h, size, path);
-  }
-  if (!status.ok()) {
-    ::munmap(map, size);
-    return status;
-  }
-  return std::unique_ptr<BboxWatch>(
-      new BboxWatch(path, static_cast<const uint8_t*>(map), size, st.st_dev, st.st_ino));
+  auto map = format::LiveMap::open(path, starting);
+  if (!map.ok()) return map.status();
+  return std::unique_ptr<BboxWatch>(new BboxWatch(path, std::move(*map)));
 }
 
-BboxWatch::BboxWatch(std::string path, const uint8_t* map, size_t size, dev_t dev, ino_t ino)
-    : path_(std::move(path)), map_(map), size_(size), dev_(dev), ino_(ino) {
+BboxWatch::BboxWatch(std::string path, std::unique_ptr<format::LiveMap> map)
+    : path_(std::move(path)), map_(std::move(map)) {
   const BboxHeader* h = header();
   entry_.source = path_;
   entry_.pid = h->pid;
@@ -110,7 +69,7 @@ BboxWatch::BboxWatch(std::string path, const uint8_t* map, size_t size, dev_t de
   entry_.start_ns = h->start_realtime_ns;
 }
 
-BboxWatch::~BboxWatch() { ::munmap(const_cast<uint8_t*>(map_), size_); }
+BboxWatch::~BboxWatch() = default;
 
 void BboxWatch::refresh(int64_t now_ns, const std::string& local_host) {
   const BboxHeader* h = header();

@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "format/bbox_layout.h"
+#include "format/live_map.h"
 #include "live/snapshot.h"
 
 namespace ncclrec::live {
@@ -40,11 +41,11 @@ class BboxWatch {
 
   // The rank as of the last refresh; its history is shared with earlier entries while unchanged.
   const RankEntry& entry() const { return entry_; }
-  dev_t device() const { return dev_; }
-  ino_t inode() const { return ino_; }
+  dev_t device() const { return map_->device(); }
+  ino_t inode() const { return map_->inode(); }
 
  private:
-  BboxWatch(std::string path, const uint8_t* map, size_t size, dev_t dev, ino_t ino);
+  BboxWatch(std::string path, std::unique_ptr<format::LiveMap> map);
   // Appends the stack ids of the ops it added to *stack_ids.
   bool readNewEvents(uint64_t write_index, std::vector<uint32_t>* stack_ids);
   bool updateIncomplete();
@@ -55,15 +56,10 @@ class BboxWatch {
   void readThreads();
   void updateLiveness(int64_t now_ns, const std::string& local_host);
 
-  const format::BboxHeader* header() const {
-    return reinterpret_cast<const format::BboxHeader*>(map_);
-  }
+  const format::BboxHeader* header() const { return map_->header(); }
 
   std::string path_;
-  const uint8_t* map_;
-  size_t size_;
-  dev_t dev_;
-  ino_t ino_;
+  std::unique_ptr<format::LiveMap> map_;
   uint64_t next_index_ = 0;      // first event index not read yet
   std::vector<uint64_t> retry_;  // indexes that were being written when last looked at
   std::deque<OpView> ops_;       // at most kRecentOps, ascending index

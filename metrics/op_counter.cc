@@ -1,10 +1,5 @@
 #include "metrics/op_counter.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -20,10 +15,6 @@ using format::BboxHeader;
 template <class T>
 T loadLive(const T& field) {
   return format::atomicField(const_cast<T&>(field)).load(std::memory_order_acquire);
-}
-
-base::Status fail(const std::string& path, const std::string& why) {
-  return base::Status::error(path + ": " + why);
 }
 
 // Hands a completed op to `timed` when its completion is timed: a collective or a send/receive
@@ -50,44 +41,14 @@ bool claimedNotPublished(const BboxHeader* h, uint64_t index) {
 
 base::StatusOr<std::unique_ptr<OpCounter>> OpCounter::open(const std::string& path,
                                                            bool* starting) {
-  if (starting != nullptr) *starting = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(path, "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size < sizeof(BboxHeader)) {
-    ::close(fd);
-    if (starting != nullptr) *starting = true;  // sized before its header is written
-    return fail(path, "shorter than a black box header");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_err = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) return fail(path, std::string("mmap: ") + std::strerror(map_err));
-  const auto* h = static_cast<const BboxHeader*>(map);
-  base::Status status;
-  if (std::memcmp(h->magic, format::kBboxMagic, sizeof(h->magic)) != 0) {
-    static constexpr char kZeros[sizeof(format::kBboxMagic)] = {};
-    const bool blank = std::memcmp(h->magic, kZeros, sizeof(kZeros)) == 0;
-    if (starting != nullptr) *starting = blank;
-    status = fail(path, blank ? "no header yet" : "not an ncclrec black box (bad magic)");
-  } else {
-    status = format::checkBlackBoxHeader(*h, size, path);
-  }
-  if (!status.ok()) {
-    ::munmap(map, size);
-    return status;
-  }
-  return std::unique_ptr<OpCounter>(new OpCounter(static_cast<const uint8_t*>(map), size));
+  auto map = format::LiveMap::open(path, starting);
+  if (!map.ok()) return map.status();
+  return std::unique_ptr<OpCounter>(new OpCounter(std::move(*map)));
 }
 
-OpCounter::OpCounter(const uint8_t* map, size_t size) : map_(map), size_(size) {}
+OpCounter::OpCounter(std::unique_ptr<format::LiveMap> map) : map_(std::move(map)) {}
 
-OpCounter::~OpCounter() { ::munmap(const_cast<uint8_t*>(map_), size_); }
+OpCounter::~OpCounter() = default;
 
 bool OpCounter::take(uint64_t index, const std::function<void(const TimedOp&)>& timed) {
   format::Event e;

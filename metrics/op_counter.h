@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "format/bbox_layout.h"
+#include "format/live_map.h"
 #include "format/op_type.h"
 
 namespace ncclrec::metrics {
@@ -58,16 +59,13 @@ class OpCounter {
   const OpCounts& counts() const { return counts_; }
 
  private:
-  OpCounter(const uint8_t* map, size_t size);
-  const format::BboxHeader* header() const {
-    return reinterpret_cast<const format::BboxHeader*>(map_);
-  }
+  explicit OpCounter(std::unique_ptr<format::LiveMap> map);
+  const format::BboxHeader* header() const { return map_->header(); }
   // Counts event `index` once it is readable; false while a writer is still filling its slot.
   bool take(uint64_t index, const std::function<void(const TimedOp&)>& timed);
   void follow(const std::function<void(const TimedOp&)>& timed);
 
-  const uint8_t* map_;
-  size_t size_;
+  std::unique_ptr<format::LiveMap> map_;
   uint64_t next_ = 0;                    // first event index not read yet
   std::vector<uint64_t> being_written_;  // slots a writer had claimed but not published
   struct Pending {
