@@ -23,10 +23,7 @@ std::optional<Verdict> pendingDivergence(Engine& en) {
 std::optional<Verdict> firstDivergenceOrStop(Engine& en) {
   Verdict v;
   for (const CommStreams* c : en.commOrder()) {
-    if (en.diagnoseComm(*c, v)) {
-      en.preferEarlierCause(v);
-      return v;
-    }
+    if (en.diagnoseComm(*c, v)) return v;
   }
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "analyzer/engine.h"
+#include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
@@ -167,5 +168,9 @@ bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
   becomeCause(v, std::move(*best));
   return true;
 }
+
+bool earlierDivergence(Engine& en, Verdict& v) { return en.preferEarlierCause(v); }
+
+bool collectiveBehindP2pWait(Engine& en, Verdict& v) { return en.collectiveCauseOfP2pWait(v); }
 
 }  // namespace ncclrec::analyzer::engine

@@ -8,6 +8,7 @@
 #include "analyzer/creation_rules.h"
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
+#include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
@@ -17,6 +18,13 @@ template <std::optional<Verdict> (*find)(const format::LoadedSet&, const CallSit
 std::optional<Verdict> onRecordings(Engine& en) {
   return find(en.set(), en.callsites());
 }
+
+// The cause steps each rule's verdict is offered to, in order (rules.h, Explainer).
+constexpr Explainer kEarlierDivergence[] = {&earlierDivergence};
+// An unmatched send or receive: the rank that left behind it, else a collective that holds its
+// peer up, else a collective its sender skipped before going into it.
+constexpr Explainer kP2pWaitCauses[] = {&leaverBehindP2pWait, &collectiveBehindP2pWait,
+                                        &skipBehindP2pWait};
 
 constexpr NamedRule kRules[] = {
     // A refused init (ranks sharing a device) explains whatever follows it.
@@ -37,15 +45,15 @@ constexpr NamedRule kRules[] = {
     {"group_peer_skip", &onRecordings<&findGroupPeerSkip>},
     // Waits that pair by peer or span communicators, before the per-slot alignment: a rank
     // blocked in comm B looks, from comm A, like a rank that stopped.
-    {"wait_cycle", &waitCycleOrItsCause},
+    {"wait_cycle", &onRecordings<&findWaitCycle>, kEarlierDivergence},
     // Before p2p_mismatch: a peer that left NCCL without posting the counterpart stopped (a
     // truncation); it did not post a different op.
     {"p2p_stop", &findP2pStop},
-    {"p2p_mismatch", &p2pMismatchOrItsCause},
+    {"p2p_mismatch", &onRecordings<&findP2pMismatch>, kP2pWaitCauses},
     // The per-slot alignment: first the communicators with ops pending that disagree, then the
     // first divergence or stop anywhere.
     {"pending_divergence", &pendingDivergence},
-    {"divergence_or_stop", &firstDivergenceOrStop},
+    {"divergence_or_stop", &firstDivergenceOrStop, kEarlierDivergence},
     // Nothing disagrees and no stream stopped while others wait.
     {"failed_call", &failedCall},
     {"stuck_creating_comm", &stuckCreatingComm},
@@ -61,6 +69,9 @@ std::span<const NamedRule> verdictRules() { return kRules; }
 Verdict runRules(Engine& engine) {
   for (const NamedRule& rule : verdictRules()) {
     if (std::optional<Verdict> v = rule.find(engine)) {
+      for (const Explainer explain : rule.causes) {
+        if (explain(engine, *v)) break;
+      }
       engine.addStatus(*v);
       return std::move(*v);
     }

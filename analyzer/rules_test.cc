@@ -25,6 +25,54 @@ TEST(RulesTest, TheVerdictOrderIsOneList) {
   EXPECT_EQ(names, expected);
 }
 
+TEST(RulesTest, CauseStepsAreDeclaredInTheTable) {
+  // Each rank 0 sends to rank 1, then ranks 1 and 2 all-reduce on another communicator. Rank 2 is
+  // killed; rank 1's all-reduce fails (remote error) and it exits without its 3rd receive; rank 0
+  // waits in its 3rd send. The p2p rule finds the unmatched send; the cause steps its row
+  // declares replace it with the killed rank, the send kept as evidence.
+  testing::Op on_b{kLoss, 4};
+  on_b.comm = kOtherComm;
+  testing::Op send{kTrain, 256, format::OpType::kSend};
+  send.root = 1;
+  testing::Op recv{kTrain, 256, format::OpType::kRecv};
+  recv.root = 0;
+  Job job(3);
+  job.ops(0, {send, send, send}, true);
+  job.ops(1, {recv, on_b, recv, on_b, on_b});
+  format::EventRecord& failed = job.rank(1).events.back();
+  failed.state = format::EventState::kFailed;
+  failed.result = 6;  // ncclRemoteError
+  job.rank(1).exited = true;
+  job.ops(2, {on_b, on_b});
+  job.rank(2).fatal_signal = 9;
+  for (int r = 0; r < 3; ++r) numberLikeNccl(job.rank(r));
+  const format::LoadedSet set = job.set();
+  const DiagnoseOptions options;
+  const CallSites sites(set.ranks, {});
+  Engine en(set, options, sites);
+  const NamedRule* p2p = nullptr;
+  for (const NamedRule& r : verdictRules()) {
+    if (r.name == "p2p_mismatch") p2p = &r;
+    // Only the rules whose verdicts can be symptoms declare cause steps.
+    const bool symptom =
+        r.name == "wait_cycle" || r.name == "p2p_mismatch" || r.name == "divergence_or_stop";
+    EXPECT_EQ(!r.causes.empty(), symptom) << r.name;
+  }
+  ASSERT_NE(p2p, nullptr);
+  std::optional<Verdict> v = p2p->find(en);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->cls, VerdictClass::kP2pMismatch) << v->headline;
+  bool explained = false;
+  for (const Explainer explain : p2p->causes) {
+    if ((explained = explain(en, *v))) break;
+  }
+  EXPECT_TRUE(explained);
+  EXPECT_EQ(v->cls, VerdictClass::kRankCrashed) << v->headline;
+  EXPECT_EQ(v->ranks, std::vector<int>{2});
+  ASSERT_FALSE(v->tables.empty());
+  EXPECT_EQ(v->tables.back().title, "what followed");
+}
+
 TEST(RulesTest, EachRuleDecidesOnlyItsOwnPattern) {
   // Every rank waits in the same all-reduce: only the last rule decides.
   Job job(2);

@@ -112,4 +112,11 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
   return std::nullopt;
 }
 
+bool skipBehindP2pWait(Engine& en, Verdict& v) {
+  std::optional<Verdict> skip = skippedBeforeP2p(en);
+  if (!skip) return false;
+  becomeCause(v, std::move(*skip));
+  return true;
+}
+
 }  // namespace ncclrec::analyzer::engine

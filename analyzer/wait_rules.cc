@@ -1,21 +1,13 @@
-// The waits that pair by peer or span communicators (waits.h) as verdict rules (rules.h), each
-// composed with the root-cause step that may replace it (root_cause.cc): a wait cycle or an
-// unmatched send or receive is often the symptom of a divergence on another communicator.
+// The cause steps of an unmatched send or receive (rules.h, rules.cc's table): the rank that left
+// on its own behind the pair that stopped.
 #include <algorithm>
 #include <optional>
 #include <utility>
 
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules.h"
-#include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
-
-std::optional<Verdict> waitCycleOrItsCause(Engine& en) {
-  std::optional<Verdict> v = findWaitCycle(en.set(), en.callsites());
-  if (v) en.preferEarlierCause(*v);
-  return v;
-}
 
 namespace {
 
@@ -44,8 +36,6 @@ std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
   return found;
 }
 
-}  // namespace
-
 // An unmatched send or receive whose pair stopped because one of its ranks only reacted: that
 // rank's newest call failed because a peer left on its own (killed, exited), which is the cause
 // (P2pBlameTest.ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit: the receiver failed a
@@ -63,16 +53,13 @@ std::optional<Verdict> leaverBehind(Engine& en, const Verdict& v) {
   return std::nullopt;
 }
 
-std::optional<Verdict> p2pMismatchOrItsCause(Engine& en) {
-  std::optional<Verdict> v = findP2pMismatch(en.set(), en.callsites());
-  if (!v) return v;
-  if (std::optional<Verdict> leaver = leaverBehind(en, *v)) {
-    becomeCause(*v, std::move(*leaver));
-    return v;
-  }
-  if (en.collectiveCauseOfP2pWait(*v)) return v;
-  if (std::optional<Verdict> skip = skippedBeforeP2p(en)) becomeCause(*v, std::move(*skip));
-  return v;
+}  // namespace
+
+bool leaverBehindP2pWait(Engine& en, Verdict& v) {
+  std::optional<Verdict> leaver = leaverBehind(en, v);
+  if (!leaver) return false;
+  becomeCause(v, std::move(*leaver));
+  return true;
 }
 
 }  // namespace ncclrec::analyzer::engine
