@@ -131,6 +131,33 @@ TEST(Analysis, EveryoneWaitingAndNoneBehindNamesTheWaiters) {
   EXPECT_EQ(s.summary.behind.size(), 3u);
 }
 
+TEST(Analysis, OneConversionOfACallShiftsOnlyTheTimesItReached) {
+  format::EventFields f;
+  f.index = 12;
+  f.op = format::OpType::kSend;
+  f.state = format::EventState::kStarted;
+  f.comm_id = 0xabc;
+  f.op_seq = 5;
+  f.count = 64;
+  f.dtype = 7;
+  f.peer = 3;
+  f.stack_id = 9;
+  f.enqueue_ns = 1000;
+  f.start_ns = 1500;
+  const OpView op = opViewOf(f, 250);
+  EXPECT_EQ(op.index, 12u);
+  EXPECT_EQ(op.op, format::OpType::kSend);
+  EXPECT_TRUE(op.incomplete());
+  EXPECT_EQ(op.comm_id, 0xabcu);
+  EXPECT_EQ(op.op_seq, 5u);
+  EXPECT_EQ(op.peer, 3);
+  EXPECT_EQ(op.stack_id, 9u);
+  EXPECT_EQ(op.enqueue_ns, 1250);
+  EXPECT_EQ(op.start_ns, 1750);
+  EXPECT_EQ(op.end_ns, 0);  // not reached: no shift
+  EXPECT_EQ(opViewOf(f).enqueue_ns, 1000);
+}
+
 TEST(Analysis, ADeadRankIsBehindWhenNoneLags) {
   Snapshot s;
   s.now_ns = kT0 + 100 * kSecond;

@@ -9,6 +9,7 @@
 #include "format/bbox_ring.h"
 #include "format/live_map.h"
 #include "format/reader.h"
+#include "live/rank_convert.h"
 
 namespace ncclrec::live {
 namespace {
@@ -30,22 +31,7 @@ std::string boundedString(const char* chars, size_t capacity) {
 }
 
 OpView toOp(const format::Event& e, uint64_t index) {
-  const format::EventFields f = format::eventFieldsOf(e, index);
-  OpView op;
-  op.index = f.index;
-  op.op = f.op;
-  op.state = f.state;
-  op.comm_id = f.comm_id;
-  op.op_seq = f.op_seq;
-  op.count = f.count;
-  op.dtype = f.dtype;
-  op.peer = f.peer;
-  op.result = f.result;
-  op.stack_id = f.stack_id;
-  op.enqueue_ns = f.enqueue_ns;
-  op.start_ns = f.start_ns;
-  op.end_ns = f.end_ns;
-  return op;
+  return opViewOf(format::eventFieldsOf(e, index));
 }
 
 }  // namespace

@@ -9,6 +9,24 @@ int64_t shifted(int64_t ns, int64_t shift) { return ns == 0 ? 0 : ns + shift; }
 
 }  // namespace
 
+OpView opViewOf(const format::EventFields& f, int64_t shift_ns) {
+  OpView op;
+  op.index = f.index;
+  op.op = f.op;
+  op.state = f.state;
+  op.comm_id = f.comm_id;
+  op.op_seq = f.op_seq;
+  op.count = f.count;
+  op.dtype = f.dtype;
+  op.peer = f.peer;
+  op.result = f.result;
+  op.stack_id = f.stack_id;
+  op.enqueue_ns = shifted(f.enqueue_ns, shift_ns);
+  op.start_ns = shifted(f.start_ns, shift_ns);
+  op.end_ns = shifted(f.end_ns, shift_ns);
+  return op;
+}
+
 RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
   RankEntry e;
   e.source = d.source_path;
@@ -38,20 +56,7 @@ RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
   auto stacks = std::make_shared<StackMap>();
   for (size_t i = first; i < d.events.size(); ++i) {
     const format::EventRecord& r = d.events[i];
-    OpView op;
-    op.index = r.index;
-    op.op = r.op;
-    op.state = r.state;
-    op.comm_id = r.commId();
-    op.op_seq = r.op_seq;
-    op.count = r.count;
-    op.dtype = r.dtype;
-    op.peer = r.peer();
-    op.result = r.result;
-    op.stack_id = r.stackId();
-    op.enqueue_ns = shifted(r.enqueueNs(), shift);
-    op.start_ns = shifted(r.startNs(), shift);
-    op.end_ns = shifted(r.endNs(), shift);
+    const OpView op = opViewOf(r.fields(), shift);
     history->ops.push_back(op);
     if (auto it = d.stacks.find(r.stackId()); it != d.stacks.end()) stacks->emplace(*it);
   }

@@ -14,4 +14,9 @@ namespace ncclrec::live {
 // can see the process. `shift_ns` is added to every timestamp (another host's clock offset).
 RankEntry entryFromRankData(const format::RankData& data, int64_t shift_ns = 0);
 
+// One recorded call as ncclrec-top's op: the one conversion for a live black box's slot
+// (bbox_watch.cc, through format::eventFieldsOf) and a rank read whole (entryFromRankData).
+// `shift_ns` as above; a zero timestamp (not reached) stays zero.
+OpView opViewOf(const format::EventFields& f, int64_t shift_ns = 0);
+
 }  // namespace ncclrec::live
