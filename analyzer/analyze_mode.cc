@@ -81,7 +81,7 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
     return kExitBadInput;
   }
   // A directory cxxrun reported on holds what it saw of the processes (killed by SIGKILL...).
-  for (const std::string& path : paths) applyWorkerEnds(*set, workerEndsFromReport(path));
+  for (const std::string& path : paths) applyWorkerFacts(*set, workerFactsFromReport(path));
   const CallSites sites(set->ranks, options.diagnose.library_frames);
   const Verdict v = diagnose(*set, options.diagnose, sites);
   if (options.trace) {

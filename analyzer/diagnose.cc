@@ -13,6 +13,7 @@
 #include "analyzer/events.h"
 #include "analyzer/rules.h"
 #include "analyzer/whereabouts.h"
+#include "base/proc_state.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -173,11 +174,23 @@ int64_t Engine::lastSignOfLife(size_t rank) const {
 bool Engine::dead(size_t rank) const {
   const RankData& r = set_.ranks[rank];
   if (r.exited || r.fatal_signal != 0 || inferred_dead_.contains(rank)) return true;
-  // A dump is a snapshot written by the live process; only a black box goes on beating.
+  // The launcher saw its process still there when it reported, whatever its heartbeat says.
+  if (r.process_state != 0 && r.process_state != 'Z' && r.process_state != 'X') return false;
+  if (staleHeartbeat(rank)) return true;
   if (r.source == format::SourceKind::kDump || r.heartbeat_ns <= 0) return false;
-  if (now_ - r.heartbeat_ns > options_.stale_heartbeat_ns) return true;
   // A live process keeps beating while the others exit; this one stopped before they did.
   return latest_exit_ns_ - r.heartbeat_ns > kExitMarginNs;
+}
+
+bool Engine::staleHeartbeat(size_t rank) const {
+  const RankData& r = set_.ranks[rank];
+  // A dump is a snapshot written by the live process; only a black box goes on beating.
+  if (r.source == format::SourceKind::kDump || r.heartbeat_ns <= 0) return false;
+  return now_ - r.heartbeat_ns > options_.stale_heartbeat_ns;
+}
+
+bool Engine::notRunning(size_t rank) const {
+  return base::notRunning(set_.ranks[rank].process_state);
 }
 
 std::vector<int> Engine::ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const {

@@ -118,8 +118,15 @@ class Engine {
   int globalRank(size_t rank) const { return set_.ranks[rank].global_rank; }
   // The (op, call site) of `o`'s key.
   uint32_t opSite(const Op& o) const { return site_of_key_[o.key]; }
-  // Exited, crashed, found dead by its peers (markDead) or silent for long (a stale heartbeat).
+  // Exited, crashed, found dead by its peers (markDead) or silent for long (a stale heartbeat)
+  // while the launcher did not see its process still there.
   bool dead(size_t rank) const;
+  // A black box whose heartbeat is older than the newest recording by more than
+  // --stale-heartbeat: its watchdog thread stopped beating (killed, or not running).
+  bool staleHeartbeat(size_t rank) const;
+  // The launcher saw the process there but running none of its code (RankData::process_state:
+  // stopped, traced, in uninterruptible sleep).
+  bool notRunning(size_t rank) const;
   // A rule found the rank gone from what its peers saw (their calls to it failed): dead() from now
   // on, and the status list says so.
   void markDead(size_t rank) { inferred_dead_.insert(rank); }
@@ -236,7 +243,7 @@ class Engine {
 
   // A stream that stopped before a slot others wait in (truncation.cc): the verdict names the
   // ranks that stopped first in the same way, in this order.
-  enum class StopKind { kExited, kDied, kAlive };
+  enum class StopKind { kExited, kDied, kNotRunning, kAlive };
   struct Truncation;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                           const std::vector<size_t>& going, Verdict& v);

@@ -26,6 +26,8 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
       r.row.note = "exited";
     } else if (rd.fatal_signal != 0) {
       r.row.note = "crashed (" + base::signalName(rd.fatal_signal) + ")";
+    } else if (notRunning(s.rank)) {
+      r.row.note = "not running";
     } else if (dead(s.rank)) {
       r.row.note = rd.dump_ns > 0 ? "stopped after its dump" : "killed";
     }
@@ -91,6 +93,15 @@ void Engine::addStatus(Verdict& v) const {
     } else if (rd.fatal_signal != 0) {
       st.state = RankState::kCrashed;
       st.detail = base::signalName(rd.fatal_signal);
+    } else if (notRunning(r)) {
+      // The launcher saw the process there, stopped or in uninterruptible sleep.
+      st.state = RankState::kNotRunning;
+      st.detail = notRunningPhrase(rd.process_state, rd.process_wchan);
+      if (pending != nullptr) {
+        st.detail += "; inside " + describe(*pending);
+      } else if (last_done != nullptr) {
+        st.detail += "; last op " + describe(*last_done);
+      }
     } else if (dead(r)) {
       // No mark: a signal from outside ended it. After its dump, that is how cxxrun stops a
       // hung job's ranks; without one, SIGKILL, SIGTERM or the OOM killer.

@@ -8,19 +8,23 @@
 
 namespace ncclrec::analyzer {
 
-void applyWorkerEnds(format::LoadedSet& set, const std::vector<WorkerEnd>& ends) {
-  for (const WorkerEnd& end : ends) {
-    if (end.signal <= 0 || end.pid <= 0) continue;
+void applyWorkerFacts(format::LoadedSet& set, const std::vector<WorkerFacts>& workers) {
+  for (const WorkerFacts& w : workers) {
+    if (w.pid <= 0) continue;
     for (format::RankData& r : set.ranks) {
-      if (r.pid != end.pid || (!end.host.empty() && r.host != end.host)) continue;
-      if (r.exited || r.fatal_signal != 0 || r.dump_ns != 0) continue;
-      r.fatal_signal = end.signal;
+      if (r.pid != w.pid || (!w.host.empty() && r.host != w.host)) continue;
+      if (w.process_state != 0) {
+        r.process_state = w.process_state;
+        r.process_wchan = w.wchan;
+      }
+      if (w.signal <= 0 || r.exited || r.fatal_signal != 0 || r.dump_ns != 0) continue;
+      r.fatal_signal = w.signal;
     }
   }
 }
 
-std::vector<WorkerEnd> workerEndsFromReport(const std::string& dir) {
-  std::vector<WorkerEnd> out;
+std::vector<WorkerFacts> workerFactsFromReport(const std::string& dir) {
+  std::vector<WorkerFacts> out;
   std::ifstream in(dir + "/" + std::string(format::report_json::kFileName), std::ios::binary);
   if (!in) return out;
   std::stringstream text;
@@ -29,10 +33,10 @@ std::vector<WorkerEnd> workerEndsFromReport(const std::string& dir) {
   const auto doc = format::report_json::parseReportJson(text.str(), &problem);
   if (!doc) return out;
   for (const format::report_json::Worker& w : doc->workers) {
+    WorkerFacts facts{w.pid, w.host, 0, w.process_state, w.wchan};
     // Ended by the launcher's own signal, when it stopped the job: not a fact about the rank.
-    if (w.stopped || w.ended.empty()) continue;
-    WorkerEnd end{w.pid, w.host, base::signalNumber(w.ended)};
-    if (end.signal > 0) out.push_back(std::move(end));
+    if (!w.stopped && !w.ended.empty()) facts.signal = base::signalNumber(w.ended);
+    if (facts.signal > 0 || facts.process_state != 0) out.push_back(std::move(facts));
   }
   return out;
 }

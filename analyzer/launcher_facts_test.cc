@@ -29,7 +29,7 @@ Job killedJob() {
 TEST(LauncherFactsTest, ARankTheLauncherSawKilledCrashed) {
   format::LoadedSet set = killedJob().set();
   EXPECT_EQ(diagnose(set).cls, VerdictClass::kRankStuckInHost);
-  applyWorkerEnds(set, {{103, "", 9}});
+  applyWorkerFacts(set, {{103, "", 9, 0, ""}});
   const Verdict v = diagnose(set);
   EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{3});
@@ -47,7 +47,7 @@ TEST(LauncherFactsTest, ARankThatDumpedOrMarkedItsEndKeepsItsOwnRecord) {
     if (c == 0) r3.dump_ns = kT0 + 100 * kSec;
     if (c == 1) r3.exited = true;
     if (c == 2) r3.fatal_signal = 11;
-    applyWorkerEnds(set, {{103, c == 3 ? "node-b" : "node-a", 9}});
+    applyWorkerFacts(set, {{103, c == 3 ? "node-b" : "node-a", 9, 0, ""}});
     EXPECT_EQ(set.ranks[3].fatal_signal, c == 2 ? 11 : 0) << c;
   }
 }
@@ -58,18 +58,24 @@ TEST(LauncherFactsTest, EndsAreReadFromCxxrunsReport) {
                        {"rank": 3, "pid": 103, "running": false, "ended": "SIGKILL"},
                        {"rank": 2, "pid": 102, "running": false, "ended": "exit code 1"},
                        {"rank": 1, "pid": 101, "host": "node-b", "ended": "SIGSEGV"},
-                       {"rank": 4, "pid": 104, "ended": "SIGTERM", "stopped": true}]})";
-  const std::vector<WorkerEnd> ends = workerEndsFromReport(dir.path());
-  ASSERT_EQ(ends.size(), 2u);
+                       {"rank": 4, "pid": 104, "ended": "SIGTERM", "stopped": true},
+                       {"rank": 5, "pid": 105, "running": true, "process_state": "stopped",
+                        "wchan": "do_signal_stop"}]})";
+  const std::vector<WorkerFacts> ends = workerFactsFromReport(dir.path());
+  ASSERT_EQ(ends.size(), 3u);
   EXPECT_EQ(ends[0].pid, 103);
   EXPECT_EQ(ends[0].signal, 9);
   EXPECT_EQ(ends[1].host, "node-b");
   EXPECT_EQ(ends[1].signal, 11);
+  EXPECT_EQ(ends[2].pid, 105);
+  EXPECT_EQ(ends[2].signal, 0);
+  EXPECT_EQ(ends[2].process_state, 'T');
+  EXPECT_EQ(ends[2].wchan, "do_signal_stop");
   // No report, or not one of cxxrun's: no facts, no failure.
   format::testing::TempDir empty;
-  EXPECT_TRUE(workerEndsFromReport(empty.path()).empty());
+  EXPECT_TRUE(workerFactsFromReport(empty.path()).empty());
   std::ofstream(empty.file("report.json")) << "{not json";
-  EXPECT_TRUE(workerEndsFromReport(empty.path()).empty());
+  EXPECT_TRUE(workerFactsFromReport(empty.path()).empty());
 }
 
 }  // namespace

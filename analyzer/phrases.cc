@@ -61,3 +61,22 @@ std::string subsetCondition(const std::vector<int>& subset, const std::vector<in
 }
 
 }  // namespace ncclrec::analyzer
+
+namespace ncclrec::analyzer {
+
+std::string notRunningPhrase(char process_state, const std::string& wchan) {
+  switch (process_state) {
+    case 'T':
+      return "its process is stopped (SIGSTOP, a debugger or a job-control stop)";
+    case 't':
+      return "its process is stopped by a debugger (traced)";
+    case 'D':
+      return "its process is in uninterruptible sleep" +
+             (wchan.empty() ? std::string(" in the kernel") : " in " + wchan) +
+             " (a device, a driver or a filesystem that does not answer)";
+    default:
+      return "";
+  }
+}
+
+}  // namespace ncclrec::analyzer

@@ -8,6 +8,7 @@
 #include "analyzer/creation_rules.h"
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
+#include "analyzer/rules/rank_not_running.h"
 #include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
@@ -17,6 +18,12 @@ namespace {
 template <std::optional<Verdict> (*find)(const format::LoadedSet&, const CallSites&)>
 std::optional<Verdict> onRecordings(Engine& en) {
   return find(en.set(), en.callsites());
+}
+
+// A rule that only reads the engine (a pure function of its facts).
+template <std::optional<Verdict> (*find)(const Engine&)>
+std::optional<Verdict> asRule(Engine& en) {
+  return find(en);
 }
 
 // The cause steps each rule's verdict is offered to, in order (rules.h, Explainer).
@@ -54,7 +61,9 @@ constexpr NamedRule kRules[] = {
     // first divergence or stop anywhere.
     {"pending_divergence", &pendingDivergence},
     {"divergence_or_stop", &firstDivergenceOrStop, kEarlierDivergence},
-    // Nothing disagrees and no stream stopped while others wait.
+    // Nothing disagrees and no stream stopped while others wait: every rank entered the same op,
+    // and one of them stopped running inside it (rules/rank_not_running.h).
+    {"rank_not_running", &asRule<&findRankNotRunning>},
     {"failed_call", &failedCall},
     {"stuck_creating_comm", &stuckCreatingComm},
     {"slow_rank", &slowRank},

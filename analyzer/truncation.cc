@@ -49,7 +49,9 @@ struct Engine::Truncation {
 Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it) const {
   const RankData& r = set_.ranks[c.streams[s].rank];
   if (r.exited) return StopKind::kExited;
-  if (r.fatal_signal != 0 || dead(c.streams[s].rank) || peers_lost_it) return StopKind::kDied;
+  if (r.fatal_signal != 0) return StopKind::kDied;
+  if (notRunning(c.streams[s].rank)) return StopKind::kNotRunning;
+  if (dead(c.streams[s].rank) || peers_lost_it) return StopKind::kDied;
   return StopKind::kAlive;
 }
 
@@ -62,7 +64,7 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
   const bool peers_lost_it = std::any_of(
       going.begin(), going.end(), [&](size_t g) { return lostPeer(*c.streams[g].ops[p].e); });
   // The first stopped rank stands for them all; ranks that stopped the same way are named
-  // together: exited first, then died, then alive.
+  // together: exited first, then died, then not running, then alive.
   std::vector<size_t> order = ended;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return stopKind(c, a, peers_lost_it) < stopKind(c, b, peers_lost_it);
@@ -164,6 +166,15 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
         t.who + " " + how + " after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
     return;
   }
+  if (kind == StopKind::kNotRunning) {
+    // Between two ops: the launcher saw its process there but not running (stopped, in
+    // uninterruptible sleep), not in host code of its own.
+    v.cls = VerdictClass::kRankNotRunning;
+    v.headline = t.who + " stopped running between ops, after " + std::to_string(t.same) + " " +
+                 t.what + ": " + notRunningPhrase(t.rd.process_state, t.rd.process_wchan) + "; " +
+                 t.others_at;
+    return;
+  }
   classifyAlive(t, v);
 }
 
@@ -179,9 +190,10 @@ bool Engine::failedOnItsOwnCall(const Truncation& t, Verdict& v) const {
   const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
                     : last_call->result == kNcclInvalidUsage  ? " (invalid usage)"
                                                               : "";
-  const std::string then = t.kind == StopKind::kExited ? ", then it exited"
-                           : t.kind == StopKind::kDied ? ", then it died"
-                                                       : ", and it issued nothing since";
+  const std::string then = t.kind == StopKind::kExited       ? ", then it exited"
+                           : t.kind == StopKind::kDied       ? ", then it died"
+                           : t.kind == StopKind::kNotRunning ? ", then it stopped running"
+                                                             : ", and it issued nothing since";
   const bool all_failed = std::all_of(t.going.begin(), t.going.end(), [&](size_t g) {
     return t.c.streams[g].ops[t.p].e->state == EventState::kFailed;
   });
@@ -349,6 +361,10 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
   if (rx.exited) {
     v.cls = VerdictClass::kRankExited;
     head = who + " exited: ";
+  } else if (notRunning(x)) {
+    v.cls = VerdictClass::kRankNotRunning;
+    head =
+        who + " stopped running (" + notRunningPhrase(rx.process_state, rx.process_wchan) + "): ";
   } else if (rx.fatal_signal != 0 || dead(x)) {
     v.cls = VerdictClass::kRankCrashed;
     inferred_dead_.insert(x);

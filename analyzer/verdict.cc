@@ -22,6 +22,8 @@ std::string_view rankStateName(RankState s) {
       return "waiting";
     case RankState::kInHostCode:
       return "in host code";
+    case RankState::kNotRunning:
+      return "not running";
   }
   return "unknown";
 }
@@ -64,12 +66,13 @@ constexpr ClassRow kClassRows[] = {
     {VerdictClass::kCommIdMismatch, "comm_id_mismatch", kExitHang, false, false},
     {VerdictClass::kCommInitMismatch, "comm_init_mismatch", kExitHang, false, false},
     {VerdictClass::kBootstrapStuck, "bootstrap_stuck", kExitHang, false, false},
+    {VerdictClass::kRankNotRunning, "rank_not_running", kExitHang, false, false},
 };
 
 constexpr bool rowsInEnumOrder() {
   for (size_t i = 0; i < std::size(kClassRows); ++i)
     if (static_cast<size_t>(kClassRows[i].cls) != i) return false;
-  return std::size(kClassRows) == static_cast<size_t>(VerdictClass::kBootstrapStuck) + 1;
+  return std::size(kClassRows) == static_cast<size_t>(kLastVerdictClass) + 1;
 }
 static_assert(rowsInEnumOrder(), "kClassRows: one row per VerdictClass, in the enum's order");
 

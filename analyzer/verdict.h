@@ -40,7 +40,12 @@ enum class VerdictClass {
   kCommIdMismatch,
   kCommInitMismatch,
   kBootstrapStuck,
+  // A rank whose process stopped running (stopped, in uninterruptible sleep, silent) while its
+  // peers wait for it (rules/rank_not_running.h, truncation.cc).
+  kRankNotRunning,
 };
+// The last class of the enum: a new class goes after it and becomes the last.
+inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kRankNotRunning;
 
 // "rank_gated_collective", ...
 std::string_view verdictClassName(VerdictClass c);
@@ -106,9 +111,10 @@ enum class RankState {
   kDead,        // no exit mark, silent (stale heartbeat) or lost by its peers
   kWaiting,     // in a collective or p2p op
   kInHostCode,  // alive, in no NCCL op
+  kNotRunning,  // its process is there but runs none of its code (stopped, uninterruptible)
 };
-// "no data", "exited", "crashed", "dead", "waiting", "in host code": the status words of the
-// listings and of the JSON's "status" (docs/analyzer.md).
+// "no data", "exited", "crashed", "dead", "waiting", "in host code", "not running": the status
+// words of the listings and of the JSON's "status" (docs/analyzer.md).
 std::string_view rankStateName(RankState s);
 
 // How one rank stands, for the per-rank status list.

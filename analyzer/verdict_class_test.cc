@@ -9,7 +9,7 @@
 namespace ncclrec::analyzer {
 namespace {
 
-constexpr auto kLast = VerdictClass::kBootstrapStuck;
+constexpr auto kLast = kLastVerdictClass;
 
 TEST(VerdictClassTest, EveryClassHasItsOwnNameAndAnExitStatus) {
   std::set<std::string> names;

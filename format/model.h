@@ -320,6 +320,11 @@ struct RankData {
   int64_t fatal_ns = 0;
   bool cuda_completion = false;
   int64_t hang_event_index = -1;
+  // What the launcher saw of the process when it reported (report.json, analyzer/launcher_facts.h):
+  // its proc(5) state letter ('T' stopped, 'D' uninterruptible...) and kernel wait channel; 0 and
+  // "" when unknown. Not part of the recording.
+  char process_state = 0;
+  std::string process_wchan;
   // Dump metadata (dumps only).
   DumpReason dump_reason = DumpReason::kNone;
   int64_t dump_ns = 0;

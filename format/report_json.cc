@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/proc_state.h"
+
 namespace ncclrec::format::report_json {
 namespace {
 
@@ -60,6 +62,9 @@ std::optional<Document> parseReportJson(std::string_view text, std::string* prob
       if (const Json* v = field(w, kHost, &Json::is_string)) worker.host = v->get<std::string>();
       if (const Json* v = field(w, kEnded, &Json::is_string)) worker.ended = v->get<std::string>();
       if (const Json* v = field(w, kStopped, &Json::is_boolean)) worker.stopped = v->get<bool>();
+      if (const Json* v = field(w, kProcessState, &Json::is_string))
+        worker.process_state = base::processStateLetter(v->get<std::string>());
+      if (const Json* v = field(w, kWchan, &Json::is_string)) worker.wchan = v->get<std::string>();
       d.workers.push_back(std::move(worker));
     }
   }

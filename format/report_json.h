@@ -34,6 +34,10 @@ inline constexpr const char* kPid = "pid";          // null for a rank of a node
 inline constexpr const char* kHost = "host";        // multi-node reports only
 inline constexpr const char* kEnded = "ended";      // "exit code 1", "SIGKILL": not running
 inline constexpr const char* kStopped = "stopped";  // true: ended by the launcher's own signal
+// What the OS said of a worker still running when the report was made (base/proc_state.h):
+// "running", "sleeping", "uninterruptible", "stopped", "traced", "zombie"; absent when unknown.
+inline constexpr const char* kProcessState = "process_state";
+inline constexpr const char* kWchan = "wchan";  // the kernel function it waited in, or absent
 
 // A worker as the report lists it.
 struct Worker {
@@ -42,6 +46,8 @@ struct Worker {
   std::string host;   // "" when the report does not say (a single-node report)
   std::string ended;  // "" while it runs
   bool stopped = false;
+  char process_state = 0;  // the proc(5) letter of kProcessState's word; 0 when absent
+  std::string wchan;
   friend bool operator==(const Worker&, const Worker&) = default;
 };
 

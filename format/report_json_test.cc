@@ -9,7 +9,8 @@ TEST(ReportJson, ReadsTheVerdictAndEachWorkerWithAPid) {
   std::string problem;
   const auto d = parseReportJson(R"json({"run_id": "job7", "attempt": 2, "reason": "hang",
     "verdict": {"class": "rank_crashed", "ranks": [3, 1, 3]},
-    "ranks": [{"rank": 0, "pid": 100, "running": true},
+    "ranks": [{"rank": 0, "pid": 100, "running": true, "process_state": "stopped",
+               "wchan": "do_signal_stop"},
               {"rank": 1, "pid": 101, "running": false, "ended": "SIGKILL", "host": "h1"},
               {"rank": 2, "pid": 102, "running": false, "ended": "SIGTERM", "stopped": true},
               {"rank": 3, "pid": null, "note": "no data from node 1 (host h2)"}]})json",
@@ -21,9 +22,9 @@ TEST(ReportJson, ReadsTheVerdictAndEachWorkerWithAPid) {
   EXPECT_EQ(d->verdict_class, "rank_crashed");
   EXPECT_EQ(d->culprits, (std::vector<int>{1, 3}));
   ASSERT_EQ(d->workers.size(), 3u);  // rank 3 has no pid: its node sent nothing
-  EXPECT_EQ(d->workers[0], (Worker{0, 100, "", "", false}));
-  EXPECT_EQ(d->workers[1], (Worker{1, 101, "h1", "SIGKILL", false}));
-  EXPECT_EQ(d->workers[2], (Worker{2, 102, "", "SIGTERM", true}));
+  EXPECT_EQ(d->workers[0], (Worker{0, 100, "", "", false, 'T', "do_signal_stop"}));
+  EXPECT_EQ(d->workers[1], (Worker{1, 101, "h1", "SIGKILL", false, 0, ""}));
+  EXPECT_EQ(d->workers[2], (Worker{2, 102, "", "SIGTERM", true, 0, ""}));
 }
 
 TEST(ReportJson, WhatIsNotAReportIsOneLineNeverAThrow) {
@@ -39,13 +40,14 @@ TEST(ReportJson, WhatIsNotAReportIsOneLineNeverAThrow) {
   EXPECT_EQ(ranks_only->workers.size(), 1u);
   // Keys of the wrong type count as absent.
   const auto d = parseReportJson(R"json({"reason": "failure", "attempt": "2", "verdict": [],
-    "ranks": [5, {"pid": "7"}, {"pid": 8, "ended": 9, "stopped": "yes"}]})json",
+    "ranks": [5, {"pid": "7"}, {"pid": 8, "ended": 9, "stopped": "yes", "process_state": "frozen",
+               "wchan": 0}]})json",
                                  &problem);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->attempt, 0);
   EXPECT_EQ(d->verdict_class, "");
   ASSERT_EQ(d->workers.size(), 1u);
-  EXPECT_EQ(d->workers[0], (Worker{-1, 8, "", "", false}));
+  EXPECT_EQ(d->workers[0], (Worker{-1, 8, "", "", false, 0, ""}));
 }
 
 TEST(ReportJson, NodeFileNames) {

@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/proc_state.h"
 #include "format/report_json.h"
 #include "launcher/agent_internal.h"
 
@@ -16,8 +18,13 @@ bool Agent::allDumped(int64_t since_ns) const {
   const std::string& dir = facts_.dump_dir;
   for (const Worker& w : workers_) {
     // A rank that never called NCCL has no recorder to dump; one that ended left its files.
-    if (w.running && report::hasBlackBoxOf(dir, w.pid) && !report::hasDumpOf(dir, w.pid, since_ns))
-      return false;
+    if (!w.running || !report::hasBlackBoxOf(dir, w.pid) || report::hasDumpOf(dir, w.pid, since_ns))
+      continue;
+    // A process stopped by a signal or a debugger cannot dump: waiting for it would only delay
+    // the verdict that names it.
+    const std::optional<base::ProcessState> ps = base::readProcessState(w.pid);
+    if (ps && base::stoppedForGood(ps->state)) continue;
+    return false;
   }
   return true;
 }
@@ -131,7 +138,12 @@ std::vector<report::WorkerInfo> Agent::workerInfos() const {
     info.stopped = w.stopped;
     info.node = o_.node_rank;
     info.host = host_;
-    if (!w.running) {
+    if (w.running) {
+      if (const std::optional<base::ProcessState> ps = base::readProcessState(w.pid)) {
+        info.process_state = ps->state;
+        info.wchan = ps->wchan;
+      }
+    } else {
       info.ended = WIFSIGNALED(w.status) ? base::signalName(WTERMSIG(w.status))
                                          : "exit code " + std::to_string(WEXITSTATUS(w.status));
     }

@@ -200,6 +200,8 @@ void Agent::stopWorkers() {
   for (const Worker& w : workers_) {
     if (!w.running) continue;
     kill(-w.pid, SIGTERM);
+    // A stopped process (SIGSTOP, a frozen rank) acts on SIGTERM only once continued.
+    kill(-w.pid, SIGCONT);
     any = true;
   }
   if (any) {

@@ -483,4 +483,47 @@ TEST(CxxrunHang, OnHangWaitLeavesTheJobRunningUntilSigterm) {
   EXPECT_TRUE(r.exitedWith(143)) << r.describe();
 }
 
+// Issue 31: rank 3's process stops (SIGSTOP) inside the all-reduce of step 2 that every rank
+// enters, or just before it. Default settings: the live detector sees the stall, the stopped rank
+// cannot dump (cxxrun does not wait for it: /proc says it is stopped), and the verdict names it
+// from what /proc says, within seconds of the stop.
+void expectStoppedRank3(const std::string& mode, const std::string& headline) {
+  ncclrec::support::TempDir dir;
+  auto r = ncclrec::support::runProcess(scenario(dir.path(), "fz", mode), 90s);
+  EXPECT_TRUE(r.exitedWith(3)) << r.describe();
+  EXPECT_NE(r.err.find(headline), std::string::npos) << r.err;
+  const auto report = readJson(dir.path() + "/dumps/fz/attempt_0/report.json");
+  ASSERT_TRUE(report.is_object()) << r.err;
+  ASSERT_TRUE(report["verdict"].is_object()) << report.dump(2);
+  EXPECT_EQ(report["verdict"]["class"], "rank_not_running") << report.dump(2);
+  EXPECT_EQ(report["verdict"]["ranks"], nlohmann::json::array({3}));
+  ASSERT_EQ(report["ranks"].size(), 4u);
+  for (const auto& rank : report["ranks"]) {
+    SCOPED_TRACE(rank.dump());
+    const bool culprit = rank["rank"] == 3;
+    EXPECT_EQ(rank["process_state"], culprit ? "stopped" : "sleeping");
+    EXPECT_EQ(rank["recording"]["kind"], culprit ? "bbox" : "dump");
+  }
+  // Not the whole NCCLREC_DUMP_WAIT (20 s) for a dump that cannot come.
+  EXPECT_LT(report["waited_s"].get<double>(), 5) << report.dump(2);
+  EXPECT_LT(report["timeline"]["verdict_after_s"].get<double>(), 15) << report.dump(2);
+  // The same verdict offline, from the recordings and report.json's process states.
+  SpawnOptions analyze;
+  analyze.argv = {NCCLREC_ANALYZE, dir.path() + "/dumps/fz/attempt_0"};
+  auto offline = ncclrec::support::runProcess(analyze, 60s);
+  EXPECT_TRUE(offline.exitedWith(3)) << offline.describe();
+  EXPECT_EQ(offline.out.find("rank_not_running: rank 3 stopped running"), 0u) << offline.out;
+}
+
+TEST(CxxrunLiveness, ARankStoppedInsideTheCollectiveEveryRankEntered) {
+  expectStoppedRank3("frozen",
+                     "rank_not_running: rank 3 stopped running inside ncclAllReduce #3 on comm ");
+}
+
+TEST(CxxrunLiveness, ARankStoppedBetweenTwoOpsIsNotInHostCode) {
+  expectStoppedRank3("frozen_between",
+                     "rank_not_running: rank 3 stopped running between ops, after 2 all-reduces "
+                     "from trainStep(): its process is stopped");
+}
+
 }  // namespace

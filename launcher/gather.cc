@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/proc_state.h"
 #include "base/text.h"
 #include "format/recording_files.h"
 
@@ -73,12 +74,15 @@ base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::s
   manifest["host"] = host;
   manifest["workers"] = Json::array();
   for (const report::WorkerInfo& w : workers) {
-    manifest["workers"].push_back({{"rank", w.rank},
-                                   {"local_rank", w.local_rank},
-                                   {"pid", w.pid},
-                                   {"running", w.running},
-                                   {"ended", w.ended},
-                                   {"stopped", w.stopped}});
+    manifest["workers"].push_back(
+        {{"rank", w.rank},
+         {"local_rank", w.local_rank},
+         {"pid", w.pid},
+         {"running", w.running},
+         {"ended", w.ended},
+         {"stopped", w.stopped},
+         {"process_state", w.process_state != 0 ? std::string(1, w.process_state) : ""},
+         {"wchan", w.wchan}});
   }
   manifest["files"] = Json::array();
   manifest["warnings"] = Json::array();
@@ -139,6 +143,12 @@ base::StatusOr<std::optional<NodeRecordings>> receiveRecordings(format::StoreCli
     info.running = boolField(w, "running");
     info.ended = strField(w, "ended");
     info.stopped = boolField(w, "stopped");
+    // The proc(5) letter its agent read; anything else is unknown.
+    if (const std::string state = strField(w, "process_state");
+        state.size() == 1 && !base::processStateName(state[0]).empty()) {
+      info.process_state = state[0];
+      info.wchan = strField(w, "wchan");
+    }
     info.node = out.node_rank;
     info.host = out.host;
     out.workers.push_back(std::move(info));

@@ -55,6 +55,8 @@ class GatherTest : public ::testing::Test {
       w[i].node = 1;
       w[i].host = "nodeB";
     }
+    w[0].process_state = 'T';  // stopped: it could not dump
+    w[0].wchan = "do_signal_stop";
     w[1].running = false;
     w[1].ended = "exit code 1";
     return w;
@@ -96,6 +98,9 @@ TEST_F(GatherTest, FilesLargerThanAStoreFrameArriveWholeWithTheWorkers) {
   EXPECT_EQ(n.workers[1].ended, "exit code 1");
   EXPECT_EQ(n.workers[1].host, "nodeB");
   EXPECT_EQ(n.workers[1].node, 1);
+  EXPECT_EQ(n.workers[1].process_state, 0);
+  EXPECT_EQ(n.workers[0].process_state, 'T');
+  EXPECT_EQ(n.workers[0].wchan, "do_signal_stop");
   // The store is left clean: no chunk and no manifest stays behind.
   auto chunk = client_->tryGet(std::string(kPrefix) + "f0/c0");
   auto manifest = client_->tryGet(std::string(kPrefix) + "manifest");

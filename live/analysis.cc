@@ -22,6 +22,8 @@ std::string_view livenessName(Liveness liveness) {
       return "stopped";
     case Liveness::kStale:
       return "stale";
+    case Liveness::kNotRunning:
+      return "not running";
   }
   return "?";
 }
@@ -181,6 +183,9 @@ void analyze(Snapshot* s) {
         break;
       case Liveness::kStale:
         ++sum.stale;
+        break;
+      case Liveness::kNotRunning:
+        ++sum.not_running;
         break;
     }
   }

@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 
+#include "base/proc_state.h"
 #include "format/bbox_event.h"
 #include "format/bbox_ring.h"
 #include "format/live_map.h"
@@ -113,6 +115,24 @@ void BboxWatch::updateLiveness(int64_t now_ns, const std::string& local_host) {
   if (!gone_ || beat != gone_heartbeat_) {
     gone_ = entry_.pid > 0 && ::kill(entry_.pid, 0) != 0 && errno == ESRCH;
     gone_heartbeat_ = beat;
+  }
+  entry_.process_state = 0;
+  entry_.process_wchan.clear();
+  if (!gone_ && entry_.pid > 0) {
+    // Silent, and its pid is there: a zombie has ended; a process stopped (SIGSTOP, a debugger)
+    // or in uninterruptible sleep runs none of its code, its watchdog included.
+    if (const std::optional<base::ProcessState> ps = base::readProcessState(entry_.pid)) {
+      if (ps->state == 'Z' || ps->state == 'X') {
+        entry_.liveness = goneLiveness(entry_.last_dump_ns);
+        return;
+      }
+      if (base::notRunning(ps->state)) {
+        entry_.process_state = ps->state;
+        entry_.process_wchan = ps->wchan;
+        entry_.liveness = Liveness::kNotRunning;
+        return;
+      }
+    }
   }
   entry_.liveness = gone_ ? goneLiveness(entry_.last_dump_ns) : Liveness::kAlive;
 }

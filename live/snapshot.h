@@ -72,13 +72,15 @@ struct RankHistory {
 
 enum class Liveness {
   kAlive,
-  kExited,   // ran its exit handlers (exit mark)
-  kCrashed,  // a fatal signal (SIGSEGV, SIGABRT...) marked the black box
-  kGone,     // killed from outside: no mark, no dump, and no process with its pid any more
-             // (SIGKILL, SIGTERM, the OOM killer)
-  kStopped,  // stopped after its dump: as kGone, but it dumped first (cxxrun stops a hung
-             // job's ranks once they dumped)
-  kStale,    // on another host, and its heartbeat stopped: dead or frozen
+  kExited,      // ran its exit handlers (exit mark)
+  kCrashed,     // a fatal signal (SIGSEGV, SIGABRT...) marked the black box
+  kGone,        // killed from outside: no mark, no dump, and no process with its pid any more
+                // (SIGKILL, SIGTERM, the OOM killer)
+  kStopped,     // stopped after its dump: as kGone, but it dumped first (cxxrun stops a hung
+                // job's ranks once they dumped)
+  kStale,       // on another host, and its heartbeat stopped: dead or frozen
+  kNotRunning,  // on this host, its heartbeat stopped and /proc shows its process stopped
+                // (SIGSTOP, a debugger) or in uninterruptible sleep: RankEntry::process_state
 };
 // A rank with neither exit nor crash mark whose process is gone: stopped after its dump when it
 // wrote one, else killed from outside.
@@ -124,6 +126,9 @@ struct RankEntry {
   int64_t fatal_ns = 0;
   int fatal_signal = 0;
   Liveness liveness = Liveness::kAlive;
+  // kNotRunning: the proc(5) state letter of its process and the kernel function it waits in.
+  char process_state = 0;
+  std::string process_wchan;
   int64_t hang_event_index = -1;  // the op its watchdog declared hung, -1 when none
   int64_t last_dump_ns = 0;       // its newest dump, 0 when it wrote none
   format::DumpReason last_dump_reason = format::DumpReason::kNone;
@@ -179,6 +184,7 @@ struct JobSummary {
   int stopped = 0;  // stopped after its dump
   int killed = 0;   // gone without a mark or a dump
   int stale = 0;
+  int not_running = 0;
   int slowest = -1;              // index into Snapshot::ranks, -1 when there is none
   int64_t last_progress_ns = 0;  // newest completion over every rank
   bool hang = false;             // progress stopped for longer than hang_after_s

@@ -27,6 +27,7 @@ RankState stateOf(const Snapshot& s, size_t r, HangState hang, bool blocked_now)
     case Liveness::kGone:  // killed from outside: SIGKILL, the OOM killer
       return RankState::kCrashed;
     case Liveness::kStale:
+    case Liveness::kNotRunning:  // stopped, or in uninterruptible sleep
       return RankState::kUnresponsive;
     case Liveness::kAlive:
       break;

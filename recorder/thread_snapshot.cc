@@ -14,6 +14,7 @@
 #include <ctime>
 #include <vector>
 
+#include "base/proc_state.h"
 #include "format/bbox_ring.h"
 #include "format/op_type.h"
 #include "recorder/clock.h"
@@ -140,7 +141,7 @@ void describeFromProc(int tid, int signal, format::ThreadRecord* r) {
     snprintf(r->comm, sizeof(r->comm), "%.15s", buf);
   }
   if (readProcFile(tid, "stat", buf, sizeof(buf)))
-    detail::parseTaskStat(buf, &r->kernel_state, &r->cpu_ticks);
+    base::parseTaskStat(buf, &r->kernel_state, &r->cpu_ticks);
   if (readProcFile(tid, "wchan", buf, sizeof(buf)))
     snprintf(r->wchan, sizeof(r->wchan), "%.63s", buf);
   if (r->status == format::kThreadAnswered || r->status == format::kThreadDumper) return;
@@ -393,25 +394,6 @@ SnapshotResult takeThreadSnapshot(format::BboxHeader* h, uint32_t reason) {
 }
 
 namespace detail {
-
-bool parseTaskStat(const char* text, char* state, uint64_t* cpu_ticks) {
-  // "tid (comm) S ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
-  const char* close = strrchr(text, ')');
-  if (close == nullptr || close[1] != ' ' || close[2] == '\0') return false;
-  *state = close[2];
-  // Fields after the state: ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
-  // utime stime (fields 4..15 of proc(5)).
-  const char* p = close + 3;
-  unsigned long long values[12] = {};
-  for (unsigned long long& v : values) {
-    char* end = nullptr;
-    v = strtoull(p, &end, 10);
-    if (end == p) return false;
-    p = end;
-  }
-  *cpu_ticks = values[10] + values[11];
-  return true;
-}
 
 bool maskHasSignal(const char* hex_mask, int signal) {
   while (*hex_mask == ' ' || *hex_mask == '\t') ++hex_mask;

@@ -48,8 +48,6 @@ struct SnapshotResult {
 SnapshotResult takeThreadSnapshot(format::BboxHeader* header, uint32_t reason);
 
 namespace detail {
-// Parses /proc/.../stat content: state letter and utime + stime. False when malformed.
-bool parseTaskStat(const char* text, char* state, uint64_t* cpu_ticks);
 // True when `signal` is set in the hex mask of a /proc/.../status line such as "SigBlk:\t...".
 bool maskHasSignal(const char* hex_mask, int signal);
 }  // namespace detail

@@ -413,17 +413,6 @@ TEST_F(SnapshotDumpTest, SnapshotRequestFillsTheBlackBoxWithoutADump) {
   });
 }
 
-TEST(ThreadSnapshotProcTest, ParsesStat) {
-  char state = 0;
-  uint64_t ticks = 0;
-  ASSERT_TRUE(detail::parseTaskStat(
-      "123 (a (weird) name) S 1 2 3 0 -1 4194560 100 0 0 0 17 25 0 0 20 0 1 0", &state, &ticks));
-  EXPECT_EQ(state, 'S');
-  EXPECT_EQ(ticks, 42u);
-  EXPECT_FALSE(detail::parseTaskStat("123 (x", &state, &ticks));
-  EXPECT_FALSE(detail::parseTaskStat("123 (x) R 1 2", &state, &ticks));
-}
-
 TEST(ThreadSnapshotProcTest, ReadsSignalMasks) {
   EXPECT_TRUE(detail::maskHasSignal("\t0000000000000001\n", 1));
   EXPECT_FALSE(detail::maskHasSignal("\t0000000000000001\n", 2));

@@ -16,6 +16,7 @@
 #include "analyzer/launcher_facts.h"
 #include "analyzer/report.h"
 #include "base/clock.h"
+#include "base/proc_state.h"
 #include "base/text.h"
 #include "format/reader.h"
 #include "format/recording_files.h"
@@ -180,6 +181,10 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
     j["running"] = w.running;
     if (!w.running) j[rj::kEnded] = w.ended;
     if (w.stopped) j[rj::kStopped] = true;
+    if (w.running && w.process_state != 0) {
+      j[rj::kProcessState] = std::string(base::processStateName(w.process_state));
+      if (!w.wchan.empty()) j[rj::kWchan] = w.wchan;
+    }
     const format::RankData* rec = nullptr;
     if (w.host.empty()) {
       if (auto it = by_pid.find(w.pid); it != by_pid.end()) rec = it->second;
@@ -230,12 +235,14 @@ Report buildReport(const HangReportInput& in) {
   auto loaded = format::loadPaths(rep.dirs);
   if (loaded.ok()) {
     // What this launcher saw: a rank killed by SIGKILL left no mark, and its peers may have
-    // dumped before its heartbeat went stale.
-    std::vector<analyzer::WorkerEnd> ends;
+    // dumped before its heartbeat went stale; a rank that stopped running could not dump.
+    std::vector<analyzer::WorkerFacts> facts;
     for (const WorkerInfo& w : in.workers) {
-      if (!w.running && !w.stopped) ends.push_back({w.pid, w.host, base::signalNumber(w.ended)});
+      analyzer::WorkerFacts f{w.pid, w.host, 0, w.running ? w.process_state : '\0', w.wchan};
+      if (!w.running && !w.stopped) f.signal = base::signalNumber(w.ended);
+      facts.push_back(std::move(f));
     }
-    analyzer::applyWorkerEnds(*loaded, ends);
+    analyzer::applyWorkerFacts(*loaded, facts);
     // The analyzer's verdict first: the one line that says why the job is stuck.
     const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
     std::ostringstream text;

@@ -25,6 +25,10 @@ struct WorkerInfo {
   int node = 0;          // node rank of the agent that started it
   std::string host;      // that agent's host name; "" matches a recording of that pid on any host
   bool no_data = false;  // a rank of a node that sent nothing: pid and state are unknown
+  // Running: what /proc said of it when the report was made (base/proc_state.h), 0 and "" when
+  // unknown. A stopped process ('T') or one in uninterruptible sleep ('D') cannot dump.
+  char process_state = 0;
+  std::string wchan;
 };
 
 // A node of a multi-node job, in node 0's job-wide report.

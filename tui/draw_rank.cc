@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/proc_state.h"
 #include "base/text.h"
 #include "format/bbox_layout.h"
 #include "live/analysis.h"
@@ -44,6 +45,10 @@ std::string livenessText(const Snapshot& s, const RankEntry& r) {
              " dump, " + formatAge(ageSeconds(s.now_ns, r.last_dump_ns)) + " ago";
     case Liveness::kStale:
       return "stale: no heartbeat for " + formatAge(ageSeconds(s.now_ns, r.heartbeat_ns));
+    case Liveness::kNotRunning:
+      return "not running: its process is " + std::string(base::processStateName(r.process_state)) +
+             (r.process_wchan.empty() ? std::string() : " in " + r.process_wchan) +
+             ", no heartbeat for " + formatAge(ageSeconds(s.now_ns, r.heartbeat_ns));
   }
   return "";
 }

@@ -37,6 +37,7 @@ Style livenessStyle(Liveness l) {
     case Liveness::kGone:
       return Style::kFailed;
     case Liveness::kStale:
+    case Liveness::kNotRunning:
       return Style::kWarning;
   }
   return Style::kNormal;
@@ -53,6 +54,7 @@ void drawJob(Frame& f, const Snapshot& s, int row) {
   if (j.stopped > 0) line += ", " + std::to_string(j.stopped) + " stopped after dumping";
   if (j.killed > 0) line += ", " + std::to_string(j.killed) + " killed";
   if (j.stale > 0) line += ", " + std::to_string(j.stale) + " stale";
+  if (j.not_running > 0) line += ", " + std::to_string(j.not_running) + " not running";
   if (world > static_cast<int>(s.ranks.size()))
     line += " (" + std::to_string(world - static_cast<int>(s.ranks.size())) + " not seen)";
   f.put(row, 1, line);

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/proc_state.h"
 #include "base/text.h"
 #include "format/recording_files.h"
 #include "live/snapshot_request.h"
@@ -47,16 +49,30 @@ live::CollectorOptions collectorOptions(const WatchOptions& o, const live::Detec
   return c;
 }
 
-// The ranks of a snapshot as the report's workers; the run id of the first when none was given.
-void addWorkers(const live::Snapshot& s, report::HangReportInput* in) {
+// What /proc says of a rank's process when it runs on this host; nullopt otherwise.
+std::optional<base::ProcessState> localProcessState(const live::RankEntry& r,
+                                                    const std::string& host) {
+  if (r.host != host || (r.liveness != Liveness::kAlive && r.liveness != Liveness::kNotRunning))
+    return std::nullopt;
+  return base::readProcessState(r.pid);
+}
+
+// The ranks of a snapshot as the report's workers, with what /proc says of those of this host;
+// the run id of the first when none was given.
+void addWorkers(const live::Snapshot& s, const std::string& host, report::HangReportInput* in) {
   for (const live::RankEntry& r : s.ranks) {
     report::WorkerInfo w;
     w.rank = r.global_rank;
     w.local_rank = r.local_rank;
     w.pid = r.pid;
     w.host = r.host;
-    w.running = r.liveness == Liveness::kAlive;
+    // A process that is there but not running (stopped) still runs as a worker: /proc says how.
+    w.running = r.liveness == Liveness::kAlive || r.liveness == Liveness::kNotRunning;
     if (!w.running) w.ended = std::string(live::livenessName(r.liveness));
+    if (const std::optional<base::ProcessState> ps = localProcessState(r, host)) {
+      w.process_state = ps->state;
+      w.wchan = ps->wchan;
+    }
     in->workers.push_back(std::move(w));
     if (in->run_id.empty()) in->run_id = r.run_id;
   }
@@ -113,7 +129,7 @@ Watcher::State Watcher::step(int64_t now_ns) {
   if (state == State::kHang) return state;
   const bool all_ended =
       !seen_.empty() && std::none_of(s.ranks.begin(), s.ranks.end(), [](const live::RankEntry& r) {
-        return r.liveness == Liveness::kAlive;
+        return r.liveness == Liveness::kAlive || r.liveness == Liveness::kNotRunning;
       });
   if (all_ended) return State::kEnded;
   if (static_cast<double>(now_ns - last_stall_ns_) >= options_.linger_s * 1e9)
@@ -123,8 +139,13 @@ Watcher::State Watcher::step(int64_t now_ns) {
 
 bool Watcher::allDumped(int64_t since_ns) const {
   for (const live::RankEntry& r : last_->ranks) {
-    if (r.liveness != Liveness::kAlive) continue;  // a rank that ended left its files
-    if (!report::hasDumpOf(options_.dir, r.pid, since_ns)) return false;
+    if (r.liveness != Liveness::kAlive && r.liveness != Liveness::kNotRunning)
+      continue;  // a rank that ended left its files
+    if (report::hasDumpOf(options_.dir, r.pid, since_ns)) continue;
+    // A process of this host stopped by a signal or a debugger runs no code: it cannot dump.
+    const std::optional<base::ProcessState> ps = localProcessState(r, host_);
+    if (ps && base::stoppedForGood(ps->state)) continue;
+    return false;
   }
   return true;
 }
@@ -153,7 +174,7 @@ int Watcher::report(int64_t detected_ns, const std::function<void(double)>& slee
   in.waited_s = waited();
   // Liveness after the wait: a rank may have ended meanwhile.
   last_ = collector_.collect(base::realtimeNs());
-  addWorkers(*last_, &in);
+  addWorkers(*last_, host_, &in);
   in.stall_began_ns = hang_.assessment.since_ns;
   in.detected_ns = detected_ns;
   in.detection = hang_.line;
@@ -211,7 +232,7 @@ int writeEndReport(const WatchOptions& options, std::ostream& out, std::ostream&
   in.ended = options.ended;
   in.dump_dir = options.dir;
   in.tool = "ncclrec";
-  addWorkers(*collector.collect(base::realtimeNs()), &in);
+  addWorkers(*collector.collect(base::realtimeNs()), base::hostName(), &in);
   auto path = report::writeHangReport(in, out);
   out << std::flush;
   if (!path.ok()) {

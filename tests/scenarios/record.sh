@@ -30,11 +30,13 @@ for ((r = 0; r < world; r++)); do
 done
 alive() { kill -0 "$1" 2> /dev/null; }
 has_dump() { compgen -G "$work/dumps/*.$1.*.ncclrec.pb" > /dev/null; }
-# Until every rank has exited, or every live rank has dumped (a hang), at most 30 s.
+# A stopped process (state T in /proc/PID/stat; the scenario's frozen modes) cannot dump.
+stopped() { [[ $(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -d' ' -f1) == [Tt] ]]; }
+# Until every rank has exited, or every live rank that runs has dumped (a hang), at most 30 s.
 for ((i = 0; i < 300; i++)); do
   waiting=0
   for p in "${pids[@]}"; do
-    if alive "$p" && ! has_dump "$p"; then waiting=1; fi
+    if alive "$p" && ! stopped "$p" && ! has_dump "$p"; then waiting=1; fi
   done
   [[ $waiting == 0 ]] && break
   sleep 0.1

@@ -2,19 +2,23 @@
 // for its live end-to-end test. Every rank runs the same loop; the fault hits `culprit` at
 // `step`. Run with RANK, WORLD_SIZE and NCCLREC_SAMPLE_ID_FILE set, under libncclrec.so.
 //   argv[1]: gated | skipped | exited | crashed | size_mismatch | stuck_in_host | cross_comm |
-//            skip_in_cycle | pipeline | late_desync | no_hang
+//            skip_in_cycle | pipeline | late_desync | frozen | frozen_between | no_hang
 //   argv[2]: steps (default 4); argv[3]: the faulty step (default 2); argv[4]: culprit (default 3
 //   for every class but gated, where it is 0)
 // The modes with sub-communicators (skip_in_cycle, late_desync) pair the ranks (0-1, 2-3, ...)
 // with ncclCommSplit; cross_comm has no single culprit: the upper half of the ranks (rank >=
-// WORLD_SIZE / 2) swaps two communicators at the faulty step.
+// WORLD_SIZE / 2) swaps two communicators at the faulty step. frozen: the culprit's process stops
+// (SIGSTOP, as a frozen node or a debugger would stop it) inside the faulty step's all-reduce,
+// which every rank enters; frozen_between: it stops before that all-reduce, between two ops.
 #include <nccl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "samples/common/unique_id_file.h"
@@ -114,6 +118,22 @@ int main(int argc, char** argv) {
     if (fault && mode == "exited") return 0;  // an early return: the "uneven inputs" bug
     if (fault && mode == "crashed") raise(SIGKILL);
     if (fault && mode == "stuck_in_host") sleep(600);
+    if (fault && mode == "frozen_between") {
+      // After a watchdog poll or two (a real job has beaten long before), every thread stops.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      raise(SIGSTOP);
+    }
+    if (mode == "frozen" && step == fault_step) {
+      if (me) {
+        // The culprit enters the all-reduce first and stops inside it, before the others come.
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          kill(getpid(), SIGSTOP);
+        }).detach();
+      } else {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
     if (mode == "pipeline") {
       pipelineStep(comm, rank, world, fault, act);
       logLoss(comm, &loss);

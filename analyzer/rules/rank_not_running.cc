@@ -1,0 +1,85 @@
+#include "analyzer/rules/rank_not_running.h"
+
+#include <string>
+#include <vector>
+
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// Why rank `rank` of the set does not run, in words; "" when nothing says it does not. Without the
+// launcher's facts, a silent black box among fresh recordings: frozen or killed, which the
+// recordings alone cannot tell apart (a killed rank's peers usually fail their call instead).
+std::string whyNotRunning(const Engine& en, size_t rank) {
+  const format::RankData& rd = en.set().ranks[rank];
+  if (rd.process_state != 0 && !en.notRunning(rank)) return "";  // the launcher saw it run
+  std::string why;
+  if (en.notRunning(rank)) why = notRunningPhrase(rd.process_state, rd.process_wchan);
+  if (rd.exited || rd.fatal_signal != 0 || rd.source != format::SourceKind::kBlackBox) return why;
+  if (en.staleHeartbeat(rank)) {
+    why += (why.empty() ? "" : ", ") + std::string("no heartbeat for ") +
+           seconds(en.now() - rd.heartbeat_ns) + " and no dump";
+    if (rd.process_state == 0) why += " (frozen or killed: no launcher saw its process)";
+  }
+  return why;
+}
+
+// The op every stream of `c` waits in as its newest, the same call on every rank; nullptr when the
+// streams disagree on it or one of them has completed it.
+const EventRecord* opEveryRankEntered(const CommStreams& c) {
+  const Op* first = nullptr;
+  for (const Stream& s : c.streams) {
+    if (s.ops.empty() || !isIncomplete(*s.ops.back().e)) return nullptr;
+    const Op& last = s.ops.back();
+    if (first == nullptr) {
+      first = &last;
+    } else if (last.key != first->key || last.e->op_seq != first->e->op_seq ||
+               s.ops.size() != c.streams.front().ops.size()) {
+      return nullptr;
+    }
+  }
+  return first != nullptr ? first->e : nullptr;
+}
+
+}  // namespace
+
+std::optional<Verdict> findRankNotRunning(const Engine& en) {
+  const CommStreams* c = en.firstPending();
+  if (c == nullptr || c->streams.size() < 2) return std::nullopt;
+  const EventRecord* op = opEveryRankEntered(*c);
+  if (op == nullptr) return std::nullopt;
+  std::vector<size_t> stopped, waiting;
+  std::string why;
+  for (size_t i = 0; i < c->streams.size(); ++i) {
+    const std::string w = whyNotRunning(en, c->streams[i].rank);
+    if (w.empty()) {
+      waiting.push_back(i);
+    } else {
+      stopped.push_back(i);
+      if (why.empty()) why = w;  // the first culprit stands for the others
+    }
+  }
+  // Everyone silent is a host or a job that froze, or recordings read long after: no culprit.
+  if (stopped.empty() || waiting.empty()) return std::nullopt;
+  Verdict v;
+  v.cls = VerdictClass::kRankNotRunning;
+  v.ranks = en.ranksOf(*c, stopped);
+  v.waiting = en.ranksOf(*c, waiting);
+  v.comm_id = c->comm_id;
+  v.seq = op->op_seq;
+  v.op = op->op;
+  const Stream& culprit = c->streams[stopped.front()];
+  v.site = en.siteAt(en.set().ranks[culprit.rank], *culprit.ops.back().e);
+  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+  v.headline = ranksWord(v.ranks) + " stopped running inside " + name + " on comm " +
+               shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
+               ", which every rank issued with the same arguments: " + why + "; " +
+               ranksWord(v.waiting) + (v.waiting.size() == 1 ? " waits" : " wait") +
+               " for it in #" + std::to_string(v.seq);
+  en.addEvidence(*c, culprit.ops.size() - 1, v);
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::engine
