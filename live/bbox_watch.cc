@@ -93,6 +93,8 @@ void BboxWatch::refresh(int64_t now_ns, const std::string& local_host) {
 }
 
 void BboxWatch::updateLiveness(int64_t now_ns, const std::string& local_host) {
+  entry_.process_state = 0;
+  entry_.process_wchan.clear();
   if (entry_.exit_ns != 0 || loadLive(header()->exited) != 0) {
     entry_.liveness = Liveness::kExited;
     return;
@@ -116,8 +118,6 @@ void BboxWatch::updateLiveness(int64_t now_ns, const std::string& local_host) {
     gone_ = entry_.pid > 0 && ::kill(entry_.pid, 0) != 0 && errno == ESRCH;
     gone_heartbeat_ = beat;
   }
-  entry_.process_state = 0;
-  entry_.process_wchan.clear();
   if (!gone_ && entry_.pid > 0) {
     // Silent, and its pid is there: a zombie has ended; a process stopped (SIGSTOP, a debugger)
     // or in uninterruptible sleep runs none of its code, its watchdog included.

@@ -317,6 +317,39 @@ TEST(BboxWatch, ARankOfThisHostWhoseProcessIsGoneAndOneOfAnotherHostThatWentQuie
   EXPECT_EQ(me->entry().liveness, Liveness::kAlive);
 }
 
+// Issue 31: a silent rank of this host whose process is there but stopped (SIGSTOP) runs none of
+// its code, its watchdog included: not running, with what /proc says; a zombie has ended.
+TEST(BboxWatch, ASilentRankOfThisHostWhoseProcessIsStoppedIsNotRunning) {
+  TempDir dir;
+  const pid_t child = fork();
+  if (child == 0) {
+    for (;;) pause();
+  }
+  ASSERT_GT(child, 0);
+  kill(child, SIGSTOP);
+  auto box = LiveBbox::create(dir.file("stopped.bbox"), identity(0, child));
+  auto w = openOk(dir.file("stopped.bbox"));
+  Liveness seen = Liveness::kAlive;
+  for (int i = 0; i < 200 && seen != Liveness::kNotRunning; ++i) {  // the stop is asynchronous
+    w->refresh(kNow + 5'000'000'000, kHost);
+    seen = w->entry().liveness;
+    if (seen != Liveness::kNotRunning) usleep(10'000);
+  }
+  EXPECT_EQ(seen, Liveness::kNotRunning);
+  EXPECT_EQ(w->entry().process_state, 'T');
+  EXPECT_EQ(livenessName(seen), "not running");
+  w->refresh(kNow + 500'000'000, kHost);  // a fresh heartbeat: it runs again
+  EXPECT_EQ(w->entry().liveness, Liveness::kAlive);
+  EXPECT_EQ(w->entry().process_state, 0);
+  kill(child, SIGKILL);  // a zombie until reaped: ended, not alive
+  for (int i = 0; i < 200 && w->entry().liveness != Liveness::kGone; ++i) {
+    w->refresh(kNow + 5'000'000'000, kHost);
+    if (w->entry().liveness != Liveness::kGone) usleep(10'000);
+  }
+  EXPECT_EQ(w->entry().liveness, Liveness::kGone);
+  waitpid(child, nullptr, 0);
+}
+
 TEST(BboxWatch, RejectsWhatIsNotABlackBox) {
   TempDir dir;
   bool starting = true;
