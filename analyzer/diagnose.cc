@@ -189,8 +189,17 @@ bool Engine::staleHeartbeat(size_t rank) const {
   return now_ - r.heartbeat_ns > options_.stale_heartbeat_ns;
 }
 
-bool Engine::notRunning(size_t rank) const {
-  return base::notRunning(set_.ranks[rank].process_state);
+std::string Engine::notRunningWhy(size_t rank) const {
+  const RankData& r = set_.ranks[rank];
+  if (r.process_state != 0) return notRunningPhrase(r.process_state, r.process_wchan);
+  // No launcher: what the rank's dump saw of the thread that issues its NCCL calls.
+  constexpr int64_t kSameDumpNs = 5'000'000'000;  // a snapshot of that dump, not an older one
+  const bool fresh = r.dump_ns > 0 && r.threads_ns > 0 && r.threads_ns > r.dump_ns - kSameDumpNs;
+  const format::ThreadState* t = fresh ? ncclThreadOf(r) : nullptr;
+  if (t == nullptr || t->kernel_state != 'D') return "";
+  return "its thread that calls NCCL (" + std::to_string(t->tid) +
+         ") was in uninterruptible sleep" + (t->wchan.empty() ? "" : " in " + t->wchan) +
+         " when it dumped";
 }
 
 std::vector<int> Engine::ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const {

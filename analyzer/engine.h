@@ -124,9 +124,12 @@ class Engine {
   // A black box whose heartbeat is older than the newest recording by more than
   // --stale-heartbeat: its watchdog thread stopped beating (killed, or not running).
   bool staleHeartbeat(size_t rank) const;
-  // The launcher saw the process there but running none of its code (RankData::process_state:
-  // stopped, traced, in uninterruptible sleep).
-  bool notRunning(size_t rank) const;
+  // Why the rank runs none of its code, in words ("its process is stopped (SIGSTOP...)"); "" when
+  // nothing says so. From what the launcher saw of its process (RankData::process_state: stopped,
+  // traced, in uninterruptible sleep), else from the rank's own thread snapshot at its dump: the
+  // thread that calls NCCL in uninterruptible sleep (a vfork, a driver, a filesystem).
+  std::string notRunningWhy(size_t rank) const;
+  bool notRunning(size_t rank) const { return !notRunningWhy(rank).empty(); }
   // A rule found the rank gone from what its peers saw (their calls to it failed): dead() from now
   // on, and the status list says so.
   void markDead(size_t rank) { inferred_dead_.insert(rank); }

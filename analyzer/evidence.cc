@@ -96,7 +96,7 @@ void Engine::addStatus(Verdict& v) const {
     } else if (notRunning(r)) {
       // The launcher saw the process there, stopped or in uninterruptible sleep.
       st.state = RankState::kNotRunning;
-      st.detail = notRunningPhrase(rd.process_state, rd.process_wchan);
+      st.detail = notRunningWhy(r);
       if (pending != nullptr) {
         st.detail += "; inside " + describe(*pending);
       } else if (last_done != nullptr) {

@@ -171,8 +171,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     // uninterruptible sleep), not in host code of its own.
     v.cls = VerdictClass::kRankNotRunning;
     v.headline = t.who + " stopped running between ops, after " + std::to_string(t.same) + " " +
-                 t.what + ": " + notRunningPhrase(t.rd.process_state, t.rd.process_wchan) + "; " +
-                 t.others_at;
+                 t.what + ": " + notRunningWhy(t.stopped.rank) + "; " + t.others_at;
     return;
   }
   classifyAlive(t, v);
@@ -363,8 +362,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     head = who + " exited: ";
   } else if (notRunning(x)) {
     v.cls = VerdictClass::kRankNotRunning;
-    head =
-        who + " stopped running (" + notRunningPhrase(rx.process_state, rx.process_wchan) + "): ";
+    head = who + " stopped running (" + notRunningWhy(x) + "): ";
   } else if (rx.fatal_signal != 0 || dead(x)) {
     v.cls = VerdictClass::kRankCrashed;
     inferred_dead_.insert(x);

@@ -66,7 +66,8 @@ RankThreads threadsOf(const format::RankData& rd, const CallSites& sites) {
 
 bool aboutStoppedRanks(VerdictClass c) {
   return c == VerdictClass::kRankStuckInHost || c == VerdictClass::kRankBlockedElsewhere ||
-         c == VerdictClass::kCommMemberMissing || c == VerdictClass::kUndecided;
+         c == VerdictClass::kRankNotRunning || c == VerdictClass::kCommMemberMissing ||
+         c == VerdictClass::kUndecided;
 }
 
 std::string threadTitle(const format::ThreadState& t) {

@@ -14,9 +14,8 @@ namespace {
 // recordings alone cannot tell apart (a killed rank's peers usually fail their call instead).
 std::string whyNotRunning(const Engine& en, size_t rank) {
   const format::RankData& rd = en.set().ranks[rank];
-  if (rd.process_state != 0 && !en.notRunning(rank)) return "";  // the launcher saw it run
-  std::string why;
-  if (en.notRunning(rank)) why = notRunningPhrase(rd.process_state, rd.process_wchan);
+  std::string why = en.notRunningWhy(rank);
+  if (rd.process_state != 0 && why.empty()) return "";  // the launcher saw it run
   if (rd.exited || rd.fatal_signal != 0 || rd.source != format::SourceKind::kBlackBox) return why;
   if (en.staleHeartbeat(rank)) {
     why += (why.empty() ? "" : ", ") + std::string("no heartbeat for ") +

@@ -118,6 +118,32 @@ TEST(RankNotRunningTest, BetweenOpsItIsNotHostCode) {
   EXPECT_EQ(job.diagnose().cls, VerdictClass::kRankNotRunning);
 }
 
+TEST(RankNotRunningTest, WithoutTheLauncherItsOwnDumpSawItsNcclThreadInUninterruptibleSleep) {
+  // Rank 3 dumped (its watchdog runs) while the thread that calls NCCL sleeps in the kernel.
+  Job job(4);
+  for (int r = 0; r < 3; ++r) job.ops(r, repeat({kTrain}, 3), true);
+  job.ops(3, repeat({kTrain}, 2));
+  RankData& r3 = job.rank(3);
+  r3.source = format::SourceKind::kDump;
+  r3.dump_ns = r3.threads_ns = kT0 + 100 * kSec;
+  format::ThreadState main_thread;
+  main_thread.tid = 103;  // the process's main thread: no event says which thread called NCCL
+  main_thread.kernel_state = 'S';
+  r3.threads = {main_thread};
+  EXPECT_EQ(job.diagnose().cls, VerdictClass::kRankStuckInHost);
+  r3.threads[0].kernel_state = 'D';
+  r3.threads[0].wchan = "kernel_clone";
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankNotRunning) << v.headline;
+  EXPECT_TRUE(has(v.headline,
+                  "its thread that calls NCCL (103) was in uninterruptible sleep in "
+                  "kernel_clone when it dumped"))
+      << v.headline;
+  // A snapshot of an older dump says nothing of now.
+  r3.threads_ns = kT0 + 10 * kSec;
+  EXPECT_EQ(job.diagnose().cls, VerdictClass::kRankStuckInHost);
+}
+
 TEST(RankNotRunningTest, ADivergenceOfTheStoppedRankStillComesFirst) {
   // Rank 3 passed another count to the collective it stopped in: the mismatch is the cause.
   Job job(4);

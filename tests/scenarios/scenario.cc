@@ -2,15 +2,21 @@
 // for its live end-to-end test. Every rank runs the same loop; the fault hits `culprit` at
 // `step`. Run with RANK, WORLD_SIZE and NCCLREC_SAMPLE_ID_FILE set, under libncclrec.so.
 //   argv[1]: gated | skipped | exited | crashed | size_mismatch | stuck_in_host | cross_comm |
-//            skip_in_cycle | pipeline | late_desync | frozen | frozen_between | no_hang
+//            skip_in_cycle | pipeline | late_desync | frozen | frozen_between | uninterruptible |
+//            no_hang
 //   argv[2]: steps (default 4); argv[3]: the faulty step (default 2); argv[4]: culprit (default 3
 //   for every class but gated, where it is 0)
 // The modes with sub-communicators (skip_in_cycle, late_desync) pair the ranks (0-1, 2-3, ...)
 // with ncclCommSplit; cross_comm has no single culprit: the upper half of the ranks (rank >=
 // WORLD_SIZE / 2) swaps two communicators at the faulty step. frozen: the culprit's process stops
 // (SIGSTOP, as a frozen node or a debugger would stop it) inside the faulty step's all-reduce,
-// which every rank enters; frozen_between: it stops before that all-reduce, between two ops.
+// which every rank enters; frozen_between: it stops before that all-reduce, between two ops;
+// uninterruptible: its main thread sleeps uninterruptibly there (a vfork whose child does not
+// exec: the parent waits in the kernel, state D) while its other threads, the recorder's
+// watchdog included, go on.
 #include <nccl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -122,6 +128,16 @@ int main(int argc, char** argv) {
       // After a watchdog poll or two (a real job has beaten long before), every thread stops.
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       raise(SIGSTOP);
+    }
+    if (fault && mode == "uninterruptible") {
+      // The child only sleeps (raw syscalls, as allowed after vfork) and dies with its parent;
+      // until then the parent's thread is in uninterruptible sleep.
+      if (vfork() == 0) {
+        syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+        const timespec forever{600, 0};
+        syscall(SYS_nanosleep, &forever, nullptr);
+        _exit(0);
+      }
     }
     if (mode == "frozen" && step == fault_step) {
       if (me) {
