@@ -6,7 +6,6 @@
 #include <cstring>
 #include <optional>
 
-#include "base/proc_state.h"
 #include "format/bbox_event.h"
 #include "format/bbox_ring.h"
 #include "format/live_map.h"
@@ -121,7 +120,12 @@ void BboxWatch::updateLiveness(int64_t now_ns, const std::string& local_host) {
   if (!gone_ && entry_.pid > 0) {
     // Silent, and its pid is there: a zombie has ended; a process stopped (SIGSTOP, a debugger)
     // or in uninterruptible sleep runs none of its code, its watchdog included.
-    if (const std::optional<base::ProcessState> ps = base::readProcessState(entry_.pid)) {
+    if (proc_read_ns_ == 0 || beat != proc_heartbeat_ || now_ns - proc_read_ns_ >= kPidCheckNs) {
+      proc_ = base::readProcessState(entry_.pid);
+      proc_heartbeat_ = beat;
+      proc_read_ns_ = now_ns;
+    }
+    if (const std::optional<base::ProcessState>& ps = proc_) {
       if (ps->state == 'Z' || ps->state == 'X') {
         entry_.liveness = goneLiveness(entry_.last_dump_ns);
         return;

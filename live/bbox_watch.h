@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/proc_state.h"
 #include "base/status.h"
 #include "format/bbox_layout.h"
 #include "format/live_map.h"
@@ -72,6 +74,10 @@ class BboxWatch {
   uint32_t threads_seq_ = 0;  // sequence word of the snapshot in entry_.threads (0: none yet)
   bool gone_ = false;         // kill(pid, 0) said ESRCH at heartbeat gone_heartbeat_
   int64_t gone_heartbeat_ = 0;
+  // What /proc said of a silent process that is there, read at most once a second per heartbeat.
+  std::optional<base::ProcessState> proc_;
+  int64_t proc_heartbeat_ = 0;
+  int64_t proc_read_ns_ = 0;  // 0: never read
   bool first_ = true;
   RankEntry entry_;
 };

@@ -330,8 +330,9 @@ TEST(BboxWatch, ASilentRankOfThisHostWhoseProcessIsStoppedIsNotRunning) {
   auto box = LiveBbox::create(dir.file("stopped.bbox"), identity(0, child));
   auto w = openOk(dir.file("stopped.bbox"));
   Liveness seen = Liveness::kAlive;
-  for (int i = 0; i < 200 && seen != Liveness::kNotRunning; ++i) {  // the stop is asynchronous
-    w->refresh(kNow + 5'000'000'000, kHost);
+  // The stop is asynchronous; /proc is read again once a second of the snapshots' clock.
+  for (int i = 0; i < 200 && seen != Liveness::kNotRunning; ++i) {
+    w->refresh(kNow + 5'000'000'000 + i * 1'000'000'000LL, kHost);
     seen = w->entry().liveness;
     if (seen != Liveness::kNotRunning) usleep(10'000);
   }
@@ -343,7 +344,7 @@ TEST(BboxWatch, ASilentRankOfThisHostWhoseProcessIsStoppedIsNotRunning) {
   EXPECT_EQ(w->entry().process_state, 0);
   kill(child, SIGKILL);  // a zombie until reaped: ended, not alive
   for (int i = 0; i < 200 && w->entry().liveness != Liveness::kGone; ++i) {
-    w->refresh(kNow + 5'000'000'000, kHost);
+    w->refresh(kNow + 500'000'000'000 + i * 1'000'000'000LL, kHost);
     if (w->entry().liveness != Liveness::kGone) usleep(10'000);
   }
   EXPECT_EQ(w->entry().liveness, Liveness::kGone);
