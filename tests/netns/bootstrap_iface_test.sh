@@ -12,32 +12,7 @@
 #   bootstrap_iface_test.sh CXXRUN SAMPLE ANALYZE SHIM faulty|healthy
 set -uo pipefail
 cxxrun=$1 sample=$2 analyze=$3 shim=$4 mode=$5
-if [[ $(id -u) != 0 ]]; then
-  echo "SKIP: network namespaces need root (ip netns add); run as root to test two hosts"
-  exit 77
-fi
-command -v ip > /dev/null || { echo "SKIP: no 'ip' command (Debian: iproute2)"; exit 77; }
-
-tag="ncr$$"
-a="${tag}a" b="${tag}b"
-net="10.77.$(( $$ % 250 + 1 ))"
-work=$(mktemp -d)
-cleanup() {
-  ip netns pids "$a" 2> /dev/null | xargs -r kill -9 2> /dev/null
-  ip netns pids "$b" 2> /dev/null | xargs -r kill -9 2> /dev/null
-  ip netns del "$a" 2> /dev/null
-  ip netns del "$b" 2> /dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -40 "$f"; done; exit 1; }
-
-ip netns add "$a" && ip netns add "$b" || fail "cannot make network namespaces"
-ip link add "${tag}va" type veth peer name "${tag}vb" || fail "cannot make a veth pair"
-ip link set "${tag}va" netns "$a" && ip link set "${tag}vb" netns "$b" || fail "cannot move the veth"
-ip -n "$a" addr add "$net.1/24" dev "${tag}va" && ip -n "$b" addr add "$net.2/24" dev "${tag}vb"
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set "${tag}va" up && ip -n "$b" link set "${tag}vb" up || fail "cannot bring the link up"
+TAG=ncr SUBNET=77 . "$(dirname "$0")/two_hosts.sh"
 
 agent() {  # agent NAMESPACE NODE_RANK
   ip netns exec "$1" env -u CXXRUN_STORE -u NCCLREC_RUN_ID -u NCCLREC_TIMEOUT -u HOSTNCCL_TIMEOUT \
