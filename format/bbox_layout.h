@@ -5,6 +5,7 @@
 //   [StackRecord x stack_capacity][ModuleRecord x module_capacity]
 //   [PyCodeRecord x pycode_capacity][Python blob, pyblob_bytes]   (only in Python processes)
 //   [ThreadRecord x thread_capacity]   (every thread's stack at the latest dump; may be absent)
+//   [LinkRecord x link_capacity]       (transport progress per connection; may be absent)
 //
 // All offsets and sizes are in the header, so a reader never assumes them. Every struct is
 // trivially copyable with a fixed size (static_asserts below); multi-byte fields are the host's
@@ -21,6 +22,11 @@
 // - Thread records: the dumping thread rewrites the whole region at each dump under a sequence
 //   word (threads_seq odd while writing, even when done); a reader copies the region and keeps
 //   the copy only when threads_seq was the same even value before and after.
+// - Link records: an open-addressing table keyed by (comm_index, channel, peer, direction). A
+//   writer claims an empty slot by moving `valid` from 0 to kClaimingMark (compare-exchange),
+//   writes the key, then stores kValidMark with release; the key never changes after that. The
+//   counters are single aligned words written with relaxed atomic adds and stores; a reader
+//   loads them atomically, one by one (a copy may mix two instants: counters only grow).
 // - Comm, stack, module and Python code records: `valid` is stored last with release; a reader
 //   ignores records whose `valid` is not kValidMark. Their other fields never change after that,
 //   except the counters documented as live. Blob bytes a PyCodeRecord points at are written
@@ -37,6 +43,7 @@ namespace ncclrec::format {
 inline constexpr char kBboxMagic[8] = {'N', 'C', 'R', 'E', 'C', 'B', 'B', 'X'};
 inline constexpr uint32_t kBboxVersion = 1;
 inline constexpr uint32_t kValidMark = 0x56414c44;  // "VALD"
+inline constexpr uint32_t kClaimingMark = 1;        // a link record whose key is being written
 inline constexpr uint32_t kNoStack = 0xffffffffu;
 inline constexpr uint32_t kNoComm = 0xffffffffu;
 // Frames per interned stack: native (NCCLREC_STACK_DEPTH, at most 64) plus Python
@@ -269,6 +276,44 @@ struct ModuleRecord {
 };
 static_assert(sizeof(ModuleRecord) == 512);
 
+// Transport progress of one connection of the process: its steps over communicator comm_index's
+// channel `channel` to or from `peer`, fed by NCCL's proxy events (ProxyOp, ProxyStep) through the
+// profiler plugin (hostnccl raises the same events for its own per-peer messages). Counters are
+// cumulative over the communicator's life, so one record serves every op; the op of the newest
+// proxy operation says which op the last op_steps of them belong to (steps complete in order on
+// a connection). 96 bytes.
+//
+//   planned  steps of every proxy op started (sum of nSteps)
+//   posted   steps started (send: the step waits for the GPU's data; receive: its buffer posted)
+//   moved    send: handed to the network (SendWait); receive: its data arrived (RecvFlushWait or
+//            RecvGPUWait)
+//   done     steps stopped (send: the network took it all; receive: handed to the GPU)
+struct LinkRecord {
+  uint32_t valid;       // kValidMark once the key is written
+  uint32_t comm_index;  // index into the comm table
+  int32_t peer;         // the other end's rank in the communicator
+  uint8_t channel;
+  uint8_t is_send;  // 1: this process sends to `peer`; 0: receives from it
+  uint8_t reserved0[2];
+  // Live words.
+  uint64_t op_event_index;  // ring index of the newest proxy op's NCCL call; kNoLinkOp if none
+  uint32_t op_steps;        // nSteps of the newest proxy op
+  uint32_t op_base;         // `planned` before it: its steps are the counters minus op_base
+  uint64_t planned;
+  uint64_t posted;
+  uint64_t moved;
+  uint64_t done;
+  int64_t op_start_ns;  // CLOCK_REALTIME when the newest proxy op started
+  int64_t posted_ns;    // ... and when each counter last grew
+  int64_t moved_ns;
+  int64_t done_ns;
+};
+inline constexpr uint64_t kNoLinkOp = ~uint64_t{0};
+static_assert(sizeof(LinkRecord) == 96);
+static_assert(offsetof(LinkRecord, op_event_index) == 16 && offsetof(LinkRecord, planned) == 32 &&
+              offsetof(LinkRecord, done_ns) == 88);
+static_assert(std::is_trivially_copyable_v<LinkRecord>);
+
 struct BboxHeader {
   char magic[8];
   uint32_t version;
@@ -344,6 +389,14 @@ struct BboxHeader {
   // NUL-terminated, empty when none is set or in a file written before it existed: the evidence
   // when a communicator's bootstrap cannot connect.
   char net_env[512];
+
+  // Transport progress (all zero when the process keeps none: NCCLREC_MAX_LINKS=0, or a file
+  // written before it existed).
+  uint64_t links_offset;
+  uint32_t link_bytes;     // sizeof(LinkRecord)
+  uint32_t link_capacity;  // slots of the table
+  uint32_t link_count;     // live: slots claimed
+  uint32_t links_dropped;  // live: connections not recorded (table full)
 };
 static_assert(sizeof(BboxHeader) <= kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<BboxHeader>);

@@ -16,6 +16,7 @@
 #include "format/bbox_event.h"
 #include "format/bbox_layout.h"
 #include "format/bbox_ring.h"
+#include "format/links.h"
 #include "format/prefault.h"
 #include "format/python_lines.h"
 #include "format/reader.h"
@@ -102,6 +103,10 @@ base::Status checkBlackBoxHeader(const BboxHeader& h, size_t size, const std::st
       (h.thread_bytes != sizeof(ThreadRecord) || h.threads_offset % 8 != 0 ||
        !regionFits(h.threads_offset, h.thread_capacity, h.thread_bytes, size))) {
     return fail(path, "corrupt black box header (thread snapshot region)");
+  }
+  if (h.link_capacity > 0 && (h.link_bytes != sizeof(LinkRecord) || h.links_offset % 8 != 0 ||
+                              !regionFits(h.links_offset, h.link_capacity, h.link_bytes, size))) {
+    return fail(path, "corrupt black box header (link table)");
   }
   if (h.pycode_capacity > 0) {
     if (h.pycode_bytes != sizeof(PyCodeRecord) || h.pycode_offset % 8 != 0) {
@@ -328,6 +333,8 @@ base::StatusOr<RankData> parseOrThrow(const void* data, size_t size, std::string
   readModules(h, loadLive(h->module_count), &out);
   readStacks(h, &out);
   readThreads(h, &out);
+  out.links = readLinks(*h, out.comms);
+  out.links_dropped = loadLive(h->links_dropped);
   return out;
 }
 

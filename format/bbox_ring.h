@@ -90,15 +90,17 @@ __attribute__((no_sanitize("thread"))) inline bool readEvent(const BboxHeader* h
 // Geometry of a black box for the given capacities; offsets are page aligned.
 struct BboxGeometry {
   uint64_t ring_offset, comm_offset, stack_offset, module_offset, pycode_offset, pyblob_offset,
-      threads_offset, file_bytes;
+      threads_offset, links_offset, file_bytes;
 };
 inline uint64_t roundUpToPage(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
 // The Python regions (pycode_capacity records, pyblob_bytes of blob) and the thread snapshot
-// region (thread_capacity records) are empty by default.
+// region (thread_capacity records) and the link table (link_capacity records) are empty by
+// default.
 inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capacity,
                                     uint32_t stack_capacity, uint32_t stack_depth,
                                     uint32_t module_capacity, uint32_t pycode_capacity = 0,
-                                    uint64_t pyblob_bytes = 0, uint32_t thread_capacity = 0) {
+                                    uint64_t pyblob_bytes = 0, uint32_t thread_capacity = 0,
+                                    uint32_t link_capacity = 0) {
   BboxGeometry g{};
   g.ring_offset = kHeaderBytes;
   g.comm_offset = roundUpToPage(g.ring_offset + uint64_t{ring_capacity} * sizeof(Event));
@@ -110,7 +112,9 @@ inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capaci
   g.pyblob_offset =
       roundUpToPage(g.pycode_offset + uint64_t{pycode_capacity} * sizeof(PyCodeRecord));
   g.threads_offset = roundUpToPage(g.pyblob_offset + pyblob_bytes);
-  g.file_bytes = roundUpToPage(g.threads_offset + uint64_t{thread_capacity} * sizeof(ThreadRecord));
+  g.links_offset =
+      roundUpToPage(g.threads_offset + uint64_t{thread_capacity} * sizeof(ThreadRecord));
+  g.file_bytes = roundUpToPage(g.links_offset + uint64_t{link_capacity} * sizeof(LinkRecord));
   return g;
 }
 
@@ -119,10 +123,10 @@ inline BboxGeometry computeGeometry(uint32_t ring_capacity, uint32_t comm_capaci
 inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capacity,
                        uint32_t stack_capacity, uint32_t stack_depth, uint32_t module_capacity,
                        uint32_t pycode_capacity = 0, uint64_t pyblob_bytes = 0,
-                       uint32_t thread_capacity = 0) {
+                       uint32_t thread_capacity = 0, uint32_t link_capacity = 0) {
   const BboxGeometry g =
       computeGeometry(ring_capacity, comm_capacity, stack_capacity, stack_depth, module_capacity,
-                      pycode_capacity, pyblob_bytes, thread_capacity);
+                      pycode_capacity, pyblob_bytes, thread_capacity, link_capacity);
   std::memcpy(h->magic, kBboxMagic, sizeof(kBboxMagic));
   h->version = kBboxVersion;
   h->header_bytes = kHeaderBytes;
@@ -155,6 +159,11 @@ inline void initHeader(BboxHeader* h, uint32_t ring_capacity, uint32_t comm_capa
     h->threads_offset = g.threads_offset;
     h->thread_bytes = sizeof(ThreadRecord);
     h->thread_capacity = thread_capacity;
+  }
+  if (link_capacity > 0) {
+    h->links_offset = g.links_offset;
+    h->link_bytes = sizeof(LinkRecord);
+    h->link_capacity = link_capacity;
   }
 }
 
@@ -198,6 +207,13 @@ inline ThreadRecord* threadRecords(BboxHeader* h) {
 inline const ThreadRecord* threadRecords(const BboxHeader* h) {
   return reinterpret_cast<const ThreadRecord*>(reinterpret_cast<const uint8_t*>(h) +
                                                h->threads_offset);
+}
+
+inline LinkRecord* linkRecords(BboxHeader* h) {
+  return reinterpret_cast<LinkRecord*>(reinterpret_cast<uint8_t*>(h) + h->links_offset);
+}
+inline const LinkRecord* linkRecords(const BboxHeader* h) {
+  return reinterpret_cast<const LinkRecord*>(reinterpret_cast<const uint8_t*>(h) + h->links_offset);
 }
 
 }  // namespace ncclrec::format

@@ -238,6 +238,46 @@ base::Status writeFramed(const std::string& bytes, const std::string& tmp,
   return base::okStatus();
 }
 
+void toProto(const Link& l, pb::Link* p) {
+  p->set_comm_id(l.comm_id);
+  p->set_comm_index(l.comm_index);
+  p->set_peer(l.peer);
+  p->set_channel(static_cast<uint32_t>(l.channel));
+  p->set_is_send(l.is_send);
+  p->set_op_index(l.op_index);
+  p->set_op_steps(l.op_steps);
+  p->set_op_base(l.op_base);
+  p->set_planned(l.planned);
+  p->set_posted(l.posted);
+  p->set_moved(l.moved);
+  p->set_done(l.done);
+  p->set_op_start_ns(l.op_start_ns);
+  p->set_posted_ns(l.posted_ns);
+  p->set_moved_ns(l.moved_ns);
+  p->set_done_ns(l.done_ns);
+}
+
+Link fromProto(const pb::Link& p) {
+  Link l;
+  l.comm_id = p.comm_id();
+  l.comm_index = p.comm_index();
+  l.peer = p.peer();
+  l.channel = static_cast<int>(p.channel());
+  l.is_send = p.is_send();
+  l.op_index = p.op_index();
+  l.op_steps = p.op_steps();
+  l.op_base = p.op_base();
+  l.planned = p.planned();
+  l.posted = p.posted();
+  l.moved = p.moved();
+  l.done = p.done();
+  l.op_start_ns = p.op_start_ns();
+  l.posted_ns = p.posted_ns();
+  l.moved_ns = p.moved_ns();
+  l.done_ns = p.done_ns();
+  return l;
+}
+
 }  // namespace
 
 pb::Dump toProto(const RankData& d) {
@@ -287,6 +327,8 @@ pb::Dump toProto(const RankData& d) {
   p.set_threads_ns(d.threads_ns);
   p.set_threads_reason(static_cast<pb::DumpReason>(d.threads_reason));
   p.set_threads_dumper_tid(d.threads_dumper_tid);
+  for (const Link& l : d.links) toProto(l, p.add_links());
+  p.set_links_dropped(d.links_dropped);
   return p;
 }
 
@@ -333,6 +375,8 @@ RankData fromProto(const pb::Dump& p) {
   d.threads_ns = p.threads_ns();
   d.threads_reason = static_cast<DumpReason>(p.threads_reason());
   d.threads_dumper_tid = p.threads_dumper_tid();
+  for (const pb::Link& l : p.links()) d.links.push_back(fromProto(l));
+  d.links_dropped = p.links_dropped();
   return d;
 }
 

@@ -19,8 +19,9 @@ inline constexpr std::string_view kDumpMessageMagic = "ncclrec-dump";
 // Major: bumped when a reader of the previous one would misread a new dump. Minor: fields added.
 inline constexpr uint32_t kDumpFormatMajor = 1;
 // Minor 1: Comm bus_id, uuid, device_source. Minor 2: Frame python. Minor 3: threads. Minor 4:
-// Comm root and blocking (communicators in creation), Dump net_env.
-inline constexpr uint32_t kDumpFormatMinor = 4;
+// Comm root and blocking (communicators in creation), Dump net_env. Minor 5: links (transport
+// progress per connection).
+inline constexpr uint32_t kDumpFormatMinor = 5;
 
 // Everything in `data` except source_path and source, which say where a model was loaded from.
 pb::Dump toProto(const RankData& data);

@@ -3,6 +3,7 @@
 // work on this model only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -295,6 +296,29 @@ struct ThreadState {
   friend bool operator==(const ThreadState&, const ThreadState&) = default;
 };
 
+// Transport progress of one connection: a communicator's channel to or from one peer
+// (bbox_layout.h LinkRecord; several records of one key are added up). Counters are cumulative;
+// the op* words describe the newest proxy operation, whose steps are the last op_steps of them.
+struct Link {
+  uint64_t comm_id = 0;  // from the comm table; 0 when unknown
+  uint32_t comm_index = kNoComm;
+  int peer = -1;
+  int channel = 0;
+  bool is_send = false;
+  uint64_t op_index = kNoLinkOp;  // ring index of the newest proxy op's NCCL call
+  uint32_t op_steps = 0;
+  uint32_t op_base = 0;  // `planned` (mod 2^32) before the newest proxy op
+  uint64_t planned = 0, posted = 0, moved = 0, done = 0;
+  int64_t op_start_ns = 0, posted_ns = 0, moved_ns = 0, done_ns = 0;
+
+  // How many steps of the newest proxy op reached a counter: 0..op_steps.
+  uint32_t opSteps(uint64_t counter) const {
+    const auto d = static_cast<int32_t>(static_cast<uint32_t>(counter) - op_base);
+    return d <= 0 ? 0 : std::min(static_cast<uint32_t>(d), op_steps);
+  }
+  friend bool operator==(const Link&, const Link&) = default;
+};
+
 enum class SourceKind { kBlackBox, kDump };
 
 struct RankData {
@@ -343,6 +367,10 @@ struct RankData {
   int64_t threads_ns = 0;                         // when it was taken
   DumpReason threads_reason = DumpReason::kNone;  // the dump it was taken for
   int threads_dumper_tid = 0;                     // the thread that took it
+  // Transport progress per connection (empty when none was recorded); ascending by
+  // (comm_index, channel, peer, is_send).
+  std::vector<Link> links;
+  uint32_t links_dropped = 0;  // connections the link table could not hold
   friend bool operator==(const RankData&, const RankData&) = default;
 };
 

@@ -42,6 +42,9 @@ struct ParamSpec {
     "found")                                                                                       \
   X(NCCLREC_MAX_COMMS, kInt, "4096", "", "Communicators tracked per process")                      \
   X(NCCLREC_MAX_STACKS, kInt, "4096", "", "Distinct call stacks interned per process")             \
+  X(NCCLREC_MAX_LINKS, kInt, "1024", "",                                                           \
+    "Connections (communicator, channel, peer, direction) whose transport progress is counted "    \
+    "per process, from NCCL's proxy events (0 = none; 96 bytes each)")                             \
   X(NCCLREC_TIMEOUT, kDouble, "60", "",                                                            \
     "Upper bound: seconds an op may stay incomplete before a hang is declared; set, it is also "   \
     "the fixed rule of live detection for every stall not certain at once")                        \

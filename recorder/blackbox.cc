@@ -94,7 +94,7 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   const uint32_t threads = params.snapshot_signal > 0 ? params.snapshot_threads : 0;
   const format::BboxGeometry g = format::computeGeometry(
       params.ring_capacity, params.max_comms, params.max_stacks, stack_depth, kModuleCapacity,
-      python.code_capacity, python.blob_bytes, threads);
+      python.code_capacity, python.blob_bytes, threads, params.max_links);
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(g.file_bytes));
   if (rc != 0) {
     *error = "cannot reserve " + std::to_string(g.file_bytes >> 20) + " MiB for " + path + ": " +
@@ -112,7 +112,8 @@ std::unique_ptr<BlackBox> BlackBox::create(const Params& params, std::string* er
   }
   auto* h = static_cast<format::BboxHeader*>(map);
   format::initHeader(h, params.ring_capacity, params.max_comms, params.max_stacks, stack_depth,
-                     kModuleCapacity, python.code_capacity, python.blob_bytes, threads);
+                     kModuleCapacity, python.code_capacity, python.blob_bytes, threads,
+                     params.max_links);
   h->python_depth = python.depth;
   h->pid = getpid();
   // torchrun's and cxxrun's variables, else the MPI launcher's or Slurm's: a process that hangs

@@ -6,6 +6,7 @@
 
 namespace ncclrec::recorder {
 
+using base::coarseRealtimeNs;
 using base::monotonicNs;
 using base::realtimeNs;
 

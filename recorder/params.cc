@@ -159,6 +159,7 @@ Params readParams(std::vector<std::string>* problems) {
   p.unwind = static_cast<UnwindChoice>(r.choice("NCCLREC_UNWIND"));
   p.max_comms = static_cast<uint32_t>(r.integer("NCCLREC_MAX_COMMS", 1, 1 << 20));
   p.max_stacks = static_cast<uint32_t>(r.integer("NCCLREC_MAX_STACKS", 1, 1 << 20));
+  p.max_links = static_cast<uint32_t>(r.integer("NCCLREC_MAX_LINKS", 0, 1 << 20));
   p.timeout_s = r.real("NCCLREC_TIMEOUT", 0.001);
   p.poll_ms = static_cast<int>(r.integer("NCCLREC_POLL_MS", 1, 60000));
   const std::string sig = r.str("NCCLREC_DUMP_SIGNAL");

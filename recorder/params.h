@@ -20,6 +20,7 @@ struct Params {
   UnwindChoice unwind = UnwindChoice::kAuto;
   uint32_t max_comms = 4096;
   uint32_t max_stacks = 4096;
+  uint32_t max_links = 1024;  // 0: no link table
   double timeout_s = 60;
   int poll_ms = 200;
   int dump_signal = 0;      // 0 = none

@@ -14,14 +14,15 @@ void BboxBuilder::Free::operator()(uint8_t* p) const {
 }
 
 BboxBuilder::BboxBuilder(BboxCapacities caps) {
-  const BboxGeometry g = computeGeometry(caps.ring, caps.comms, caps.stacks, caps.stack_depth,
-                                         caps.modules, caps.pycodes, caps.pyblob, caps.threads);
+  const BboxGeometry g =
+      computeGeometry(caps.ring, caps.comms, caps.stacks, caps.stack_depth, caps.modules,
+                      caps.pycodes, caps.pyblob, caps.threads, caps.links);
   size_ = g.file_bytes;
   bytes_.reset(static_cast<uint8_t*>(::operator new (size_, std::align_val_t{4096})));
   std::memset(bytes_.get(), 0, size_);
   header_ = reinterpret_cast<BboxHeader*>(bytes_.get());
   initHeader(header_, caps.ring, caps.comms, caps.stacks, caps.stack_depth, caps.modules,
-             caps.pycodes, caps.pyblob, caps.threads);
+             caps.pycodes, caps.pyblob, caps.threads, caps.links);
 }
 
 uint32_t BboxBuilder::addPythonCode(const std::string& file, const std::string& qualname,

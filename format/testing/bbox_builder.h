@@ -22,6 +22,7 @@ struct BboxCapacities {
   uint32_t pycodes = 0;  // Python code records (0: no Python regions)
   uint64_t pyblob = 0;   // Python blob bytes
   uint32_t threads = 0;  // thread snapshot records (0: no thread region)
+  uint32_t links = 0;    // link table slots (0: no link table)
 };
 
 class BboxBuilder {
