@@ -13,6 +13,10 @@
 //   completion      the Coll/P2p event stopped and all its channels stopped (NCCL stops Coll at
 //                   enqueue, hostnccl after the data moved: either order); with no channel
 //                   (nChannels 0, or no KernelCh in the mask) the Coll/P2p stop completes it
+//   ProxyOp         the op's transport on one (channel, peer, direction): its link record in the
+//                   black box (format/bbox_links.h) is found or claimed, and told the op and nSteps
+//   ProxyStep       start: a step posted; SendWait, RecvFlushWait or RecvGPUWait: its data moved
+//                   (handed to the network, or arrived); stop: done (and moved, if not yet)
 //   finalize        the communicator is marked destroyed
 //
 // Under LD_PRELOAD the wrappers record every call. A CollApi/P2pApi event raised inside a wrapper
@@ -35,6 +39,7 @@
 #include <new>
 
 #include "format/bbox_layout.h"
+#include "format/bbox_links.h"
 #include "format/op_type.h"
 #include "interpose/call.h"
 #include "recorder/clock.h"
@@ -48,7 +53,7 @@ using ncclrec::recorder::CallHandle;
 using ncclrec::recorder::Recorder;
 
 // What a handle we return points at: its first member says which kind of event it is.
-enum class Kind : uint8_t { kGroup, kApi, kTask, kChannel, kIgnored };
+enum class Kind : uint8_t { kGroup, kApi, kTask, kChannel, kProxyOp, kProxyStep, kIgnored };
 
 struct Op;
 struct Tag {
@@ -62,6 +67,7 @@ struct Op {
   Tag channel{Kind::kChannel, this};
   CallHandle call;
   bool from_shim = false;  // recorded by a wrapper: its peer and sequence number are known
+  uint32_t comm_index = ncclrec::format::kNoComm;  // in the black box's comm table
   std::atomic<int> channels_expected{0};
   std::atomic<int> channels_stopped{0};
   std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
@@ -74,6 +80,17 @@ struct Op {
 };
 
 constexpr uint32_t kPoolSize = 8192;  // power of two
+
+// A ProxyOp or ProxyStep event: the connection's link record, and for a step whether its data
+// was seen moving. Reused round-robin like ops (a step outlives far fewer later steps than this).
+struct ProxyTag {
+  Tag tag{Kind::kProxyStep, nullptr};  // first: the handle NCCL holds is &tag
+  std::atomic<bool> moved{false};
+  ncclrec::format::LinkRecord* link = nullptr;
+};
+constexpr uint32_t kProxyPoolSize = 16384;  // power of two
+ProxyTag gProxyPool[kProxyPoolSize];
+std::atomic<uint64_t> gProxyNext{0};
 
 // Whether NCCL has reported a kernel channel done in this process (NCCLREC_COMPLETION=auto). Until
 // then the plugin takes no op from the wrapper's marker: an NCCL whose kernel channels never
@@ -218,13 +235,62 @@ void* startTask(const ncclProfDescr& d) {
     op->owner.compare_exchange_strong(undecided, ncclrec::recorder::kOwnerPlugin);
   }
   if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
+  op->comm_index = Recorder::commIndexOf(op->call);
   Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
   return &op->task;
 }
 
-// The events asked for at every init.
+ProxyTag* claimProxyTag(Kind kind, ncclrec::format::LinkRecord* link) {
+  ProxyTag* t =
+      &gProxyPool[gProxyNext.fetch_add(1, std::memory_order_relaxed) & (kProxyPoolSize - 1)];
+  t->tag.kind = kind;
+  t->link = link;
+  t->moved.store(false, std::memory_order_relaxed);
+  return t;
+}
+
+ProxyTag* proxyTagOf(Tag* tag) { return reinterpret_cast<ProxyTag*>(tag); }
+
+// A proxy operation of an op we follow: its connection's counters learn the op and its steps.
+void* startProxyOp(const ncclProfDescr& d) {
+  auto* tag = static_cast<Tag*>(d.parentObj);
+  if (tag == nullptr || tag->kind != Kind::kTask) return &gIgnored;
+  Recorder* r = Recorder::get();
+  if (r == nullptr || tag->op->comm_index == ncclrec::format::kNoComm) return &gIgnored;
+  ncclrec::format::LinkRecord* link = ncclrec::format::findOrClaimLink(
+      r->header(), tag->op->comm_index, d.proxyOp.channelId, d.proxyOp.peer, d.proxyOp.isSend != 0);
+  if (link == nullptr) return &gIgnored;
+  ncclrec::format::linkOpStarted(
+      link, tag->op->call.slot != nullptr ? tag->op->call.index : ncclrec::format::kNoLinkOp,
+      d.proxyOp.nSteps, ncclrec::recorder::realtimeNs());
+  return &claimProxyTag(Kind::kProxyOp, link)->tag;
+}
+
+void* startProxyStep(const ncclProfDescr& d) {
+  auto* parent = static_cast<Tag*>(d.parentObj);
+  if (parent == nullptr || parent->kind != Kind::kProxyOp) return &gIgnored;
+  ncclrec::format::LinkRecord* link = proxyTagOf(parent)->link;
+  ncclrec::format::linkStepPosted(link, ncclrec::recorder::coarseRealtimeNs());
+  return &claimProxyTag(Kind::kProxyStep, link)->tag;
+}
+
+// NCCL's proxy step states (profiler v4-v6): the step's data handed to the network, or arrived.
+constexpr ncclProfState kProxyStepSendWait = 9;
+constexpr ncclProfState kProxyStepRecvFlushWait = 11;
+constexpr ncclProfState kProxyStepRecvGPUWait = 12;
+
+// A step's events come from the thread that progresses its connection: a plain test and set.
+void stepMoved(ProxyTag* step) {
+  if (!step->moved.load(std::memory_order_relaxed)) {
+    step->moved.store(true, std::memory_order_relaxed);
+    ncclrec::format::linkStepMoved(step->link, ncclrec::recorder::coarseRealtimeNs());
+  }
+}
+
+// The events asked for at every init; the proxy's when the black box keeps a link table.
 constexpr int kMask = ncclProfGroupApi | ncclProfCollApi | ncclProfP2pApi | ncclProfColl |
                       ncclProfP2p | ncclProfKernelCh;
+constexpr int kProxyMask = ncclProfProxyOp | ncclProfProxyStep;
 
 ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char* name,
                         int /*nnodes*/, int nranks, int rank, ncclProfLogFn /*log*/) {
@@ -236,7 +302,7 @@ ncclResult_t pluginInit(void** context, uint64_t comm_id, int* mask, const char*
   auto* comm = new (std::nothrow) PluginComm{comm_id, rank, nranks, shim};
   if (comm == nullptr) return ncclSuccess;
   keep(comm);
-  *mask = kMask;
+  *mask = kMask | (r->header()->link_capacity > 0 ? kProxyMask : 0);
   *context = comm;
   if (shim) return ncclSuccess;
   ncclrec::recorder::OpArgs creator;
@@ -280,6 +346,12 @@ ncclResult_t pluginStart(void* context, void** handle, ncclProfDescr* d) {
       if (auto* tag = static_cast<Tag*>(d->parentObj); tag != nullptr && tag->kind == Kind::kTask)
         *handle = &tag->op->channel;
       break;
+    case ncclProfProxyOp:
+      *handle = startProxyOp(*d);
+      break;
+    case ncclProfProxyStep:
+      *handle = startProxyStep(*d);
+      break;
     default:
       break;
   }
@@ -303,6 +375,12 @@ ncclResult_t pluginStop(void* handle) {
       tag->op->channels_stopped.fetch_add(1);
       maybeFinish(tag->op);
       break;
+    case Kind::kProxyStep: {
+      ProxyTag* step = proxyTagOf(tag);
+      stepMoved(step);
+      ncclrec::format::linkStepDone(step->link, ncclrec::recorder::coarseRealtimeNs());
+      break;
+    }
     default:
       break;
   }
@@ -311,6 +389,12 @@ ncclResult_t pluginStop(void* handle) {
 
 ncclResult_t pluginState(void* handle, ncclProfState state, ncclProfStateArgs* /*args*/) {
   auto* tag = static_cast<Tag*>(handle);
+  if (tag != nullptr && tag->kind == Kind::kProxyStep &&
+      (state == kProxyStepSendWait || state == kProxyStepRecvFlushWait ||
+       state == kProxyStepRecvGPUWait)) {
+    stepMoved(proxyTagOf(tag));
+    return ncclSuccess;
+  }
   if (tag != nullptr && tag->kind == Kind::kChannel && state == ncclProfStateKernelChStop) {
     tag->op->channels_ok.fetch_add(1);
     if (!gKernelChannelsReport.load(std::memory_order_relaxed)) {

@@ -33,6 +33,12 @@ void Recorder::setP2pPeer(const CallHandle& call, int peer) {
   atomicField(e->op_seq).store(seq, std::memory_order_relaxed);
 }
 
+uint32_t Recorder::commIndexOf(const CallHandle& call) {
+  if (call.comm != nullptr) return call.comm->index;
+  if (call.slot == nullptr || !format::slotHolds(call.slot, call.index)) return format::kNoComm;
+  return call.slot->comm_index;
+}
+
 void Recorder::opCompleted(const CallHandle& call, int result) {
   if (call.slot == nullptr || !format::slotHolds(call.slot, call.index)) return;
   // Already ended (a failed call, completed by end()): the first word stays.

@@ -111,6 +111,9 @@ class Recorder {
   // A deferred send/recv whose peer NCCL names only at launch (the profiler's P2p event): sets
   // the peer and takes the op's per-peer sequence number then.
   static void setP2pPeer(const CallHandle& call, int peer);
+  // The op's communicator's index in the black box's comm table (format::kNoComm when unknown):
+  // what its transport counters (format/bbox_links.h) are filed under.
+  static uint32_t commIndexOf(const CallHandle& call);
 
   // Groups (called by the GroupStart/GroupEnd wrappers around the real call).
   void groupStarted();

@@ -6,6 +6,13 @@
 //   ncclrec-bench: plugin stack_depth=<n> callbacks_ns=<x> empty_ns=<y> added_ns=<x-y>
 // (CPU ns per op; the median with --benchmark_repetitions) and checks that every op left in the
 // ring was recorded and completed by the callbacks (exit 3 otherwise).
+//
+// The same op with its transport (issue 31): under the Coll event, a send and a receive ProxyOp
+// of kProxySteps steps each, every step started, moved (SendWait / RecvGPUWait) and stopped, as
+// NCCL's proxy reports a ring step; the plugin counts them in the black box's link table. Prints
+//   ncclrec-bench: plugin-proxy steps=<n> callbacks_ns=<x> empty_ns=<y> added_ns=<x-y>
+//   ratio_vs_no_proxy=<x / callbacks_ns of the op alone>
+// and checks the link table's counters add up to the steps made.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -35,8 +42,34 @@ ncclResult_t emptyState(void*, ncclProfState, ncclProfStateArgs*) { return ncclS
 ncclResult_t emptyFinalize(void*) { return ncclSuccess; }
 ncclProfPlugin gEmpty = {"empty", emptyInit, emptyStart, emptyStop, emptyState, emptyFinalize};
 
-// One collective as NCCL reports it; noinline so the stack capture walks a real frame.
-__attribute__((noinline)) void oneOp(const ncclProfPlugin* p, void* ctx) {
+constexpr int kProxySteps = 8;  // per direction and op: NCCL_STEPS, one ring step's slices
+
+// One connection's proxy operation of kProxySteps steps under the Coll event `coll`.
+void proxyOp(const ncclProfPlugin* p, void* ctx, void* coll, bool send) {
+  ncclProfDescr op{};
+  op.type = ncclProfProxyOp;
+  op.parentObj = coll;
+  op.proxyOp.peer = send ? 1 : 0;
+  op.proxyOp.nSteps = kProxySteps;
+  op.proxyOp.isSend = send ? 1 : 0;
+  void* o = nullptr;
+  p->startEvent(ctx, &o, &op);
+  for (int i = 0; i < kProxySteps; ++i) {
+    ncclProfDescr step{};
+    step.type = ncclProfProxyStep;
+    step.parentObj = o;
+    step.proxyStep.step = i;
+    void* h = nullptr;
+    p->startEvent(ctx, &h, &step);
+    p->recordEventState(h, send ? 9 : 12, nullptr);  // SendWait, RecvGPUWait
+    p->stopEvent(h);
+  }
+  p->stopEvent(o);
+}
+
+// One collective as NCCL reports it; noinline so the stack capture walks a real frame. With
+// `proxy`, its send and receive proxy operations run while its Coll event is open.
+__attribute__((noinline)) void oneOp(const ncclProfPlugin* p, void* ctx, bool proxy = false) {
   ncclProfDescr api{};
   api.type = ncclProfCollApi;
   api.collApi = {"AllReduce", 1024, "ncclFloat32", 0, nullptr, false};
@@ -50,6 +83,10 @@ __attribute__((noinline)) void oneOp(const ncclProfPlugin* p, void* ctx) {
   coll.coll.nChannels = 1;
   void* c = nullptr;
   p->startEvent(ctx, &c, &coll);
+  if (proxy) {
+    proxyOp(p, ctx, c, true);
+    proxyOp(p, ctx, c, false);
+  }
   p->stopEvent(c);
   ncclProfDescr ch{};
   ch.type = ncclProfKernelCh;
@@ -75,6 +112,19 @@ void BM_EmptyPlugin(benchmark::State& state) {
 }
 BENCHMARK(BM_EmptyPlugin);
 
+void BM_PluginCallbacksWithProxy(benchmark::State& state) {
+  for (auto _ : state) oneOp(gPlugin, gCtx, true);
+}
+BENCHMARK(BM_PluginCallbacksWithProxy);
+
+void BM_EmptyPluginWithProxy(benchmark::State& state) {
+  void* ctx = nullptr;
+  int mask = 0;
+  gEmpty.init(&ctx, 1, &mask, "", 1, 2, 0, nullptr);
+  for (auto _ : state) oneOp(&gEmpty, ctx, true);
+}
+BENCHMARK(BM_EmptyPluginWithProxy);
+
 class Collect : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -82,12 +132,14 @@ class Collect : public benchmark::ConsoleReporter {
       // A single run, or the median of repetitions (the last word).
       if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
       const double ns = r.GetAdjustedCPUTime();
-      if (r.benchmark_name().find("PluginCallbacks") != std::string::npos) plugin_ns = ns;
-      if (r.benchmark_name().find("EmptyPlugin") != std::string::npos) empty_ns = ns;
+      const std::string name = r.benchmark_name();
+      const bool proxy = name.find("WithProxy") != std::string::npos;
+      if (name.find("PluginCallbacks") != std::string::npos) (proxy ? proxy_ns : plugin_ns) = ns;
+      if (name.find("EmptyPlugin") != std::string::npos) (proxy ? proxy_empty_ns : empty_ns) = ns;
     }
     ConsoleReporter::ReportRuns(runs);
   }
-  double plugin_ns = 0, empty_ns = 0;
+  double plugin_ns = 0, empty_ns = 0, proxy_ns = 0, proxy_empty_ns = 0;
 };
 
 }  // namespace
@@ -121,11 +173,25 @@ int main(int argc, char** argv) {
       "ncclrec-bench: plugin stack_depth=%s callbacks_ns=%.1f empty_ns=%.1f added_ns=%.1f\n",
       depth ? depth : "16", reporter.plugin_ns, reporter.empty_ns,
       reporter.plugin_ns - reporter.empty_ns);
-  // The ring holds the latest ops: each must be an all-reduce the callbacks completed.
+  std::printf(
+      "ncclrec-bench: plugin-proxy steps=%d callbacks_ns=%.1f empty_ns=%.1f added_ns=%.1f "
+      "ratio_vs_no_proxy=%.2f\n",
+      kProxySteps, reporter.proxy_ns, reporter.proxy_empty_ns,
+      reporter.proxy_ns - reporter.proxy_empty_ns,
+      reporter.plugin_ns > 0 ? reporter.proxy_ns / reporter.plugin_ns
+                             : 0.0);  // The ring holds the latest ops: each must be an all-reduce
+                                      // the callbacks completed.
   auto loaded = ncclrec::format::loadPaths({dir});
-  size_t ops = 0, completed = 0;
+  size_t ops = 0, completed = 0, links = 0;
+  bool counted = true;
   if (loaded.ok()) {
     for (const auto& r : loaded.value().ranks) {
+      // Every step the proxy ops announced was posted, moved and done, on two connections.
+      for (const auto& l : r.links) {
+        ++links;
+        counted = counted && l.planned > 0 && l.posted == l.planned && l.moved == l.planned &&
+                  l.done == l.planned && l.op_steps == kProxySteps;
+      }
       for (const auto& e : r.events) {
         if (e.op != ncclrec::format::OpType::kAllReduce) continue;
         ++ops;
@@ -133,6 +199,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("ncclrec-bench: plugin recorded=%zu completed=%zu\n", ops, completed);
-  return reporter.plugin_ns > 0 && reporter.empty_ns > 0 && ops > 0 && completed == ops ? 0 : 3;
+  std::printf("ncclrec-bench: plugin recorded=%zu completed=%zu links=%zu counted=%s\n", ops,
+              completed, links, counted ? "yes" : "no");
+  const bool measured = reporter.plugin_ns > 0 && reporter.empty_ns > 0 && reporter.proxy_ns > 0;
+  return measured && ops > 0 && completed == ops && links == 2 && counted ? 0 : 3;
 }
