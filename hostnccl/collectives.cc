@@ -153,6 +153,7 @@ class Runner {
     };
     Transfer t(c_, opKindName(a_.kind), seq_);
     const int steps = n - 1;
+    planRing(t, ch, k, r != nullptr, gather);
     std::vector<size_t> rsRecv, agRecv;
     unsigned char* tmp = nullptr;
     if (r != nullptr) {
@@ -209,6 +210,35 @@ class Runner {
       }
     }
     return t.wait();
+  }
+
+  // Tells `t` how many messages (the non-empty segments) the ring will send right and receive
+  // from the left: the nSteps of its profiler events.
+  void planRing(Transfer& t, const Chunks& ch, int k, bool reduce, bool gather) const {
+    const int n = c_.nranks, rank = c_.rank, steps = n - 1;
+    auto nonEmpty = [&](int chunk) {
+      const Chunks segs{ch.size(chunk), k};
+      int count = 0;
+      for (int q = 0; q < k; ++q) count += segs.size(q) * es_ > 0 ? 1 : 0;
+      return count;
+    };
+    int sends = 0, recvs = 0;
+    if (reduce) {
+      sends += nonEmpty(mod(rank - 1, n));
+      for (int s = 0; s < steps; ++s) {
+        recvs += nonEmpty(mod(rank - 2 - s, n));
+        if (s + 1 < steps) sends += nonEmpty(mod(rank - 2 - s, n));
+      }
+    }
+    if (gather) {
+      sends += nonEmpty(rank);
+      for (int s = 0; s < steps; ++s) {
+        recvs += nonEmpty(mod(rank - s - 1, n));
+        if (s + 1 < steps) sends += nonEmpty(mod(rank - s - 1, n));
+      }
+    }
+    t.plan(mod(rank - 1, n), false, recvs);
+    t.plan(mod(rank + 1, n), true, sends);
   }
 
   void finishChunk(void* work, const Chunks& ch, const Reduction& r) const {

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,6 +23,27 @@ bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out) {
   return true;
 }
 
+bool parseDropLink(const char* text, int* src, int* dst, uint32_t* from) {
+  if (text == nullptr) return false;
+  int s = -1, d = -1, used = 0;
+  unsigned n = 1;
+  if (std::sscanf(text, "%d>%d%n", &s, &d, &used) != 2 || s < 0 || d < 0 || s == d) return false;
+  const char* rest = text + used;
+  if (*rest == '@') {
+    int more = 0;
+    if (std::sscanf(rest + 1, "%u%n", &n, &more) != 1 || n < 1 || rest[1 + more] != '\0' ||
+        rest[1] == '-' || rest[1] == '+') {
+      return false;
+    }
+  } else if (*rest != '\0') {
+    return false;
+  }
+  *src = s;
+  *dst = d;
+  *from = n;
+  return true;
+}
+
 namespace {
 
 Config readConfig() {
@@ -38,6 +60,16 @@ Config readConfig() {
       // Warn unconditionally: a silently ignored timeout turns an expected error into a hang.
       logAlways("hostnccl: ignoring HOSTNCCL_TIMEOUT='%s': expected seconds >= 0", v);
       c.timeout = std::chrono::milliseconds(0);
+    }
+  }
+  if (const char* v = std::getenv("HOSTNCCL_DROP_LINK"); v != nullptr && *v != '\0') {
+    if (parseDropLink(v, &c.dropSrc, &c.dropDst, &c.dropFrom)) {
+      logAlways(
+          "hostnccl: HOSTNCCL_DROP_LINK=%s: messages from rank %d to rank %d of each "
+          "communicator are dropped from its collective #%u on (a test fault)",
+          v, c.dropSrc, c.dropDst, c.dropFrom);
+    } else {
+      logAlways("hostnccl: ignoring HOSTNCCL_DROP_LINK='%s': expected SRC>DST or SRC>DST@N", v);
     }
   }
   if (const char* v = std::getenv("HOSTNCCL_SOCKET_IFNAME")) c.socketIfname = v;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace ncclrec::hostnccl {
@@ -17,6 +18,13 @@ struct Config {
   std::string ncclSocketIfname;
   // HOSTNCCL_DEBUG: 0 = silent (default), 1 = WARN, 2 = INFO.
   int debugLevel = 0;
+  // HOSTNCCL_DROP_LINK=SRC>DST[@N], a fault for tests: from the N-th collective of each
+  // communicator on (1-based, default 1), the messages communicator rank SRC sends to rank DST
+  // are taken as sent but never delivered, as by a network path that stopped moving data after
+  // the sender's socket took them. dropSrc < 0: no fault.
+  int dropSrc = -1;
+  int dropDst = -1;
+  uint32_t dropFrom = 1;
 };
 
 // Thread-safe; the environment is read at the first call only.
@@ -26,6 +34,10 @@ const Config& config();
 // prefixes ("eth,ib"), exact names after a leading '=' ("=eth0"), and a leading '^' that
 // excludes what the rest matches ("^docker,lo").
 bool matchesIfname(const std::string& spec, const std::string& name);
+
+// Parses HOSTNCCL_DROP_LINK's value; false when it is not SRC>DST or SRC>DST@N (ranks >= 0,
+// N >= 1).
+bool parseDropLink(const char* text, int* src, int* dst, uint32_t* from);
 
 // Parses HOSTNCCL_TIMEOUT's value; false when it is not a non-negative number of seconds.
 bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out);

@@ -38,5 +38,22 @@ TEST(ConfigTest, MatchesInterfacesAsNcclSocketIfnameDoes) {
   EXPECT_FALSE(matchesIfname("", "lo"));
 }
 
+TEST(ConfigTest, ParsesTheDropLinkFault) {
+  int src = -1, dst = -1;
+  uint32_t from = 0;
+  ASSERT_TRUE(parseDropLink("2>3", &src, &dst, &from));
+  EXPECT_EQ(src, 2);
+  EXPECT_EQ(dst, 3);
+  EXPECT_EQ(from, 1u);
+  ASSERT_TRUE(parseDropLink("0>7@12", &src, &dst, &from));
+  EXPECT_EQ(src, 0);
+  EXPECT_EQ(dst, 7);
+  EXPECT_EQ(from, 12u);
+  for (const char* bad :
+       {"", "2", "2>", ">3", "2>2", "-1>3", "2>3@", "2>3@0", "2>3@-4", "2>3@4x", "2>3x", "2<3"}) {
+    EXPECT_FALSE(parseDropLink(bad, &src, &dst, &from)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ncclrec::hostnccl

@@ -57,7 +57,11 @@ ncclResult_t matchSelf(Comm& c, const std::vector<const OpArgs*>& ops) {
 // A collective between its profiler events.
 ncclResult_t runProfiled(const OpArgs& a) {
   prof::OpEvents e = prof::opStart(a);
-  ncclResult_t rc = runCollective(a);
+  ncclResult_t rc;
+  {
+    prof::CurrentOpScope scope(e.op);
+    rc = runCollective(a);
+  }
   prof::opDone(a, e, rc == ncclSuccess);
   return rc;
 }
@@ -89,8 +93,13 @@ ncclResult_t runOnComm(Comm& c, const std::vector<const OpArgs*>& ops) {
     if (firstP2p != nullptr) {
       rc = matchSelf(c, ops);
       if (rc == ncclSuccess) {
+        size_t j = 0;
         for (const OpArgs* a : ops) {
-          if (isP2p(*a) && a->root != c.rank) postP2p(*a, p2p);
+          if (!isP2p(*a)) continue;
+          void* event = p2pEvents[j++].op;
+          if (a->root == c.rank) continue;
+          prof::CurrentOpScope scope(event);
+          postP2p(*a, p2p);
         }
       }
     }

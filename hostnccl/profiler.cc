@@ -1,7 +1,9 @@
 #include "hostnccl/profiler.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -145,6 +147,12 @@ void pluginLog(ncclProfLogLevel level, unsigned long /*flags*/, const char* /*fi
   }
 }
 
+thread_local void* tCurrentOp = nullptr;
+
+// NCCL's proxy step states (profiler v4-v6 numbering).
+constexpr ncclProfState kProxyStepSendWait = 9;
+constexpr ncclProfState kProxyStepRecvGPUWait = 12;
+
 uint64_t nowNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -270,5 +278,41 @@ void opDone(const OpArgs& /*a*/, OpEvents& e, bool ok) {
   stop(e.op);
   e = OpEvents{};
 }
+
+void* currentOp() { return tCurrentOp; }
+CurrentOpScope::CurrentOpScope(void* op) : saved_(tCurrentOp) { tCurrentOp = op; }
+CurrentOpScope::~CurrentOpScope() { tCurrentOp = saved_; }
+
+void* proxyOpStart(Comm& c, void* op, int peer, bool isSend, int nSteps, size_t chunkBytes) {
+  constexpr int kProxy = ncclProfProxyOp | ncclProfProxyStep | ncclProfNetPlugin;
+  if (op == nullptr || !live() || (c.profMask & kProxy) == 0) return nullptr;
+  ncclProfDescr d{};
+  d.type = ncclProfProxyOp;
+  d.parentObj = op;
+  d.rank = c.rank;
+  d.proxyOp.pid = getpid();
+  d.proxyOp.channelId = 0;
+  d.proxyOp.peer = peer;
+  d.proxyOp.nSteps = nSteps;
+  d.proxyOp.chunkSize = static_cast<int>(std::min<size_t>(chunkBytes, 1u << 30));
+  d.proxyOp.isSend = isSend ? 1 : 0;
+  return start(c, d);
+}
+
+void* proxyStepStart(Comm& c, void* proxyOp, int step) {
+  if (proxyOp == nullptr || !live() || (c.profMask & ncclProfProxyStep) == 0) return nullptr;
+  ncclProfDescr d{};
+  d.type = ncclProfProxyStep;
+  d.parentObj = proxyOp;
+  d.rank = c.rank;
+  d.proxyStep.step = step;
+  return start(c, d);
+}
+
+void proxyStepMoved(void* step, bool isSend) {
+  state(step, isSend ? kProxyStepSendWait : kProxyStepRecvGPUWait, nullptr);
+}
+
+void proxyStop(void* handle) { stop(handle); }
 
 }  // namespace ncclrec::hostnccl::prof

@@ -46,4 +46,27 @@ struct OpEvents {
 OpEvents opStart(const OpArgs& a);
 void opDone(const OpArgs& a, OpEvents& e, bool ok);
 
+// The Coll event of the collective running on this thread (set by runProfiled around it), the
+// parent of its transport events; nullptr when none.
+void* currentOp();
+struct CurrentOpScope {
+  explicit CurrentOpScope(void* op);
+  ~CurrentOpScope();
+  CurrentOpScope(const CurrentOpScope&) = delete;
+  CurrentOpScope& operator=(const CurrentOpScope&) = delete;
+
+ private:
+  void* saved_;
+};
+
+// The transport events of an operation's messages, as NCCL's proxy raises them: one ProxyOp per
+// (peer, direction) under the operation's Coll/P2p event `op`, with the number of messages it
+// will carry (nSteps; hostnccl has one channel, 0); one ProxyStep per message: SendWait once a
+// send is handed to Gloo, RecvGPUWait once a receive's data is in, stopped when the message
+// completed. Each returns nullptr (and later calls ignore it) when the plugin did not ask for them.
+void* proxyOpStart(Comm& c, void* op, int peer, bool isSend, int nSteps, size_t chunkBytes);
+void* proxyStepStart(Comm& c, void* proxyOp, int step);
+void proxyStepMoved(void* step, bool isSend);
+void proxyStop(void* handle);
+
 }  // namespace ncclrec::hostnccl::prof

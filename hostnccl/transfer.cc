@@ -3,11 +3,13 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "hostnccl/config.h"
 #include "hostnccl/errors.h"
+#include "hostnccl/profiler.h"
 
 namespace ncclrec::hostnccl {
 namespace {
@@ -28,7 +30,56 @@ Transfer::Transfer(Comm& comm, const char* opName, uint32_t seq)
   comm_.addTransfer(this);
 }
 
-Transfer::~Transfer() { comm_.removeTransfer(this); }
+Transfer::~Transfer() {
+  comm_.removeTransfer(this);
+  for (const Proxy& x : proxies_) prof::proxyStop(x.handle);
+}
+
+void Transfer::plan(int peer, bool isSend, int messages) {
+  void* op = prof::currentOp();
+  if (op == nullptr) return;
+  for (Proxy& x : proxies_) {
+    if (x.op == op && x.peer == peer && x.isSend == isSend) {
+      x.planned = messages;
+      return;
+    }
+  }
+  proxies_.push_back(Proxy{op, peer, isSend, messages});
+}
+
+void* Transfer::stepFor(bool isSend, int peer, size_t bytes) {
+  void* op = prof::currentOp();
+  if (op == nullptr) return nullptr;
+  Proxy* x = nullptr;
+  for (Proxy& p : proxies_) {
+    if (p.op == op && p.peer == peer && p.isSend == isSend) x = &p;
+  }
+  if (x == nullptr) {
+    proxies_.push_back(Proxy{op, peer, isSend, 1});
+    x = &proxies_.back();
+  }
+  if (x->handle == nullptr && x->steps == 0) {
+    x->handle = prof::proxyOpStart(comm_, op, peer, isSend, std::max(x->planned, 1), bytes);
+  }
+  void* step = prof::proxyStepStart(comm_, x->handle, x->steps++);
+  if (isSend) prof::proxyStepMoved(step, true);
+  return step;
+}
+
+void Transfer::completed(Pending& p) {
+  p.done = true;
+  if (p.step == nullptr) return;
+  if (!p.isSend) prof::proxyStepMoved(p.step, false);
+  prof::proxyStop(p.step);
+  p.step = nullptr;
+}
+
+bool Transfer::dropped(bool isSend, int peer, uint64_t slot) const {
+  const Config& cfg = config();
+  const bool p2p = (slot >> 63) != 0;
+  return isSend && !p2p && cfg.dropSrc == comm_.rank && cfg.dropDst == peer &&
+         seq_ + 1 >= cfg.dropFrom;
+}
 
 size_t Transfer::send(int peer, const void* data, size_t bytes, uint64_t slot) {
   // Gloo's buffer API is not const-correct; a send only reads.
@@ -47,13 +98,18 @@ size_t Transfer::post(bool isSend, int peer, void* data, size_t bytes, uint64_t 
     return kNone;
   }
   try {
+    if (dropped(isSend, peer, slot)) {
+      // Taken as sent (the step moved), never delivered: the receiver waits forever.
+      pending_.push_back(Pending{nullptr, peer, isSend, false, stepFor(isSend, peer, bytes)});
+      return pending_.size() - 1;
+    }
     auto buf = comm_.context->createUnboundBuffer(data, bytes);
     if (isSend) {
       buf->send(peer, slot);
     } else {
       buf->recv(peer, slot);
     }
-    pending_.push_back(Pending{std::move(buf), peer, isSend});
+    pending_.push_back(Pending{std::move(buf), peer, isSend, false, stepFor(isSend, peer, bytes)});
     return pending_.size() - 1;
   } catch (const std::exception& e) {
     postError_ =
@@ -66,6 +122,7 @@ void Transfer::abortLocked() {
   std::lock_guard<std::mutex> lock(abortMu_);
   aborted_ = true;
   for (auto& p : pending_) {
+    if (p.buffer == nullptr) continue;
     if (p.isSend) {
       p.buffer->abortWaitSend();
     } else {
@@ -102,6 +159,10 @@ ncclResult_t Transfer::wait(size_t message) {
   if (message == kNone || pending_[message].done) return ncclSuccess;
   // Only this thread appends to pending_, so the element stays put while we wait.
   Pending* p = &pending_[message];
+  if (p->buffer == nullptr) {
+    completed(*p);
+    return ncclSuccess;
+  }
   std::chrono::milliseconds budget = kForever;
   if (deadline_) {
     // Rounded up, so that when Gloo gives up our deadline has passed too.
@@ -136,7 +197,7 @@ ncclResult_t Transfer::wait(size_t message) {
   } catch (const std::exception& e) {
     return failed(ncclSystemError, std::string("transport error: ") + e.what());
   }
-  p->done = true;
+  completed(*p);
   return ncclSuccess;
 }
 

@@ -35,6 +35,10 @@ class Transfer {
 
   static constexpr size_t kNone = static_cast<size_t>(-1);
 
+  // How many messages the running operation (prof::currentOp()) will post to or from `peer`:
+  // the nSteps of their profiler ProxyOp event. Without a plan, a ProxyOp announces one.
+  void plan(int peer, bool isSend, int messages);
+
   // Zero-byte messages are skipped (both sides compute the same sizes) and return kNone.
   // Posting never blocks; the result identifies the message for wait(size_t).
   size_t send(int peer, const void* data, size_t bytes, uint64_t slot);
@@ -50,12 +54,25 @@ class Transfer {
 
  private:
   struct Pending {
-    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;  // nullptr: dropped (a test fault)
     int peer;
     bool isSend;
     bool done = false;
+    void* step = nullptr;  // its profiler ProxyStep event
+  };
+  // The profiler ProxyOp of one (operation, peer, direction).
+  struct Proxy {
+    void* op;
+    int peer;
+    bool isSend;
+    int planned;
+    void* handle = nullptr;
+    int steps = 0;
   };
   size_t post(bool isSend, int peer, void* data, size_t bytes, uint64_t slot);
+  bool dropped(bool isSend, int peer, uint64_t slot) const;
+  void* stepFor(bool isSend, int peer, size_t bytes);
+  void completed(Pending& p);
   ncclResult_t failed(ncclResult_t code, const std::string& what);
 
   Comm& comm_;
@@ -67,6 +84,7 @@ class Transfer {
   bool aborted_ = false;
   std::vector<Pending> pending_;  // appended only by the owning thread
   std::string postError_;         // a failure while posting, reported by wait()
+  std::vector<Proxy> proxies_;    // the owning thread's only
 };
 
 }  // namespace ncclrec::hostnccl

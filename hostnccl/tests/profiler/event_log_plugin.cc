@@ -5,6 +5,8 @@
 // Handles stay valid until the last finalize (NCCL may name a stopped event as a parent).
 // PROFTEST_MASK sets the activation mask returned by init (default: every event type);
 // PROFTEST_FAIL=init|start makes init, or the first startEvent, return ncclInternalError.
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +67,14 @@ std::string describe(const ncclProfDescr& d) {
       break;
     case ncclProfKernelCh:
       std::snprintf(b, sizeof b, "KernelCh channel=%d", d.kernelCh.channelId);
+      break;
+    case ncclProfProxyOp:
+      std::snprintf(b, sizeof b, "ProxyOp channel=%d peer=%d steps=%d send=%d pid=%s",
+                    d.proxyOp.channelId, d.proxyOp.peer, d.proxyOp.nSteps, d.proxyOp.isSend,
+                    d.proxyOp.pid == getpid() ? "self" : "other");
+      break;
+    case ncclProfProxyStep:
+      std::snprintf(b, sizeof b, "ProxyStep step=%d", d.proxyStep.step);
       break;
     default:
       std::snprintf(b, sizeof b, "type=%" PRIu64, d.type);

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "third_party/nccl/nccl_profiler.h"
+
 extern char** environ;
 
 namespace {
@@ -174,9 +176,29 @@ std::vector<std::string> expectedStream(int rank, int n) {
   return e;
 }
 
+// Every event type but the proxy's and those below them (ProxyEventsFollowEachMessage checks
+// those): NCCL's tree is ProxyOp > ProxyStep > NetPlugin.
+std::string allButProxy() {
+  return "PROFTEST_MASK=" +
+         std::to_string(0xffff & ~(ncclProfProxyOp | ncclProfProxyStep | ncclProfNetPlugin));
+}
+
+// How many "state ID STATE" lines record `state`.
+int states(const std::string& log, int state) {
+  int n = 0;
+  for (const std::string& l : lines(log)) {
+    const std::string tail = " " + std::to_string(state);
+    if (l.rfind("state ", 0) == 0 && l.size() > tail.size() &&
+        l.compare(l.size() - tail.size(), tail.size(), tail) == 0) {
+      ++n;
+    }
+  }
+  return n;
+}
+
 TEST(ProfilerPlugin, EventStreamMatchesNcclOrderAndFields) {
   const int n = 2;
-  Ranks run = runRanks("stream", n, {plugin()});
+  Ranks run = runRanks("stream", n, {plugin(), allButProxy()});
   std::string commLine;
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> got = lines(run.log(r));
@@ -218,6 +240,28 @@ TEST(ProfilerPlugin, MaskLimitsEventsToTheActiveTypesAndTheirParents) {
   EXPECT_EQ(count(log, "KernelCh"), 0) << log;
   EXPECT_EQ(count(log, "finalize ctx="), 2) << log;
   EXPECT_NE(log.find("init ctx=2"), std::string::npos) << "contexts are per communicator";
+}
+
+// Issue 31: each all-reduce of 2 ranks is a ring of one step each way: a reduce-scatter message
+// and an all-gather message to the other rank, and two from it. One ProxyOp per direction under
+// the Coll event, announcing those 2 steps; one ProxyStep per message, SendWait (9) once a send is
+// handed to the transport, RecvGPUWait (12) once a receive's data is in, each stopped.
+TEST(ProfilerPlugin, ProxyEventsFollowEachMessage) {
+  Ranks run = runRanks("two", 2, {plugin(), "PROFTEST_MASK=" + std::to_string(ncclProfProxyStep)});
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = run.log(r);
+    const std::string peer = std::to_string(1 - r);
+    EXPECT_EQ(count(log, " Coll AllReduce"), 2) << log;  // the parents
+    EXPECT_EQ(count(log, "ProxyOp channel=0 peer=" + peer + " steps=2 send=1 pid=self"), 2) << log;
+    EXPECT_EQ(count(log, "ProxyOp channel=0 peer=" + peer + " steps=2 send=0 pid=self"), 2) << log;
+    EXPECT_EQ(count(log, "ProxyStep step=0"), 4) << log;
+    EXPECT_EQ(count(log, "ProxyStep step=1"), 4) << log;
+    EXPECT_EQ(count(log, "ProxyStep step=2"), 0) << log;
+    EXPECT_EQ(states(log, 9), 4) << log;
+    EXPECT_EQ(states(log, 12), 4) << log;
+    EXPECT_EQ(count(log, "KernelCh"), 0) << log;  // not asked for
+    EXPECT_EQ(count(log, "\nstop "), count(log, "\nstart ")) << log;
+  }
 }
 
 TEST(ProfilerPlugin, FailingEventCallbackIsSaidOnceThenNeverCalled) {
