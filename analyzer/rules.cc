@@ -9,6 +9,7 @@
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
 #include "analyzer/rules/rank_not_running.h"
+#include "analyzer/rules/transport_stalled.h"
 #include "analyzer/waits.h"
 
 namespace ncclrec::analyzer::engine {
@@ -59,6 +60,10 @@ constexpr NamedRule kRules[] = {
     {"p2p_mismatch", &onRecordings<&findP2pMismatch>, kP2pWaitCauses},
     // The per-slot alignment: first the communicators with ops pending that disagree, then the
     // first divergence or stop anywhere.
+    // Every rank runs and waits in the same call, but a connection stopped moving data: the
+    // sender's transport counters are ahead of its receiver's (rules/transport_stalled.h). Before
+    // the alignment, to which ranks straddling two ops of one ring look like a stop.
+    {"transport_stalled", &asRule<&findTransportStalled>},
     {"pending_divergence", &pendingDivergence},
     {"divergence_or_stop", &firstDivergenceOrStop, kEarlierDivergence},
     // Nothing disagrees and no stream stopped while others wait: every rank entered the same op,

@@ -67,6 +67,7 @@ constexpr ClassRow kClassRows[] = {
     {VerdictClass::kCommInitMismatch, "comm_init_mismatch", kExitHang, false, false},
     {VerdictClass::kBootstrapStuck, "bootstrap_stuck", kExitHang, false, false},
     {VerdictClass::kRankNotRunning, "rank_not_running", kExitHang, false, false},
+    {VerdictClass::kTransportStalled, "transport_stalled", kExitHang, false, false},
 };
 
 constexpr bool rowsInEnumOrder() {

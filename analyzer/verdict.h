@@ -43,9 +43,12 @@ enum class VerdictClass {
   // A rank whose process stopped running (stopped, in uninterruptible sleep, silent) while its
   // peers wait for it (rules/rank_not_running.h, truncation.cc).
   kRankNotRunning,
+  // Every rank entered the same collective and runs, but one connection stopped moving data: the
+  // sender sent steps its receiver never got (rules/transport_stalled.h).
+  kTransportStalled,
 };
 // The last class of the enum: a new class goes after it and becomes the last.
-inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kRankNotRunning;
+inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kTransportStalled;
 
 // "rank_gated_collective", ...
 std::string_view verdictClassName(VerdictClass c);

@@ -1,0 +1,234 @@
+#include "analyzer/rules/transport_stalled.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// One direction of one connection of the communicator: what the sender says it sent over the
+// communicator's life, what the receiver says it received (steps, cumulative: they complete in
+// order on a connection, so the difference is what is in flight or lost).
+struct Connection {
+  int from = -1, to = -1;  // communicator ranks
+  int channel = 0;
+  size_t from_stream = SIZE_MAX, to_stream = SIZE_MAX;
+  bool has_send = false, has_recv = false;
+  uint64_t sent = 0, received = 0;
+  int64_t sent_ns = 0;      // when the sender's counter last grew (0: never)
+  int64_t received_ns = 0;  // ... the receiver's, else when its newest proxy op began
+  // The receiver's newest proxy op, when it is the op the receiver waits in: its steps, and how
+  // many of them arrived.
+  uint32_t op_steps = 0, op_received = 0;
+  bool stalled = false;
+};
+
+using Key = std::tuple<int, int, int>;  // from, to, channel
+
+// The connections of `c` from its ranks' link counters.
+std::map<Key, Connection> connectionsOf(const Engine& en, const CommStreams& c) {
+  std::map<Key, Connection> out;
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const Stream& s = c.streams[i];
+    const format::EventRecord& e = *s.ops.back().e;
+    const int me = e.rank();
+    for (const format::Link& l : en.set().ranks[s.rank].links) {
+      if (l.comm_id != c.comm_id) continue;
+      const int from = l.is_send ? me : l.peer, to = l.is_send ? l.peer : me;
+      Connection& k = out[Key{from, to, l.channel}];
+      k.from = from;
+      k.to = to;
+      k.channel = l.channel;
+      if (l.is_send) {
+        k.from_stream = i;
+        k.has_send = true;
+        k.sent = l.moved;
+        k.sent_ns = l.moved > 0 ? l.moved_ns : 0;
+      } else {
+        k.to_stream = i;
+        k.has_recv = true;
+        k.received = l.moved;
+        k.received_ns = std::max(l.moved > 0 ? l.moved_ns : 0, l.op_start_ns);
+        if (l.op_index == e.index) {
+          k.op_steps = l.op_steps;
+          k.op_received = l.opSteps(l.moved);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Every stream's newest op on `c` is pending, the same call (op, site, shape) on every rank, and
+// they are at most one apart (a ring's ranks that got all their data of op N finish it while
+// those whose data was lost still wait in it); each rank still runs. The op the ranks are in
+// (the earlier one when they straddle two); nullptr otherwise.
+const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c) {
+  const Op* first = nullptr;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  const EventRecord* earliest = nullptr;
+  for (const Stream& s : c.streams) {
+    if (s.ops.empty() || !isIncomplete(*s.ops.back().e)) return nullptr;
+    if (en.dead(s.rank) || en.notRunning(s.rank) || en.staleHeartbeat(s.rank)) return nullptr;
+    const Op& last = s.ops.back();
+    if (first != nullptr && last.key != first->key) return nullptr;
+    if (first == nullptr) first = &last;
+    if (last.e->op_seq < lo) earliest = last.e;
+    lo = std::min<uint64_t>(lo, last.e->op_seq);
+    hi = std::max<uint64_t>(hi, last.e->op_seq);
+  }
+  return first != nullptr && hi - lo <= 1 ? earliest : nullptr;
+}
+
+// "12:35:48.828 UTC"; "-" for 0.
+std::string clockTime(int64_t ns) {
+  if (ns <= 0) return "-";
+  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d UTC", t.tm_hour, t.tm_min, t.tm_sec,
+                static_cast<int>(ns / 1'000'000 % 1000));
+  return buf;
+}
+
+std::string endWord(const Engine& en, const CommStreams& c, size_t stream) {
+  const int global = en.ranksOf(c, {stream}).front();
+  const std::string& host = en.set().ranks[c.streams[stream].rank].host;
+  return "rank " + std::to_string(global) + (host.empty() ? "" : " (host " + host + ")");
+}
+
+// What the stalled connections have in common: "the network path a -> b", "the network between
+// a and b" (both directions stalled), "the path between the two processes on host a", or the
+// hosts involved when the connections span several pairs.
+std::string suspectPath(const Engine& en, const CommStreams& c,
+                        const std::vector<const Connection*>& stalled) {
+  auto host = [&](size_t stream) { return en.set().ranks[c.streams[stream].rank].host; };
+  std::set<std::pair<std::string, std::string>> paths;
+  for (const Connection* k : stalled) paths.emplace(host(k->from_stream), host(k->to_stream));
+  const auto& [a, b] = *paths.begin();
+  if (paths.size() == 1) {
+    if (a.empty() || b.empty()) return "the path between them (their hosts are not recorded)";
+    if (a == b) return "the path between the two processes on host " + a;
+    return "the network path " + a + " -> " + b;
+  }
+  if (paths.size() == 2 && paths.count({b, a}) != 0 && a != b) {
+    return "the network between " + a + " and " + b + " (both directions stalled)";
+  }
+  std::set<std::string> hosts;
+  for (const auto& [x, y] : paths) {
+    hosts.insert(x);
+    hosts.insert(y);
+  }
+  std::string list;
+  for (const std::string& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  return "the network of hosts " + list;
+}
+
+EvidenceTable connectionTable(const Engine& en, const CommStreams& c,
+                              const std::map<Key, Connection>& conns, const std::string& name) {
+  EvidenceTable t;
+  t.title = "transport progress on comm " + shortCommId(c.comm_id) + " around " + name +
+            " per connection (steps since the communicator began)";
+  t.columns = {"from", "to", "channel", "sent", "received", "behind", "last_sent", "last_received"};
+  for (const auto& [key, k] : conns) {
+    auto rank = [&](size_t stream, int comm_rank) {
+      return stream == SIZE_MAX ? TableCell::of(std::to_string(comm_rank) + " (comm rank)")
+                                : TableCell::of(en.ranksOf(c, {stream}).front());
+    };
+    const bool both = k.has_send && k.has_recv;
+    t.rows.push_back(
+        {rank(k.from_stream, k.from), rank(k.to_stream, k.to), TableCell::of(k.channel),
+         k.has_send ? TableCell::of(static_cast<int64_t>(k.sent)) : TableCell::none(),
+         k.has_recv ? TableCell::of(static_cast<int64_t>(k.received)) : TableCell::none(),
+         both ? TableCell::of(static_cast<int64_t>(k.sent) - static_cast<int64_t>(k.received))
+              : TableCell::none(),
+         TableCell::of(clockTime(k.sent_ns)),
+         TableCell::of(clockTime(k.has_recv && k.received > 0 ? k.received_ns : 0))});
+    t.marked.push_back(k.stalled);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<Verdict> findTransportStalled(const Engine& en) {
+  const CommStreams* c = en.firstPending();
+  if (c == nullptr || c->streams.size() < 2) return std::nullopt;
+  const EventRecord* op = opEveryRunningRankIsIn(en, *c);
+  if (op == nullptr) return std::nullopt;
+  std::map<Key, Connection> conns = connectionsOf(en, *c);
+  std::vector<const Connection*> stalled;
+  for (auto& [key, k] : conns) {
+    // Sent long enough ago to have arrived, and nothing arrived for as long.
+    k.stalled = k.has_send && k.has_recv && k.sent > k.received &&
+                en.now() - k.sent_ns >= kTransportStallNs &&
+                en.now() - k.received_ns >= kTransportStallNs;
+    if (k.stalled) stalled.push_back(&k);
+  }
+  if (stalled.empty()) return std::nullopt;
+  std::vector<size_t> ends, others;
+  for (const Connection* k : stalled) {
+    ends.push_back(k->from_stream);
+    ends.push_back(k->to_stream);
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  for (size_t i = 0; i < c->streams.size(); ++i) {
+    if (!std::binary_search(ends.begin(), ends.end(), i)) others.push_back(i);
+  }
+  const Connection& k = *stalled.front();
+  const Stream& receiver = c->streams[k.to_stream];
+  const EventRecord& waits_in = *receiver.ops.back().e;
+  Verdict v;
+  v.cls = VerdictClass::kTransportStalled;
+  v.ranks = en.ranksOf(*c, ends);
+  v.waiting = en.ranksOf(*c, others);
+  v.comm_id = c->comm_id;
+  v.seq = waits_in.op_seq;
+  v.op = waits_in.op;
+  v.site = en.siteAt(en.set().ranks[receiver.rank], waits_in);
+  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+  const std::string from_rank = "rank " + std::to_string(en.ranksOf(*c, {k.from_stream}).front());
+  const std::string to_rank = "rank " + std::to_string(en.ranksOf(*c, {k.to_stream}).front());
+  const uint64_t lost = k.sent - k.received;
+  const bool straddle = std::any_of(c->streams.begin(), c->streams.end(), [&](const Stream& s) {
+    return s.ops.back().e->op_seq != op->op_seq;
+  });
+  v.headline = "data stopped moving between " + endWord(en, *c, k.from_stream) + " and " +
+               endWord(en, *c, k.to_stream) + " inside " + name + " on comm " +
+               shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
+               (!straddle ? ", which every rank issued with the same arguments: "
+                          : " (the ranks that got all their data are in the next one): ") +
+               from_rank + " sent " + std::to_string(lost) + (lost == 1 ? " step" : " steps") +
+               " on channel " + std::to_string(k.channel) + " that " + to_rank +
+               " never received (its last send at " + clockTime(k.sent_ns) + "); " + to_rank;
+  if (k.op_steps > 0) {
+    v.headline += " has " + std::to_string(k.op_received) + " of the " +
+                  std::to_string(k.op_steps) + " steps of #" + std::to_string(v.seq) + " and";
+  }
+  v.headline += " received nothing for " + seconds(en.now() - k.received_ns);
+  if (stalled.size() > 1) {
+    v.headline += "; " + std::to_string(stalled.size() - 1) + " more connection" +
+                  (stalled.size() > 2 ? "s" : "") + " stalled so";
+  }
+  if (!v.waiting.empty()) {
+    v.headline +=
+        "; " + ranksWord(v.waiting) + (v.waiting.size() == 1 ? " waits" : " wait") + " behind it";
+  }
+  v.headline += "; suspect " + suspectPath(en, *c, stalled);
+  en.addEvidence(*c, receiver.ops.size() - 1, v);
+  v.tables.push_back(connectionTable(en, *c, conns, name));
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::engine
