@@ -542,4 +542,48 @@ TEST(CxxrunLiveness, ARankStoppedBetweenTwoOpsIsNotInHostCode) {
                      "from trainStep(): its process is stopped");
 }
 
+// Issue 31: inside the all-reduce #3 every rank entered, rank 2's messages to rank 3 stop arriving
+// (hostnccl's HOSTNCCL_DROP_LINK: taken as sent, never delivered, as on a path that went dark after
+// the sender's socket took them). Every process runs; the transport counters of NCCL's profiler
+// plugin (NCCLREC_COMPLETION=profiler) say which connection stopped moving data.
+TEST(CxxrunTransport, AConnectionThatStoppedMovingDataIsNamedWithBothEnds) {
+  ncclrec::support::TempDir dir;
+  SpawnOptions o = scenario(dir.path(), "tl", "no_hang");
+  o.env["HOSTNCCL_DROP_LINK"] = "2>3@3";
+  o.env["NCCLREC_COMPLETION"] = "profiler";
+  auto r = ncclrec::support::runProcess(o, 90s);
+  EXPECT_TRUE(r.exitedWith(3)) << r.describe();
+  EXPECT_NE(r.err.find("transport_stalled: data stopped moving between rank 2 (host "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("inside ncclAllReduce #3 on comm "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" steps on channel 0 that rank 3 never received (its last send at "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; rank 3 has 0 of the "), std::string::npos) << r.err;
+  const auto report = readJson(dir.path() + "/dumps/tl/attempt_0/report.json");
+  ASSERT_TRUE(report.is_object()) << r.err;
+  ASSERT_TRUE(report["verdict"].is_object()) << report.dump(2);
+  EXPECT_EQ(report["verdict"]["class"], "transport_stalled") << report.dump(2);
+  EXPECT_EQ(report["verdict"]["ranks"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(report["verdict"]["waiting"], nlohmann::json::array({0, 1}));
+  EXPECT_LT(report["timeline"]["verdict_after_s"].get<double>(), 15) << report.dump(2);
+  SpawnOptions analyze;
+  analyze.argv = {NCCLREC_ANALYZE, dir.path() + "/dumps/tl/attempt_0"};
+  auto offline = ncclrec::support::runProcess(analyze, 60s);
+  EXPECT_TRUE(offline.exitedWith(3)) << offline.describe();
+  EXPECT_EQ(offline.out.find("transport_stalled: data stopped moving between rank 2"), 0u)
+      << offline.out;
+}
+
+// The same job without the fault, transport counters on: no alarm.
+TEST(CxxrunTransport, AHealthyRunWithTransportCountersRaisesNoAlarm) {
+  ncclrec::support::TempDir dir;
+  SpawnOptions o = scenario(dir.path(), "tok", "no_hang");
+  o.env["NCCLREC_COMPLETION"] = "profiler";
+  auto r = ncclrec::support::runProcess(o, 90s);
+  EXPECT_TRUE(r.exitedWith(0)) << r.describe();
+  EXPECT_EQ(r.err.find("hang"), std::string::npos) << r.err;
+}
+
 }  // namespace

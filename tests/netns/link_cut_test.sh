@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Issue 31, part 3: a network path of one job stops moving data. Two hosts on this machine
+# (network namespaces; two_hosts.sh) with their own host names (a UTS namespace each: nodea,
+# nodeb), joined by two veth pairs: the management one (cxxrun's store, the agents' reports) and
+# the data one (hostnccl's rendezvous and messages, HOSTNCCL_SOCKET_IFNAME), as a cluster keeps its
+# control traffic off the data network. One cxxrun agent per host (--nnodes 2, 2 ranks each,
+# NCCL = hostnccl, NCCL's profiler plugin on: NCCLREC_COMPLETION=profiler), running all-reduces
+# in a loop (tests/scenarios/scenario.cc no_hang):
+#   cut      once every rank recorded ops, the data link of nodeb is taken down
+#            (ip link set ... down): messages between the hosts stop, every process runs. Node 0
+#            must name the connections between the hosts (transport_stalled, "suspect the
+#            network between nodea and nodeb") within 15 s of the cut, default settings, and
+#            ncclrec-analyze on the directory must say the same.
+#   healthy  the same job, short, no cut: no alarm.
+# Traffic stays inside the two namespaces. Needs root (ip netns); exits 77 (skipped, with the
+# reason) without it.
+#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|healthy
+set -uo pipefail
+cxxrun=$1 scenario=$2 analyze=$3 shim=$4 mode=$5
+TAG=nlc SUBNET=79 . "$(dirname "$0")/two_hosts.sh"
+command -v unshare > /dev/null || { echo "SKIP: no 'unshare' (Debian: util-linux)"; exit 77; }
+
+data="10.80.$(( $$ % 250 + 1 ))"
+ip link add "${tag}da" type veth peer name "${tag}db" || fail "cannot make the data veth pair"
+ip link set "${tag}da" netns "$a" && ip link set "${tag}db" netns "$b" || fail "cannot move it"
+ip -n "$a" addr add "$data.1/24" dev "${tag}da" && ip -n "$b" addr add "$data.2/24" dev "${tag}db"
+ip -n "$a" link set "${tag}da" up && ip -n "$b" link set "${tag}db" up || fail "data link not up"
+
+steps=4
+[[ $mode == cut ]] && steps=100000000
+agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
+  ip netns exec "$1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$3" \
+    env -u CXXRUN_STORE -u NCCLREC_RUN_ID -u NCCLREC_TIMEOUT -u HOSTNCCL_TIMEOUT \
+    -u NCCL_SOCKET_IFNAME -u NCCLREC_HOST_STALL -u HOSTNCCL_DROP_LINK \
+    LD_PRELOAD="$shim" NCCLREC_DIR="$work/dumps" NCCLREC_SAMPLE_ID_FILE="$work/unique.id" \
+    HOSTNCCL_SOCKET_IFNAME="$4" NCCLREC_COMPLETION=profiler CXXRUN_TOKEN="netns-$tag" \
+    "$cxxrun" --nnodes 2 --node-rank "$2" --nproc-per-node 2 --master-addr "$net.1" \
+    --master-port 29434 --nccl=host --run-id lc "$scenario" no_hang "$steps" 2 3 \
+    > "$work/node$2.out" 2> "$work/node$2.err"
+}
+start=$SECONDS
+agent "$a" 0 nodea "${tag}da" & pa=$!
+agent "$b" 1 nodeb "${tag}db" & pb=$!
+attempt="$work/dumps/lc/attempt_0"
+
+if [[ $mode == cut ]]; then
+  # Every rank's newest call is an all-reduce: the communicator exists and the loop runs (a cut
+  # during the rendezvous would be a creation hang, another test's matter).
+  for _ in $(seq 300); do
+    (( $("$analyze" --events --last 1 "$attempt" 2> /dev/null | grep -c " ncclAllReduce ") == 4 )) &&
+      break
+    sleep 0.1
+  done
+  sleep 0.5
+  ip -n "$b" link set "${tag}db" down || fail "cannot take the data link down"
+  cut=$SECONDS
+  echo "data link of nodeb down $((cut - start)) s after the start"
+fi
+wait "$pa"; ea=$?
+[[ $mode == cut ]] && after_cut=$((SECONDS - cut))
+wait "$pb"; eb=$?
+took=$((SECONDS - start))
+
+if [[ $mode == healthy ]]; then
+  [[ $ea == 0 && $eb == 0 ]] || fail "healthy run: agents exited $ea and $eb, expected 0"
+  ! grep -q "stalled\|hang detected\|hang reported" "$work"/node*.err ||
+    fail "healthy run, yet a live detection line: $(grep -h "stalled\|hang" "$work"/node*.err | head -1)"
+  echo "PASS: healthy two-host run with transport counters finished in $took s with no alarm"
+  exit 0
+fi
+
+[[ $ea == 3 ]] || fail "node 0's cxxrun exited $ea, expected 3 (a hang, with the verdict)"
+grep -q "^transport_stalled: data stopped moving between rank " "$work/node0.err" ||
+  fail "node 0 printed no transport_stalled verdict"
+(( after_cut < 15 )) || fail "node 0 gave its verdict $after_cut s after the cut, not within 15 s"
+check='
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]
+assert v["class"] == "transport_stalled", v["class"]
+# Both ends of a connection between the hosts: ranks 0-1 on nodea, 2-3 on nodeb.
+assert any(r < 2 for r in v["ranks"]) and any(r >= 2 for r in v["ranks"]), v["ranks"]
+h = v["headline"]
+assert "; suspect the network" in h and "nodea" in h and "nodeb" in h, h
+'
+python3 -c "$check" "$attempt/report.json" || fail "report.json: $(head -c 1500 "$attempt/report.json")"
+"$analyze" --json "$attempt" > "$work/verdict.json" 2> "$work/analyze.err"
+python3 -c "$check" "$work/verdict.json" || fail "offline verdict: $(head -c 1500 "$work/verdict.json")"
+grep "^transport_stalled:" "$work/node0.err" | head -1
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])).get("timeline") or {}; print("timeline:", t)' \
+  "$attempt/report.json"
+echo "PASS: transport_stalled named by node 0 $after_cut s after the cut (cxxrun exit $ea, node 1 $eb) and offline"
