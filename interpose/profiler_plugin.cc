@@ -67,7 +67,9 @@ struct Op {
   Tag channel{Kind::kChannel, this};
   CallHandle call;
   bool from_shim = false;  // recorded by a wrapper: its peer and sequence number are known
-  uint32_t comm_index = ncclrec::format::kNoComm;  // in the black box's comm table
+  // The black box's comm table index, set at the task's start (the caller's thread, or NCCL's
+  // progress thread) and read by the proxy thread's events.
+  std::atomic<uint32_t> comm_index{ncclrec::format::kNoComm};
   std::atomic<int> channels_expected{0};
   std::atomic<int> channels_stopped{0};
   std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
@@ -82,15 +84,18 @@ struct Op {
 constexpr uint32_t kPoolSize = 8192;  // power of two
 
 // A ProxyOp or ProxyStep event: the connection's link record, and for a step whether its data
-// was seen moving. Reused round-robin like ops (a step outlives far fewer later steps than this).
+// was seen moving. Reused round-robin like ops, from two pools: a proxy op lives as long as its
+// op (a long one raises thousands of steps meanwhile), a step only while it is in flight.
 struct ProxyTag {
   Tag tag{Kind::kProxyStep, nullptr};  // first: the handle NCCL holds is &tag
   std::atomic<bool> moved{false};
   ncclrec::format::LinkRecord* link = nullptr;
 };
-constexpr uint32_t kProxyPoolSize = 16384;  // power of two
-ProxyTag gProxyPool[kProxyPoolSize];
-std::atomic<uint64_t> gProxyNext{0};
+constexpr uint32_t kProxyPoolSize = 16384;  // power of two, each pool
+ProxyTag gProxyOpPool[kProxyPoolSize];
+ProxyTag gProxyStepPool[kProxyPoolSize];
+std::atomic<uint64_t> gProxyOpNext{0};
+std::atomic<uint64_t> gProxyStepNext{0};
 
 // Whether NCCL has reported a kernel channel done in this process (NCCLREC_COMPLETION=auto). Until
 // then the plugin takes no op from the wrapper's marker: an NCCL whose kernel channels never
@@ -171,6 +176,7 @@ Op* claimOp() {
   op->done.store(false, std::memory_order_relaxed);
   op->arbitrated = false;
   op->owner.store(ncclrec::recorder::kOwnerUndecided, std::memory_order_relaxed);
+  op->comm_index.store(ncclrec::format::kNoComm, std::memory_order_relaxed);
   return op;
 }
 
@@ -235,14 +241,15 @@ void* startTask(const ncclProfDescr& d) {
     op->owner.compare_exchange_strong(undecided, ncclrec::recorder::kOwnerPlugin);
   }
   if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
-  op->comm_index = Recorder::commIndexOf(op->call);
+  op->comm_index.store(Recorder::commIndexOf(op->call), std::memory_order_release);
   Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
   return &op->task;
 }
 
 ProxyTag* claimProxyTag(Kind kind, ncclrec::format::LinkRecord* link) {
-  ProxyTag* t =
-      &gProxyPool[gProxyNext.fetch_add(1, std::memory_order_relaxed) & (kProxyPoolSize - 1)];
+  const bool op = kind == Kind::kProxyOp;
+  const uint64_t n = (op ? gProxyOpNext : gProxyStepNext).fetch_add(1, std::memory_order_relaxed);
+  ProxyTag* t = &(op ? gProxyOpPool : gProxyStepPool)[n & (kProxyPoolSize - 1)];
   t->tag.kind = kind;
   t->link = link;
   t->moved.store(false, std::memory_order_relaxed);
@@ -256,9 +263,10 @@ void* startProxyOp(const ncclProfDescr& d) {
   auto* tag = static_cast<Tag*>(d.parentObj);
   if (tag == nullptr || tag->kind != Kind::kTask) return &gIgnored;
   Recorder* r = Recorder::get();
-  if (r == nullptr || tag->op->comm_index == ncclrec::format::kNoComm) return &gIgnored;
+  const uint32_t comm_index = tag->op->comm_index.load(std::memory_order_acquire);
+  if (r == nullptr || comm_index == ncclrec::format::kNoComm) return &gIgnored;
   ncclrec::format::LinkRecord* link = ncclrec::format::findOrClaimLink(
-      r->header(), tag->op->comm_index, d.proxyOp.channelId, d.proxyOp.peer, d.proxyOp.isSend != 0);
+      r->header(), comm_index, d.proxyOp.channelId, d.proxyOp.peer, d.proxyOp.isSend != 0);
   if (link == nullptr) return &gIgnored;
   ncclrec::format::linkOpStarted(
       link, tag->op->call.slot != nullptr ? tag->op->call.index : ncclrec::format::kNoLinkOp,
