@@ -39,6 +39,13 @@ TEST(BaseTest, Names) {
   EXPECT_EQ(base::hostName(), host);
 }
 
+TEST(TextTest, TimeOfDayToTheMillisecond) {
+  // 2023-11-14 22:13:20.045 UTC.
+  EXPECT_EQ(base::timeOfDay(1'700'000'000'045'000'000, true), "22:13:20.045");
+  EXPECT_EQ(base::timeOfDay(1'700'000'000'999'999'999, true), "22:13:20.999");
+  EXPECT_EQ(base::timeOfDay(1'700'000'000'045'000'000).size(), 12u);  // local: same shape
+}
+
 TEST(TextTest, DemangleReadsCxxSymbolsAndKeepsOthers) {
   EXPECT_EQ(base::demangle("_ZN2ns1fEi"), "ns::f(int)");
   EXPECT_EQ(base::demangle("ncclAllReduce"), "ncclAllReduce");

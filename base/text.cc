@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace ncclrec::base {
 
@@ -55,6 +56,20 @@ std::string demangle(const char* symbol) {
   std::string result(demangled);
   std::free(demangled);
   return result;
+}
+
+std::string timeOfDay(int64_t realtime_ns, bool utc) {
+  const time_t secs = static_cast<time_t>(realtime_ns / 1'000'000'000);
+  tm t{};
+  if (utc) {
+    gmtime_r(&secs, &t);
+  } else {
+    localtime_r(&secs, &t);
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", t.tm_hour, t.tm_min, t.tm_sec,
+                static_cast<int>(realtime_ns / 1'000'000 % 1000));
+  return buf;
 }
 
 }  // namespace ncclrec::base

@@ -28,6 +28,10 @@ std::string hostName();
 // "0", "1-3", "0,2,5-7": ascending numbers (ranks), runs written as ranges.
 std::string numberRanges(const std::vector<int>& ascending);
 
+// "16:40:01.203": the time of day of a CLOCK_REALTIME timestamp in ns, to the millisecond, in
+// the machine's local time, or in UTC (without a zone suffix either way).
+std::string timeOfDay(int64_t realtime_ns, bool utc = false);
+
 // A C++ symbol as source reads it ("ns::f(int)" for "_ZN2ns1fEi"); anything else, as it is.
 std::string demangle(const char* symbol);
 

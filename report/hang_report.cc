@@ -374,13 +374,7 @@ std::string timelineText(const std::string& tool, const Json& t) {
   std::string s = tool + ": timeline:";
   const int64_t began = t["stall_began_ns"].get<int64_t>();
   if (began > 0) {
-    const time_t secs = static_cast<time_t>(began / 1'000'000'000);
-    tm local{};
-    localtime_r(&secs, &local);
-    char clock[64];
-    std::snprintf(clock, sizeof(clock), "%02d:%02d:%02d.%03d", local.tm_hour, local.tm_min,
-                  local.tm_sec, static_cast<int>(began / 1'000'000 % 1000));
-    s += std::string(" the stall began at ") + clock +
+    s += " the stall began at " + base::timeOfDay(began) +
          " (the last NCCL call or completion of any rank);";
   }
   const auto after = [&](const char* what, const char* key) {

@@ -1,8 +1,6 @@
 #include "analyzer/rules/transport_stalled.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <set>
 #include <string>
@@ -11,6 +9,7 @@
 
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
@@ -90,16 +89,7 @@ const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c
 }
 
 // "12:35:48.828 UTC"; "-" for 0.
-std::string clockTime(int64_t ns) {
-  if (ns <= 0) return "-";
-  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d UTC", t.tm_hour, t.tm_min, t.tm_sec,
-                static_cast<int>(ns / 1'000'000 % 1000));
-  return buf;
-}
+std::string clockTime(int64_t ns) { return ns <= 0 ? "-" : base::timeOfDay(ns, true) + " UTC"; }
 
 std::string endWord(const Engine& en, const CommStreams& c, size_t stream) {
   const int global = en.ranksOf(c, {stream}).front();
