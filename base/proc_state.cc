@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "base/file.h"
 
 namespace ncclrec::base {
 namespace {
@@ -20,16 +20,9 @@ constexpr StateWord kStateWords[] = {
     {'X', "dead"},    {'I', "idle"},
 };
 
-std::optional<std::string> readSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text;
-}
-
 // The state letter of one task's stat file; 0 when it cannot be read.
 char taskState(const std::string& stat_path) {
-  const std::optional<std::string> text = readSmallFile(stat_path);
+  const std::optional<std::string> text = readFile(stat_path);
   char state = 0;
   uint64_t ticks = 0;
   if (!text || !parseTaskStat(text->c_str(), &state, &ticks)) return 0;
@@ -37,7 +30,7 @@ char taskState(const std::string& stat_path) {
 }
 
 std::string wchanOf(const std::string& task_dir) {
-  std::optional<std::string> text = readSmallFile(task_dir + "/wchan");
+  std::optional<std::string> text = readFile(task_dir + "/wchan");
   if (!text) return "";
   text->erase(text->find_last_not_of(" \n") + 1);
   return *text == "0" ? "" : *text;  // "0": not waiting in the kernel
@@ -92,6 +85,7 @@ std::optional<ProcessState> readProcessState(int pid, const std::string& proc_ro
   out.wchan = wchanOf(dir);
   // A group stop stops every thread; one stopped thread alone (ptrace) leaves the others running.
   bool all_stopped = true;
+  int stopped = 0;
   char stop_letter = 'T';
   if (DIR* tasks = opendir((dir + "/task").c_str())) {
     while (const dirent* entry = readdir(tasks)) {
@@ -99,12 +93,14 @@ std::optional<ProcessState> readProcessState(int pid, const std::string& proc_ro
       ++out.threads;
       const char s = taskState(dir + "/task/" + entry->d_name + "/stat");
       if (s == 't') stop_letter = 't';
-      // A thread that ended between the listing and the read is not running code either.
+      if (s == 'T' || s == 't') ++stopped;
+      // A thread that ended between the listing and the read is not running code either; but
+      // a process none of whose threads could be read (it exited meanwhile) is not "stopped".
       if (s != 'T' && s != 't' && s != 0) all_stopped = false;
     }
     closedir(tasks);
   }
-  if (out.threads > 0 && all_stopped) out.state = stop_letter;
+  if (stopped > 0 && all_stopped) out.state = stop_letter;
   return out;
 }
 

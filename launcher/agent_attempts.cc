@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/file.h"
 #include "launcher/agent_internal.h"
 
 namespace ncclrec::launcher {
@@ -104,7 +105,7 @@ Outcome Agent::monitor() {
       seen_trigger_ = id;
       // The rank that saw the hang dumped before it wrote the trigger: any dump of this attempt
       // counts.
-      const std::string text = readSmallFile(trigger);
+      const std::string text = base::readFile(trigger).value_or("");
       if (multi() && !hang_shared_) {
         hang_shared_ = true;
         publishOnce(jobKey("hang"), host_ + ": " + text);
@@ -144,7 +145,8 @@ int Agent::endOnSignal() {
     hang_shared_ = true;
     publishOnce(jobKey("hang"), "interrupt on " + host_ + " (" + base::signalName(sig) + ")");
   }
-  superviseHang(report::ReportReason::kInterrupt, readSmallFile(triggerPath()), asked_ns);
+  superviseHang(report::ReportReason::kInterrupt, base::readFile(triggerPath()).value_or(""),
+                asked_ns);
   stopWorkers();
   return 128 + sig;
 }

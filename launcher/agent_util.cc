@@ -9,8 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "format/params_table.h"
 
@@ -53,13 +51,6 @@ double dumpWaitSeconds() {
     return 10;
   }
   return d;
-}
-
-std::string readSmallFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 }  // namespace ncclrec::launcher

@@ -18,7 +18,5 @@ int freePort();
 bool isLoopback(const std::string& addr);
 // NCCLREC_DUMP_WAIT in seconds; when it is not a number, says so and gives 10.
 double dumpWaitSeconds();
-// The whole of a small file; "" when it cannot be read.
-std::string readSmallFile(const std::string& path);
 
 }  // namespace ncclrec::launcher

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "base/file.h"
 #include "base/proc_state.h"
 #include "base/text.h"
 #include "format/recording_files.h"
@@ -44,15 +44,6 @@ std::string strField(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::optional<std::string> readWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
-
 }  // namespace
 
 uint64_t fnv1a64(std::string_view bytes) {
@@ -89,7 +80,7 @@ base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::s
   uint64_t sent = 0;
   for (const std::string& path : paths) {
     const std::string name = std::filesystem::path(path).filename().string();
-    auto bytes = readWhole(path);
+    auto bytes = base::readFile(path);
     if (!bytes || !isRecordingName(name)) {
       manifest["warnings"].push_back(who + ": " + path + ": cannot be read, not sent");
       continue;
