@@ -58,12 +58,39 @@ void rankStatus(const RankEntry& rank, RankStatus* status) {
   }
 }
 
-// The op_seq of the rank's oldest incomplete collective on `comm_id`, 0 when none.
-uint64_t pendingOn(const RankEntry& rank, uint64_t comm_id) {
+// The rank's oldest incomplete collective on `comm_id`, nullptr when none.
+const OpView* pendingOn(const RankEntry& rank, uint64_t comm_id) {
   for (const OpView& op : rank.history->ops) {
-    if (op.comm_id == comm_id && op.incomplete() && format::isCollective(op.op)) return op.op_seq;
+    if (op.comm_id == comm_id && op.incomplete() && format::isCollective(op.op)) return &op;
   }
-  return 0;
+  return nullptr;
+}
+
+// The group's connections (analyzer/connections.h) when a member waits in a collective and
+// members recorded transport counters: each member an end waiting in its oldest pending
+// collective there.
+void connectionsOf(const Snapshot& s, CommGroup* g) {
+  std::vector<analyzer::LinkEnd> ends;
+  bool any_links = false;
+  for (const CommMember& m : g->members) {
+    const RankEntry& rank = s.ranks[m.rank];
+    const OpView* op = pendingOn(rank, g->comm_id);
+    if (op != nullptr && (g->stuck_seq == 0 || op->op_seq < g->stuck_seq))
+      g->stuck_seq = op->op_seq;
+    any_links |= rank.links != nullptr;
+    ends.push_back({m.comm_rank, rank.links.get(), op != nullptr ? op->index : format::kNoLinkOp});
+  }
+  if (g->stuck_seq == 0 || !any_links) return;
+  for (const analyzer::Connection& k : analyzer::connectionsOf(g->comm_id, ends, s.now_ns)) {
+    ConnectionView c;
+    c.k = k;
+    if (k.from_end != SIZE_MAX) c.from_rank = s.ranks[g->members[k.from_end].rank].global_rank;
+    if (k.to_end != SIZE_MAX) c.to_rank = s.ranks[g->members[k.to_end].rank].global_rank;
+    g->connections.push_back(c);
+  }
+  std::stable_sort(
+      g->connections.begin(), g->connections.end(),
+      [](const ConnectionView& a, const ConnectionView& b) { return a.k.stalled && !b.k.stalled; });
 }
 
 std::vector<CommGroup> groupComms(const Snapshot& s) {
@@ -81,7 +108,8 @@ std::vector<CommGroup> groupComms(const Snapshot& s) {
       m.comm_rank = c.rank;
       m.nranks = c.nranks;
       m.issued = c.coll_seq;
-      m.pending = pendingOn(rank, c.comm_id);
+      const OpView* pending = pendingOn(rank, c.comm_id);
+      m.pending = pending != nullptr ? pending->op_seq : 0;
       m.ended = (c.state & kCommEnded) != 0;
       m.creating = format::commInCreation(c.state);
       g.creating += m.creating ? 1 : 0;
@@ -102,6 +130,7 @@ std::vector<CommGroup> groupComms(const Snapshot& s) {
       return std::make_tuple(a.issued, a.pending == 0 ? 1 : 0, ra.global_rank, a.comm_rank) <
              std::make_tuple(b.issued, b.pending == 0 ? 1 : 0, rb.global_rank, b.comm_rank);
     });
+    connectionsOf(s, &g);
     groups.push_back(std::move(g));
   }
   std::sort(groups.begin(), groups.end(), [](const CommGroup& a, const CommGroup& b) {

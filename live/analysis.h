@@ -14,7 +14,9 @@ namespace ncclrec::live {
 // beyond its own; the slowest rank lags most (ties: the one silent longest), or, when no rank
 // lags, the one that entered its newest call last. A hang is an op left incomplete longer than
 // hang_after_s while no rank made a call or completed one for that long; the banner then names
-// the ranks behind: those that lag, else those not alive, else every rank waiting.
+// the ranks behind: those that lag, else those not alive, else every rank waiting. A
+// communicator a member waits on gets its stuck collective and, from the members' transport
+// counters, its connections (CommGroup::connections).
 void analyze(Snapshot* snapshot);
 
 // Seconds since `ns` at `now_ns`, never negative.

@@ -83,6 +83,47 @@ TEST(Analysis, GroupsCommsAcrossRanksLaggingFirst) {
   EXPECT_EQ(s.comms[1].members.size(), 2u);
 }
 
+// A collective the members wait in, with their transport counters: its connections, the stalled
+// one first, named by global ranks, with the steps of the op that arrived.
+TEST(Analysis, TheConnectionsOfTheCollectiveTheMembersWaitIn) {
+  const Snapshot s = testing::transportSnapshot();
+  ASSERT_EQ(s.comms.size(), 1u);
+  const CommGroup& g = s.comms[0];
+  EXPECT_EQ(g.stuck_seq, 13u);
+  ASSERT_EQ(g.connections.size(), 4u);
+  const ConnectionView& first = g.connections[0];
+  EXPECT_TRUE(first.k.stalled);
+  EXPECT_EQ(first.from_rank, 1);
+  EXPECT_EQ(first.to_rank, 2);
+  EXPECT_EQ(first.k.sent, 52u);
+  EXPECT_EQ(first.k.received, 50u);
+  EXPECT_EQ(first.k.op_received, 2u);
+  EXPECT_EQ(first.k.op_steps, 6u);
+  std::vector<std::pair<int, int>> rest;
+  for (size_t i = 1; i < g.connections.size(); ++i) {
+    EXPECT_FALSE(g.connections[i].k.stalled);
+    EXPECT_EQ(g.connections[i].k.op_received, 4u);
+    rest.emplace_back(g.connections[i].from_rank, g.connections[i].to_rank);
+  }
+  EXPECT_EQ(rest, (std::vector<std::pair<int, int>>{{0, 1}, {2, 3}, {3, 0}}));
+  // A second later than the sends, nothing is stalled yet: in flight for under a second.
+  Snapshot early = s;
+  early.now_ns = kT0 + 21 * kSecond;
+  analyze(&early);
+  ASSERT_EQ(early.comms[0].connections.size(), 4u);
+  for (const ConnectionView& c : early.comms[0].connections) EXPECT_FALSE(c.k.stalled);
+}
+
+TEST(Analysis, NoCountersNoConnectionsAndNoWaitNoStuckCollective) {
+  const Snapshot hang = testing::hangSnapshot();
+  EXPECT_EQ(hang.comms[0].stuck_seq, 13u);
+  EXPECT_TRUE(hang.comms[0].connections.empty());
+  const Snapshot healthy = testing::healthySnapshot();
+  ASSERT_FALSE(healthy.comms.empty());
+  EXPECT_EQ(healthy.comms[0].stuck_seq, 0u);
+  EXPECT_TRUE(healthy.comms[0].connections.empty());
+}
+
 TEST(Analysis, LagAndSlowestRank) {
   const Snapshot s = testing::hangSnapshot();
   EXPECT_EQ(s.status[3].lag, 1u);

@@ -8,6 +8,7 @@
 
 #include "format/bbox_event.h"
 #include "format/bbox_ring.h"
+#include "format/links.h"
 #include "format/live_map.h"
 #include "format/reader.h"
 #include "live/rank_convert.h"
@@ -80,6 +81,7 @@ void BboxWatch::refresh(int64_t now_ns, const std::string& local_host) {
   changed |= readNewEvents(write_index, &new_stack_ids);
   changed |= internStacks(new_stack_ids);
   readThreads();
+  readLinks(now_ns);
   first_ = false;
   if (!changed) return;
   auto history = std::make_shared<RankHistory>();
@@ -151,6 +153,27 @@ void BboxWatch::readThreads() {
   if (!format::readThreadSnapshot(*h, modules_, &snap)) return;
   threads_seq_ = seq;
   entry_.threads = makeThreadsView(entry_.pid, snap.taken_ns, snap.reason, std::move(snap.threads));
+}
+
+void BboxWatch::readLinks(int64_t now_ns) {
+  const BboxHeader* h = header();
+  // A table of 1024 records is 96 KiB: scanned only while the rank waits, at each refresh.
+  const bool waits = std::any_of(ops_.begin(), ops_.end(), [&](const OpView& op) {
+    return op.incomplete() && op.enqueue_ns > 0 &&
+           now_ns - op.enqueue_ns >= analyzer::kTransportStallNs;
+  });
+  if (!waits || h->link_capacity == 0 || loadLive(h->link_count) == 0) {
+    entry_.links.reset();
+    return;
+  }
+  std::vector<format::Comm> comms(comms_.size());
+  for (size_t k = 0; k < comms_.size(); ++k) {
+    comms[k].index = comm_slots_[k];
+    comms[k].comm_id = comms_[k].comm_id;
+  }
+  std::vector<format::Link> links = format::readLinks(*h, comms);
+  if (entry_.links == nullptr || *entry_.links != links)
+    entry_.links = std::make_shared<const std::vector<format::Link>>(std::move(links));
 }
 
 bool BboxWatch::readNewEvents(uint64_t write_index, std::vector<uint32_t>* stack_ids) {

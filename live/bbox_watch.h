@@ -56,6 +56,8 @@ class BboxWatch {
   bool internStacks(const std::vector<uint32_t>& ids);
   // The thread region, when its sequence word moved since the last copy: one load otherwise.
   void readThreads();
+  // The link table while the rank waits in a call (RankEntry::links); dropped when it does not.
+  void readLinks(int64_t now_ns);
   void updateLiveness(int64_t now_ns, const std::string& local_host);
 
   const format::BboxHeader* header() const { return map_->header(); }

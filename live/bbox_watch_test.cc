@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "format/bbox_links.h"
 #include "format/bbox_ring.h"
 #include "format/testing/bbox_builder.h"
 #include "format/testing/temp_dir.h"
@@ -395,6 +396,53 @@ TEST(BboxWatch, RejectsWhatIsNotABlackBox) {
   auto o = BboxWatch::open(dir.file("odd.bbox"));
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("not a power of two"), std::string::npos);
+}
+
+// The transport counters are read while the rank waits in a call (for a second or more), with
+// their communicator's id, and dropped once it waits no more.
+TEST(BboxWatch, ReadsTheLinkTableWhileTheRankWaits) {
+  TempDir dir;
+  format::testing::BboxCapacities caps;
+  caps.links = 16;
+  BboxBuilder b = identity(0, 1, caps);
+  b.addComm(commRecord(0));
+  b.addEvent(collective(1));
+  auto live = LiveBbox::create(dir.file("a.bbox"), b);
+  ASSERT_NE(live, nullptr);
+  const uint64_t waiting = live->addEvent(collective(2, EventState::kStarted));
+  format::LinkRecord* r = format::findOrClaimLink(live->header(), 0, 1, 3, true);
+  ASSERT_NE(r, nullptr);
+  format::linkOpStarted(r, waiting, 4, kNow);
+  for (int i = 0; i < 3; ++i) format::linkStepMoved(r, kNow + i);
+
+  auto w = openOk(dir.file("a.bbox"));
+  w->refresh(kNow, kHost);  // in the call for a microsecond: not waiting yet
+  EXPECT_EQ(w->entry().links, nullptr);
+  w->refresh(kNow + 2'000'000'000, kHost);
+  ASSERT_NE(w->entry().links, nullptr);
+  ASSERT_EQ(w->entry().links->size(), 1u);
+  const format::Link& l = w->entry().links->front();
+  EXPECT_EQ(l.comm_id, kComm);
+  EXPECT_EQ(l.peer, 3);
+  EXPECT_EQ(l.channel, 1);
+  EXPECT_TRUE(l.is_send);
+  EXPECT_EQ(l.op_index, waiting);
+  EXPECT_EQ(l.moved, 3u);
+  EXPECT_EQ(l.opSteps(l.moved), 3u);
+  // Unchanged counters keep the same vector; a step moved replaces it.
+  const auto before = w->entry().links;
+  w->refresh(kNow + 2'500'000'000, kHost);
+  EXPECT_EQ(w->entry().links, before);
+  format::linkStepMoved(r, kNow + 3);
+  w->refresh(kNow + 3'000'000'000, kHost);
+  ASSERT_NE(w->entry().links, nullptr);
+  EXPECT_NE(w->entry().links, before);
+  EXPECT_EQ(w->entry().links->front().moved, 4u);
+  // The call completed: nothing to show.
+  live->slot(waiting)->state = static_cast<uint8_t>(EventState::kCompleted);
+  live->slot(waiting)->end_ns = kNow + 3;
+  w->refresh(kNow + 4'000'000'000, kHost);
+  EXPECT_EQ(w->entry().links, nullptr);
 }
 
 TEST(BboxWatch, SurvivesAHeaderWhoseCountersLie) {

@@ -71,6 +71,14 @@ RankEntry entryFromRankData(const format::RankData& d, int64_t shift) {
     v.name = c.name;
     history->comms.push_back(std::move(v));
   }
+  if (!d.links.empty()) {
+    auto links = std::make_shared<std::vector<format::Link>>(d.links);
+    for (format::Link& l : *links) {
+      for (int64_t* ns : {&l.op_start_ns, &l.posted_ns, &l.moved_ns, &l.done_ns})
+        *ns = shifted(*ns, shift);
+    }
+    e.links = std::move(links);
+  }
   history->stacks = std::move(stacks);
   history->events_total = d.events_total;
   history->events_lost = d.events_lost;

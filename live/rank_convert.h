@@ -1,6 +1,6 @@
 // A rank in the reader's model (format/model.h: a dump, a black box read whole, or one
-// an agent sent) as ncclrec-top's entry: its last kRecentOps events, its communicators and the
-// stacks those events use.
+// an agent sent) as ncclrec-top's entry: its last kRecentOps events, its communicators, the
+// stacks those events use and its transport counters.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/connections.h"
 #include "analyzer/site_rule.h"
 #include "format/model.h"
 #include "format/op_type.h"
@@ -134,6 +135,10 @@ struct RankEntry {
   format::DumpReason last_dump_reason = format::DumpReason::kNone;
   std::shared_ptr<const ThreadsView> threads;  // null when it took no thread snapshot
   std::shared_ptr<const RankHistory> history = std::make_shared<const RankHistory>();
+  // Its transport counters (format/model.h Link, from NCCL's profiler plugin), read while it
+  // waits in a call (an op incomplete for analyzer::kTransportStallNs or longer) and from dumps;
+  // null otherwise.
+  std::shared_ptr<const std::vector<format::Link>> links;
 };
 
 // "host/pid": a rank's identity across snapshots (the collector's per-rank caches, the rank
@@ -157,6 +162,13 @@ struct CommMember {
   bool creating = false;  // still in the call that creates it (format::commInCreation)
 };
 
+// One connection of a communicator's stuck collective (analyzer/connections.h), with its ends'
+// global ranks (-1: that end recorded nothing).
+struct ConnectionView {
+  analyzer::Connection k;
+  int from_rank = -1, to_rank = -1;
+};
+
 struct CommGroup {
   uint64_t comm_id = 0;
   int nranks = 0;
@@ -165,6 +177,11 @@ struct CommGroup {
   uint64_t max_issued = 0;
   uint64_t min_issued = 0;
   std::vector<CommMember> members;  // lagging first: fewest issued, then incomplete, then rank
+  // The oldest collective a member waits in, 0 when none; and, when members recorded transport
+  // counters, every connection of the communicator as of then: stalled first, then by (from, to,
+  // channel).
+  uint64_t stuck_seq = 0;
+  std::vector<ConnectionView> connections;
 };
 
 struct RankStatus {

@@ -1,5 +1,6 @@
 // The communicator screen: one row per member rank (lagging first), one column per recent
-// collective sequence number, each cell the state of that collective on that rank.
+// collective sequence number, each cell the state of that collective on that rank; below, for a
+// collective members wait in, its connections from the transport counters.
 #include <algorithm>
 #include <unordered_map>
 
@@ -48,6 +49,57 @@ void drawLegend(Frame& f, int row) {
   for (const auto& item : kItems) {
     col = f.put(row, col, std::string(1, item.glyph), item.style);
     col = f.put(row, col, item.text, Style::kDim);
+  }
+}
+
+std::string rankText(int global_rank, int comm_rank) {
+  return global_rank >= 0 ? std::to_string(global_rank) : "cr " + std::to_string(comm_rank);
+}
+
+std::string stepCount(bool recorded, uint64_t n) { return recorded ? std::to_string(n) : "-"; }
+
+// The connections of the stuck collective: per direction and channel, the steps the sender
+// handed the network and the receiver got (since the communicator began), how many of the
+// collective's steps arrived, and how long the receiver has waited.
+void drawConnections(Frame& f, const Snapshot& s, const CommGroup& g, const GridLayout& l) {
+  if (l.conn_rows <= 0) return;
+  const size_t stalled =
+      static_cast<size_t>(std::count_if(g.connections.begin(), g.connections.end(),
+                                        [](const live::ConnectionView& c) { return c.k.stalled; }));
+  std::string title = "Connections in #" + std::to_string(g.stuck_seq) + " (transport steps)";
+  title += stalled == 0 ? ": all moving" : ": " + std::to_string(stalled) + " stalled";
+  f.put(l.conn_top, 1, title, stalled == 0 ? Style::kHeader : Style::kFailed);
+  f.put(l.conn_top + 1, 0,
+        "  " + fitRight("FROM", 6) + "    " + fitRight("TO", 6) + " " + fitRight("CH", 3) + " " +
+            fitRight("SENT", 8) + " " + fitRight("RECEIVED", 8) + " " + fitRight("BEHIND", 6) +
+            " " + fitRight("OF OP", 9) + "  LAST RECEIVED",
+        Style::kHeader);
+  const size_t shown =
+      g.connections.size() > size_t(l.conn_rows) ? size_t(l.conn_rows) - 1 : g.connections.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const analyzer::Connection& k = g.connections[i].k;
+    const bool both = k.has_send && k.has_recv;
+    const std::string behind =
+        both ? std::to_string(static_cast<int64_t>(k.sent) - static_cast<int64_t>(k.received))
+             : "-";
+    const std::string of_op =
+        k.op_steps > 0 ? std::to_string(k.op_received) + "/" + std::to_string(k.op_steps) : "-";
+    const std::string last = !k.has_recv ? "-"
+                             : k.received_ns > 0
+                                 ? formatAge(ageSeconds(s.now_ns, k.received_ns)) + " ago"
+                                 : "never";
+    f.put(l.conn_top + 2 + int(i), 0,
+          "  " + fitRight(rankText(g.connections[i].from_rank, k.from), 6) + " -> " +
+              fitRight(rankText(g.connections[i].to_rank, k.to), 6) + " " +
+              fitRight(std::to_string(k.channel), 3) + " " +
+              fitRight(stepCount(k.has_send, k.sent), 8) + " " +
+              fitRight(stepCount(k.has_recv, k.received), 8) + " " + fitRight(behind, 6) + " " +
+              fitRight(of_op, 9) + "  " + last,
+          k.stalled ? Style::kFailed : Style::kNormal);
+  }
+  if (shown < g.connections.size()) {
+    f.put(l.conn_top + 2 + int(shown), 2,
+          "... " + std::to_string(g.connections.size() - shown) + " more", Style::kDim);
   }
 }
 
@@ -113,7 +165,9 @@ void drawGrid(Frame& f, const Snapshot& s, const ViewState& v) {
 
   const std::vector<size_t> rows = gridRows(s, v);
   const int list_top = gridListTop(s);
-  const int page = std::max(1, statusRow(f.height()) - list_top);
+  const GridLayout layout = gridLayout(s, ci, f.height());
+  const int page = layout.list_rows;
+  drawConnections(f, s, g, layout);
   const ViewState shown = clampSelection(v, static_cast<int>(rows.size()), page);
   if (rows.empty()) {
     f.put(list_top, 1, "No rank matches the filter '" + v.filter + "'.", Style::kDim);

@@ -58,7 +58,7 @@ void drawJob(Frame& f, const Snapshot& s, int row) {
   if (world > static_cast<int>(s.ranks.size()))
     line += " (" + std::to_string(world - static_cast<int>(s.ranks.size())) + " not seen)";
   f.put(row, 1, line);
-  for (const std::string failed :
+  for (const std::string& failed :
        {std::to_string(j.crashed) + " crashed", std::to_string(j.killed) + " killed"}) {
     if (failed[0] == '0') continue;
     const size_t at = line.find(failed);

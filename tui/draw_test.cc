@@ -120,6 +120,30 @@ TEST(DrawGolden, GridWide) {
   expectGolden(draw(manyRanksSnapshot(12), v, 132, 20), "comms_wide");
 }
 
+// A link cut: under the grid, the connections of the all-reduce the ranks wait in, the stalled
+// one first, in red.
+TEST(DrawGolden, GridWithTheConnectionsOfAStuckCollective) {
+  ViewState v;
+  v.screen = Screen::kComms;
+  expectGolden(draw(live::testing::transportSnapshot(), v, 80, 24), "comms_transport");
+}
+
+// A short screen: the members keep at least half the room, the connections say how many more.
+TEST(DrawGrid, ConnectionsThatDoNotFitSayHowManyMore) {
+  ViewState v;
+  v.screen = Screen::kComms;
+  const std::string text = draw(live::testing::transportSnapshot(), v, 80, 17).plainText();
+  EXPECT_NE(text.find("Connections in #13 (transport steps): 1 stalled"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("     1 ->      2   0       52       50      2       2/6  1m19s ago"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("... 2 more"), std::string::npos) << text;
+  // Too small for both: the members alone.
+  const std::string tiny = draw(live::testing::transportSnapshot(), v, 80, 16).plainText();
+  EXPECT_EQ(tiny.find("Connections"), std::string::npos) << tiny;
+}
+
 TEST(DrawGolden, RankDetailOfAWaitingRank) {
   expectGolden(draw(hangSnapshot(), rankView(hangSnapshot(), 1), 80, 24), "rank1_waiting");
 }

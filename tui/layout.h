@@ -32,6 +32,32 @@ inline int summaryListTop(const Snapshot& s) { return contentTop(s) + 6; }
 // Grid: communicator line, legend, sequence axis, then one row per member.
 inline int gridListTop(const Snapshot& s) { return contentTop(s) + 3; }
 
+// Below the members, for a stuck collective whose ranks recorded transport counters: a blank, a
+// title, a column header and a row per connection (stalled first; "... N more" when they do not
+// fit), right under the members. The members keep their rows when everything fits, else at least
+// half the room.
+struct GridLayout {
+  int list_rows = 1;  // member rows shown
+  int conn_top = 0;   // the connections' title row
+  int conn_rows = 0;  // rows under its column header; 0: no section
+};
+inline constexpr int kGridConnectionsMinRoom = 10;  // two connection rows at least
+inline GridLayout gridLayout(const Snapshot& s, size_t comm, int height) {
+  GridLayout l;
+  const int room = std::max(1, statusRow(height) - gridListTop(s));
+  l.list_rows = room;
+  if (s.comms.empty()) return l;
+  const CommGroup& g = s.comms[std::min(comm, s.comms.size() - 1)];
+  const int conns = static_cast<int>(g.connections.size());
+  if (conns == 0 || room < kGridConnectionsMinRoom) return l;
+  const int members = static_cast<int>(g.members.size());
+  const int block = std::min(3 + conns, std::max(room / 2, room - members));
+  l.list_rows = std::min(room - block, std::max(members, 1));  // the section right below them
+  l.conn_top = gridListTop(s) + l.list_rows + 1;
+  l.conn_rows = block - 3;
+  return l;
+}
+
 struct RankLayout {
   int calls_top = 0;              // first row of the calls list (under its headers)
   int calls_rows = 0;             // rows of calls shown

@@ -172,7 +172,7 @@ int pageRows(const Snapshot& s, const ViewState& v, int height) {
     case Screen::kSummary:
       return std::max(1, statusRow(height) - summaryListTop(s));
     case Screen::kComms:
-      return std::max(1, statusRow(height) - gridListTop(s));
+      return gridLayout(s, v.comm, height).list_rows;
     case Screen::kRank: {
       const int r = detailRank(s, v);
       if (r < 0 || size_t(r) >= s.status.size()) return rankLayout(s, 0, 0, height).calls_rows;

@@ -1,12 +1,11 @@
 #include "analyzer/rules/transport_stalled.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "analyzer/connections.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "base/text.h"
@@ -14,57 +13,15 @@
 namespace ncclrec::analyzer::engine {
 namespace {
 
-// One direction of one connection of the communicator: what the sender says it sent over the
-// communicator's life, what the receiver says it received (steps, cumulative: they complete in
-// order on a connection, so the difference is what is in flight or lost).
-struct Connection {
-  int from = -1, to = -1;  // communicator ranks
-  int channel = 0;
-  size_t from_stream = SIZE_MAX, to_stream = SIZE_MAX;
-  bool has_send = false, has_recv = false;
-  uint64_t sent = 0, received = 0;
-  int64_t sent_ns = 0;      // when the sender's counter last grew (0: never)
-  int64_t received_ns = 0;  // ... the receiver's, else when its newest proxy op began
-  // The receiver's newest proxy op, when it is the op the receiver waits in: its steps, and how
-  // many of them arrived.
-  uint32_t op_steps = 0, op_received = 0;
-  bool stalled = false;
-};
-
-using Key = std::tuple<int, int, int>;  // from, to, channel
-
-// The connections of `c` from its ranks' link counters.
-std::map<Key, Connection> connectionsOf(const Engine& en, const CommStreams& c) {
-  std::map<Key, Connection> out;
-  for (size_t i = 0; i < c.streams.size(); ++i) {
-    const Stream& s = c.streams[i];
+// The connections of `c` from its ranks' link counters, each stream an end waiting in its newest
+// op.
+std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c) {
+  std::vector<LinkEnd> ends;
+  for (const Stream& s : c.streams) {
     const format::EventRecord& e = *s.ops.back().e;
-    const int me = e.rank();
-    for (const format::Link& l : en.set().ranks[s.rank].links) {
-      if (l.comm_id != c.comm_id) continue;
-      const int from = l.is_send ? me : l.peer, to = l.is_send ? l.peer : me;
-      Connection& k = out[Key{from, to, l.channel}];
-      k.from = from;
-      k.to = to;
-      k.channel = l.channel;
-      if (l.is_send) {
-        k.from_stream = i;
-        k.has_send = true;
-        k.sent = l.moved;
-        k.sent_ns = l.moved > 0 ? l.moved_ns : 0;
-      } else {
-        k.to_stream = i;
-        k.has_recv = true;
-        k.received = l.moved;
-        k.received_ns = std::max(l.moved > 0 ? l.moved_ns : 0, l.op_start_ns);
-        if (l.op_index == e.index) {
-          k.op_steps = l.op_steps;
-          k.op_received = l.opSteps(l.moved);
-        }
-      }
-    }
+    ends.push_back({e.rank(), &en.set().ranks[s.rank].links, e.index});
   }
-  return out;
+  return analyzer::connectionsOf(c.comm_id, ends, en.now());
 }
 
 // Every stream's newest op on `c` is pending, the same call (op, site, shape) on every rank, and
@@ -104,7 +61,7 @@ std::string suspectPath(const Engine& en, const CommStreams& c,
                         const std::vector<const Connection*>& stalled) {
   auto host = [&](size_t stream) { return en.set().ranks[c.streams[stream].rank].host; };
   std::set<std::pair<std::string, std::string>> paths;
-  for (const Connection* k : stalled) paths.emplace(host(k->from_stream), host(k->to_stream));
+  for (const Connection* k : stalled) paths.emplace(host(k->from_end), host(k->to_end));
   const auto& [a, b] = *paths.begin();
   if (paths.size() == 1) {
     if (a.empty() || b.empty()) return "the path between them (their hosts are not recorded)";
@@ -125,19 +82,19 @@ std::string suspectPath(const Engine& en, const CommStreams& c,
 }
 
 EvidenceTable connectionTable(const Engine& en, const CommStreams& c,
-                              const std::map<Key, Connection>& conns, const std::string& name) {
+                              const std::vector<Connection>& conns, const std::string& name) {
   EvidenceTable t;
   t.title = "transport progress on comm " + shortCommId(c.comm_id) + " around " + name +
             " per connection (steps since the communicator began)";
   t.columns = {"from", "to", "channel", "sent", "received", "behind", "last_sent", "last_received"};
-  for (const auto& [key, k] : conns) {
+  for (const Connection& k : conns) {
     auto rank = [&](size_t stream, int comm_rank) {
       return stream == SIZE_MAX ? TableCell::of(std::to_string(comm_rank) + " (comm rank)")
                                 : TableCell::of(en.ranksOf(c, {stream}).front());
     };
     const bool both = k.has_send && k.has_recv;
     t.rows.push_back(
-        {rank(k.from_stream, k.from), rank(k.to_stream, k.to), TableCell::of(k.channel),
+        {rank(k.from_end, k.from), rank(k.to_end, k.to), TableCell::of(k.channel),
          k.has_send ? TableCell::of(static_cast<int64_t>(k.sent)) : TableCell::none(),
          k.has_recv ? TableCell::of(static_cast<int64_t>(k.received)) : TableCell::none(),
          both ? TableCell::of(static_cast<int64_t>(k.sent) - static_cast<int64_t>(k.received))
@@ -156,20 +113,16 @@ std::optional<Verdict> findTransportStalled(const Engine& en) {
   if (c == nullptr || c->streams.size() < 2) return std::nullopt;
   const EventRecord* op = opEveryRunningRankIsIn(en, *c);
   if (op == nullptr) return std::nullopt;
-  std::map<Key, Connection> conns = connectionsOf(en, *c);
+  const std::vector<Connection> conns = connectionsOf(en, *c);
   std::vector<const Connection*> stalled;
-  for (auto& [key, k] : conns) {
-    // Sent long enough ago to have arrived, and nothing arrived for as long.
-    k.stalled = k.has_send && k.has_recv && k.sent > k.received &&
-                en.now() - k.sent_ns >= kTransportStallNs &&
-                en.now() - k.received_ns >= kTransportStallNs;
+  for (const Connection& k : conns) {
     if (k.stalled) stalled.push_back(&k);
   }
   if (stalled.empty()) return std::nullopt;
   std::vector<size_t> ends, others;
   for (const Connection* k : stalled) {
-    ends.push_back(k->from_stream);
-    ends.push_back(k->to_stream);
+    ends.push_back(k->from_end);
+    ends.push_back(k->to_end);
   }
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
@@ -177,7 +130,7 @@ std::optional<Verdict> findTransportStalled(const Engine& en) {
     if (!std::binary_search(ends.begin(), ends.end(), i)) others.push_back(i);
   }
   const Connection& k = *stalled.front();
-  const Stream& receiver = c->streams[k.to_stream];
+  const Stream& receiver = c->streams[k.to_end];
   const EventRecord& waits_in = *receiver.ops.back().e;
   Verdict v;
   v.cls = VerdictClass::kTransportStalled;
@@ -188,14 +141,14 @@ std::optional<Verdict> findTransportStalled(const Engine& en) {
   v.op = waits_in.op;
   v.site = en.siteAt(en.set().ranks[receiver.rank], waits_in);
   const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
-  const std::string from_rank = "rank " + std::to_string(en.ranksOf(*c, {k.from_stream}).front());
-  const std::string to_rank = "rank " + std::to_string(en.ranksOf(*c, {k.to_stream}).front());
+  const std::string from_rank = "rank " + std::to_string(en.ranksOf(*c, {k.from_end}).front());
+  const std::string to_rank = "rank " + std::to_string(en.ranksOf(*c, {k.to_end}).front());
   const uint64_t lost = k.sent - k.received;
   const bool straddle = std::any_of(c->streams.begin(), c->streams.end(), [&](const Stream& s) {
     return s.ops.back().e->op_seq != op->op_seq;
   });
-  v.headline = "data stopped moving between " + endWord(en, *c, k.from_stream) + " and " +
-               endWord(en, *c, k.to_stream) + " inside " + name + " on comm " +
+  v.headline = "data stopped moving between " + endWord(en, *c, k.from_end) + " and " +
+               endWord(en, *c, k.to_end) + " inside " + name + " on comm " +
                shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
                (!straddle ? ", which every rank issued with the same arguments: "
                           : " (the ranks that got all their data are in the next one): ") +

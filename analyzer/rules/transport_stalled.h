@@ -6,7 +6,8 @@
 // and the receiver has seen nothing new on that connection for as long. Steps complete in order
 // on a connection, so the cumulative counts tell without aligning ops. The other connections then
 // wait behind it (a ring or tree stalls as a whole), so the culprit is the pair, named with its
-// hosts: the network path between them, a NIC, a cable or a switch port.
+// hosts: the network path between them, a NIC, a cable or a switch port. The pairing of the
+// counters into connections, and what "stalled" means, are analyzer/connections.h's.
 //
 // In the table before the per-slot alignment (rules.cc): ranks that straddle two ops of the same
 // call look like a rank that stopped between ops, which they are not. Arguments that differ (a
@@ -20,10 +21,6 @@
 #include "analyzer/verdict.h"
 
 namespace ncclrec::analyzer::engine {
-
-// How long ago a connection's sender must have sent its last step, and its receiver received
-// anything, for the steps in between to count as lost (in flight for less is traffic).
-inline constexpr int64_t kTransportStallNs = 1'000'000'000;
 
 // transport_stalled on the first communicator with ops pending (Engine::firstPending) when every
 // rank's newest op there is the same call, pending, at most one apart, every rank runs, and at

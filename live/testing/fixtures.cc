@@ -274,6 +274,38 @@ Snapshot healthySnapshot() {
   return s;
 }
 
+Snapshot transportSnapshot() {
+  Snapshot s;
+  s.now_ns = kT0 + 100 * kSecond;
+  s.source_label = "/dumps/run9/attempt_0";
+  for (int r = 0; r < 4; ++r) {
+    format::RankData d = makeRank(r, 4, r < 2 ? "nodea" : "nodeb", kCommWorld, 12, 1);
+    for (const bool send : {true, false}) {
+      format::Link l;
+      l.comm_id = kCommWorld;
+      l.comm_index = 0;
+      l.peer = send ? (r + 1) % 4 : (r + 3) % 4;
+      l.is_send = send;
+      l.op_index = d.events.back().index;
+      l.op_steps = 6;
+      l.op_base = 48;
+      l.planned = 54;
+      l.posted = l.moved = l.done = 52;
+      l.op_start_ns = kT0 + 20 * kSecond;
+      l.posted_ns = l.moved_ns = l.done_ns = kT0 + 20 * kSecond + kSecond / 10;
+      if (r == 1 && send) l.moved_ns = kT0 + 20 * kSecond + 3 * kSecond / 10;
+      if (r == 2 && !send) {
+        l.moved = l.done = 50;
+        l.moved_ns = kT0 + 20 * kSecond + 2 * kSecond / 10;
+      }
+      d.links.push_back(l);
+    }
+    addRank(&s, d);
+  }
+  analyze(&s);
+  return s;
+}
+
 Snapshot manyRanksSnapshot(int n) {
   Snapshot s;
   s.now_ns = kT0 + 200 * kSecond;

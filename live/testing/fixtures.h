@@ -49,6 +49,13 @@ Snapshot stoppedSnapshot();
 inline constexpr uint64_t kCommEval = 0xe7a1000000000003ull;
 Snapshot creatingSnapshot();
 
+// A link cut between two hosts, at kT0 + 100 s: four ranks of a ring (ranks 0-1 on nodea, 2-3 on
+// nodeb) wait in all-reduce #13 on kCommWorld since kT0 + 20 s, each with its transport counters
+// on channel 0 (12 ops of 4 steps, then #13 of 6 steps): every connection moved 52 steps (4 of
+// #13's) except 1 -> 2, where rank 1 sent 52 (the last at kT0 + 20.3 s) and rank 2 received 50
+// (the last at kT0 + 20.2 s). Analyzed.
+Snapshot transportSnapshot();
+
 // `n` ranks, rank r having completed 100 - (r % 7) all-reduces: for scrolling. Analyzed.
 Snapshot manyRanksSnapshot(int n);
 
