@@ -258,9 +258,12 @@ class Engine {
   std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive) const;
   // The stopped rank's own last call failed with an error of its own: nccl_error.
   bool failedOnItsOwnCall(const Truncation& t, Verdict& v) const;
-  // The stopped ranks are alive: blocked elsewhere (or the end of a chain of waits), or in host
-  // code.
+  // The stopped ranks are alive: blocked elsewhere (or the end of a chain of waits), still inside
+  // their newest op of the communicator, or in host code.
   void classifyAlive(const Truncation& t, Verdict& v);
+  // The stopped ranks still wait in `pending`, their newest op of the communicator, which the
+  // others got through: undecided (inside NCCL, not host code; the transport or the device).
+  void stillInsideTheirOp(const Truncation& t, const EventRecord& pending, Verdict& v) const;
   // The edit at slot p of the deviant stream `ds` against the normal `ns` when the streams stop
   // before they line up again (divergence.cc).
   Edit judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d_known, bool other_args,

@@ -210,6 +210,32 @@ bool Engine::failedOnItsOwnCall(const Truncation& t, Verdict& v) const {
   return true;
 }
 
+void Engine::stillInsideTheirOp(const Truncation& t, const EventRecord& pending, Verdict& v) const {
+  // A ring's ranks that got all their data of an op finish it and go on to the next one while
+  // the ranks whose data was lost still wait in it: nobody left the program's order, and a rank
+  // inside an NCCL call is not in host code. Without transport counters (transport_stalled)
+  // nothing tells the link from the device.
+  const std::string in =
+      std::string(format::opName(pending.op)) + " #" + std::to_string(pending.op_seq);
+  const bool one = t.culprits.size() == 1;
+  v.cls = VerdictClass::kUndecided;
+  v.ranks.clear();
+  v.seq = pending.op_seq;
+  v.op = pending.op;
+  v.site = siteAt(t.rd, pending);
+  v.headline = t.who + (one ? " waits" : " wait") + " in " + in + " on comm " +
+               shortCommId(t.c.comm_id) + " from " + describeCallSite(v.site) + ", which " +
+               ranksWord(t.others) +
+               " got through: " + (t.others.size() == 1 ? "it waits" : "they wait") + " in " +
+               std::string(format::opName(t.waited.e->op)) + " #" +
+               std::to_string(t.waited.e->op_seq) + "; the ranks agree on every op before it";
+  v.missing.push_back(t.who + (one ? " is" : " are") + " inside " + in +
+                      ", not in host code, and its peers finished it: the transport or the "
+                      "device is stuck, not the program's order; NCCL's profiler plugin "
+                      "(NCCLREC_COMPLETION=profiler) would name the connection from its "
+                      "transport counters");
+}
+
 void Engine::classifyAlive(const Truncation& t, Verdict& v) {
   // Alive: either waiting in an op of another communicator, or in host code.
   const std::string wait_word = t.others.size() == 1 ? " waits" : " wait";
@@ -229,6 +255,10 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) {
                  " for it in " + std::string(format::opName(t.waited.e->op)) + " #" +
                  std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
                  waitsThereFor(*pending, t.stopped.rank);
+    return;
+  }
+  if (pending != nullptr && format::isCollective(pending->op)) {
+    stillInsideTheirOp(t, *pending, v);
     return;
   }
   v.cls = VerdictClass::kRankStuckInHost;
