@@ -18,7 +18,7 @@ std::vector<Connection> connectionsOf(uint64_t comm_id, const std::vector<LinkEn
     const LinkEnd& end = ends[i];
     if (end.links == nullptr) continue;
     for (const format::Link& l : *end.links) {
-      if (l.comm_id != comm_id) continue;
+      if (l.comm_id != comm_id || l.isKernel()) continue;
       const int from = l.is_send ? end.comm_rank : l.peer;
       const int to = l.is_send ? l.peer : end.comm_rank;
       Connection& k = by_key[{from, to, l.channel}];

@@ -8,6 +8,7 @@
 #include "analyzer/creation_rules.h"
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
+#include "analyzer/rules/device_stalled.h"
 #include "analyzer/rules/rank_not_running.h"
 #include "analyzer/rules/transport_stalled.h"
 #include "analyzer/waits.h"
@@ -60,6 +61,11 @@ constexpr NamedRule kRules[] = {
     {"p2p_mismatch", &onRecordings<&findP2pMismatch>, kP2pWaitCauses},
     // The per-slot alignment: first the communicators with ops pending that disagree, then the
     // first divergence or stop anywhere.
+    // Every rank runs and waits in the same call, but one rank's GPU never started the op's
+    // kernel (or never finished it while its data arrived): rules/device_stalled.h. Before
+    // transport_stalled: the senders' steps to a receiver whose kernel never runs stay
+    // unconsumed, the symptom.
+    {"device_stalled", &asRule<&findDeviceStalled>},
     // Every rank runs and waits in the same call, but a connection stopped moving data: the
     // sender's transport counters are ahead of its receiver's (rules/transport_stalled.h). Before
     // the alignment, to which ranks straddling two ops of one ring look like a stop.

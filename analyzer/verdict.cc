@@ -68,6 +68,7 @@ constexpr ClassRow kClassRows[] = {
     {VerdictClass::kBootstrapStuck, "bootstrap_stuck", kExitHang, false, false},
     {VerdictClass::kRankNotRunning, "rank_not_running", kExitHang, false, false},
     {VerdictClass::kTransportStalled, "transport_stalled", kExitHang, false, false},
+    {VerdictClass::kDeviceStalled, "device_stalled", kExitHang, false, false},
 };
 
 constexpr bool rowsInEnumOrder() {

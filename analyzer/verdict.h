@@ -46,9 +46,13 @@ enum class VerdictClass {
   // Every rank entered the same collective and runs, but one connection stopped moving data: the
   // sender sent steps its receiver never got (rules/transport_stalled.h).
   kTransportStalled,
+  // Every rank waits in the same collective and runs, but one rank's GPU holds the op back: its
+  // kernel never started there while it runs on the others, or started and never finished while
+  // the others' finished (rules/device_stalled.h).
+  kDeviceStalled,
 };
 // The last class of the enum: a new class goes after it and becomes the last.
-inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kTransportStalled;
+inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kDeviceStalled;
 
 // "rank_gated_collective", ...
 std::string_view verdictClassName(VerdictClass c);

@@ -288,6 +288,12 @@ static_assert(sizeof(ModuleRecord) == 512);
 //   moved    send: handed to the network (SendWait); receive: its data arrived (RecvFlushWait or
 //            RecvGPUWait)
 //   done     steps stopped (send: the network took it all; receive: handed to the GPU)
+//
+// A record whose peer is kKernelPeer (channel 0, is_send 0) is the communicator's kernel record
+// instead: its "proxy ops" are the NCCL ops the process launched (Coll/P2p start, op_steps their
+// kernel channels) and its "steps" their kernel channels, posted when a channel started on the
+// GPU (KernelCh start) and done when it stopped: an op whose channels never started on one rank
+// while they run on its peers points at that rank's GPU or stream.
 struct LinkRecord {
   uint32_t valid;       // kValidMark once the key is written
   uint32_t comm_index;  // index into the comm table
@@ -309,6 +315,7 @@ struct LinkRecord {
   int64_t done_ns;
 };
 inline constexpr uint64_t kNoLinkOp = ~uint64_t{0};
+inline constexpr int32_t kKernelPeer = -1;  // LinkRecord::peer of a communicator's kernel record
 static_assert(sizeof(LinkRecord) == 96);
 static_assert(offsetof(LinkRecord, op_event_index) == 16 && offsetof(LinkRecord, planned) == 32 &&
               offsetof(LinkRecord, done_ns) == 88);

@@ -83,6 +83,17 @@ inline void linkStepMoved(LinkRecord* r, int64_t now_ns) {
 }
 inline void linkStepDone(LinkRecord* r, int64_t now_ns) { linkCount(r->done, r->done_ns, now_ns); }
 
+// The communicator's kernel record (kKernelPeer): an op launched with `channels` kernel channels,
+// one of them started on the GPU, one stopped.
+inline LinkRecord* findOrClaimKernelRecord(BboxHeader* h, uint32_t comm_index) {
+  return findOrClaimLink(h, comm_index, 0, kKernelPeer, false);
+}
+inline void kernelOpLaunched(LinkRecord* r, uint64_t event_index, int channels, int64_t now_ns) {
+  linkOpStarted(r, event_index, channels, now_ns);
+}
+inline void kernelChannelStarted(LinkRecord* r, int64_t now_ns) { linkStepPosted(r, now_ns); }
+inline void kernelChannelStopped(LinkRecord* r, int64_t now_ns) { linkStepDone(r, now_ns); }
+
 // Copies a published record with atomic loads; false for a slot not (yet) published.
 inline bool readLink(const LinkRecord& src, LinkRecord* out) {
   auto& s = const_cast<LinkRecord&>(src);

@@ -61,6 +61,36 @@ TEST(LinkTable, AFullTableCountsWhatItDrops) {
   EXPECT_EQ(findOrClaimLink(none.header(), 0, 0, 1, true), nullptr);
 }
 
+// The communicator's kernel record: ops launched and their kernel channels started and stopped,
+// read back as a Link that is no connection.
+TEST(LinkTable, TheKernelRecordCountsLaunchedOpsAndTheirChannels) {
+  BboxBuilder b = withLinks(16);
+  BboxHeader* h = b.header();
+  LinkRecord* k = findOrClaimKernelRecord(h, 0);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(findOrClaimKernelRecord(h, 0), k);
+  EXPECT_NE(findOrClaimLink(h, 0, 0, 1, false), k);  // the receive from rank 1 is another record
+  kernelOpLaunched(k, 7, 2, 100);
+  kernelChannelStarted(k, 110);
+  kernelChannelStarted(k, 111);
+  kernelChannelStopped(k, 120);
+  kernelChannelStopped(k, 121);
+  kernelOpLaunched(k, 9, 2, 200);  // the next op: one channel started, none stopped
+  kernelChannelStarted(k, 210);
+  std::vector<Link> links = readLinks(*h, {Comm{.index = 0, .comm_id = kComm}});
+  ASSERT_EQ(links.size(), 2u);
+  const Link& kernel = links[0].isKernel() ? links[0] : links[1];
+  ASSERT_TRUE(kernel.isKernel());
+  EXPECT_FALSE((links[0].isKernel() ? links[1] : links[0]).isKernel());
+  EXPECT_EQ(kernel.comm_id, kComm);
+  EXPECT_EQ(kernel.op_index, 9u);
+  EXPECT_EQ(kernel.op_steps, 2u);
+  EXPECT_EQ(kernel.opSteps(kernel.posted), 1u);
+  EXPECT_EQ(kernel.opSteps(kernel.done), 0u);
+  EXPECT_EQ(kernel.op_start_ns, 200);
+  EXPECT_EQ(kernel.posted_ns, 210);
+}
+
 TEST(LinkTable, ThreadsRacingForOneConnectionShareItsCounts) {
   BboxBuilder b = withLinks(64);
   BboxHeader* h = b.header();

@@ -311,6 +311,9 @@ struct Link {
   uint64_t planned = 0, posted = 0, moved = 0, done = 0;
   int64_t op_start_ns = 0, posted_ns = 0, moved_ns = 0, done_ns = 0;
 
+  // The communicator's kernel record (bbox_layout.h kKernelPeer): ops launched, kernel channels
+  // started (posted) and stopped (done), not a connection.
+  bool isKernel() const { return peer == kKernelPeer; }
   // How many steps of the newest proxy op reached a counter: 0..op_steps.
   uint32_t opSteps(uint64_t counter) const {
     const auto d = static_cast<int32_t>(static_cast<uint32_t>(counter) - op_base);

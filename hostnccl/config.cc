@@ -44,6 +44,19 @@ bool parseDropLink(const char* text, int* src, int* dst, uint32_t* from) {
   return true;
 }
 
+bool parseStallKernel(const char* text, int* rank, uint32_t* at) {
+  if (text == nullptr) return false;
+  int r = -1, used = 0;
+  unsigned n = 0;
+  if (std::sscanf(text, "%d@%u%n", &r, &n, &used) != 2 || text[used] != '\0' || r < 0 || n < 1 ||
+      std::strchr(text, '-') != nullptr || std::strchr(text, '+') != nullptr) {
+    return false;
+  }
+  *rank = r;
+  *at = n;
+  return true;
+}
+
 namespace {
 
 Config readConfig() {
@@ -70,6 +83,16 @@ Config readConfig() {
           v, c.dropSrc, c.dropDst, c.dropFrom);
     } else {
       logAlways("hostnccl: ignoring HOSTNCCL_DROP_LINK='%s': expected SRC>DST or SRC>DST@N", v);
+    }
+  }
+  if (const char* v = std::getenv("HOSTNCCL_STALL_KERNEL"); v != nullptr && *v != '\0') {
+    if (parseStallKernel(v, &c.stallRank, &c.stallAt)) {
+      logAlways(
+          "hostnccl: HOSTNCCL_STALL_KERNEL=%s: rank %d's collective #%u of each communicator "
+          "never starts its kernel and never returns (a test fault)",
+          v, c.stallRank, c.stallAt);
+    } else {
+      logAlways("hostnccl: ignoring HOSTNCCL_STALL_KERNEL='%s': expected RANK@N", v);
     }
   }
   if (const char* v = std::getenv("HOSTNCCL_SOCKET_IFNAME")) c.socketIfname = v;

@@ -25,6 +25,12 @@ struct Config {
   int dropSrc = -1;
   int dropDst = -1;
   uint32_t dropFrom = 1;
+  // HOSTNCCL_STALL_KERNEL=RANK@N, a fault for tests: communicator rank RANK's N-th collective of
+  // each communicator (1-based) is launched but its kernel never starts (no KernelCh event, no
+  // data moved) and the call never returns, as on a GPU whose stream is held by a kernel that
+  // does not end, or that stopped (Xid). stallRank < 0: no fault.
+  int stallRank = -1;
+  uint32_t stallAt = 0;
 };
 
 // Thread-safe; the environment is read at the first call only.
@@ -38,6 +44,9 @@ bool matchesIfname(const std::string& spec, const std::string& name);
 // Parses HOSTNCCL_DROP_LINK's value; false when it is not SRC>DST or SRC>DST@N (ranks >= 0,
 // N >= 1).
 bool parseDropLink(const char* text, int* src, int* dst, uint32_t* from);
+
+// Parses HOSTNCCL_STALL_KERNEL's value; false when it is not RANK@N (RANK >= 0, N >= 1).
+bool parseStallKernel(const char* text, int* rank, uint32_t* at);
 
 // Parses HOSTNCCL_TIMEOUT's value; false when it is not a non-negative number of seconds.
 bool parseTimeoutSeconds(const char* text, std::chrono::milliseconds* out);

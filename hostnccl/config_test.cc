@@ -38,6 +38,17 @@ TEST(ConfigTest, MatchesInterfacesAsNcclSocketIfnameDoes) {
   EXPECT_FALSE(matchesIfname("", "lo"));
 }
 
+TEST(ConfigTest, ParsesTheStallKernelFault) {
+  int rank = -1;
+  uint32_t at = 0;
+  ASSERT_TRUE(parseStallKernel("3@2", &rank, &at));
+  EXPECT_EQ(rank, 3);
+  EXPECT_EQ(at, 2u);
+  for (const char* bad : {"", "3", "3@", "3@0", "-1@2", "3@-2", "3@+2", "3@2x", "x@2", "@2"}) {
+    EXPECT_FALSE(parseStallKernel(bad, &rank, &at)) << bad;
+  }
+}
+
 TEST(ConfigTest, ParsesTheDropLinkFault) {
   int src = -1, dst = -1;
   uint32_t from = 0;

@@ -1,5 +1,7 @@
 #include "hostnccl/group.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "hostnccl/async.h"
+#include "hostnccl/config.h"
 #include "hostnccl/errors.h"
 #include "hostnccl/profiler.h"
 #include "hostnccl/reduce_ops.h"
@@ -54,8 +57,17 @@ ncclResult_t matchSelf(Comm& c, const std::vector<const OpArgs*>& ops) {
   return ncclSuccess;
 }
 
+// HOSTNCCL_STALL_KERNEL: the collective is launched and its kernel never starts; the call
+// never returns (the process ends it).
+[[noreturn]] void stallForever(const OpArgs& a) {
+  prof::opStart(a, /*kernel=*/false);
+  for (;;) pause();
+}
+
 // A collective between its profiler events.
 ncclResult_t runProfiled(const OpArgs& a) {
+  const Config& cfg = config();
+  if (cfg.stallRank == a.comm->rank && a.comm->collSeq + 1 == cfg.stallAt) stallForever(a);
   prof::OpEvents e = prof::opStart(a);
   ncclResult_t rc;
   {

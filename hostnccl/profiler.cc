@@ -234,7 +234,7 @@ void groupDone() {
   stop(h);
 }
 
-OpEvents opStart(const OpArgs& a) {
+OpEvents opStart(const OpArgs& a, bool kernel) {
   OpEvents e;
   Comm& c = *a.comm;
   const bool p2p = isP2p(a.kind);
@@ -257,7 +257,10 @@ OpEvents opStart(const OpArgs& a) {
               /*nWarps=*/1, "RING",           "SIMPLE",          nullptr};
   }
   e.op = start(c, d);
-  if (e.op == nullptr || channels == 0 || (c.profMask & ncclProfKernelCh) == 0 || !live()) return e;
+  if (e.op == nullptr || channels == 0 || !kernel || (c.profMask & ncclProfKernelCh) == 0 ||
+      !live()) {
+    return e;
+  }
   ncclProfDescr k{};
   k.type = ncclProfKernelCh;
   k.parentObj = e.op;

@@ -43,7 +43,9 @@ struct OpEvents {
   void* op = nullptr;
   void* channel = nullptr;
 };
-OpEvents opStart(const OpArgs& a);
+// `kernel` false: the operation is launched (Coll/P2p start) but its channel never starts
+// (HOSTNCCL_STALL_KERNEL).
+OpEvents opStart(const OpArgs& a, bool kernel = true);
 void opDone(const OpArgs& a, OpEvents& e, bool ok);
 
 // The Coll event of the collective running on this thread (set by runProfiled around it), the

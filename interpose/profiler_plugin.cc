@@ -9,6 +9,8 @@
 //                   of the calling thread, which is inside the user's NCCL call
 //   GroupApi        groups of depth > 1 (the user's) mark their ops kEventInGroup
 //   Coll/P2p start  the op runs (kStarted); nChannels says how many KernelCh events to expect
+//   KernelCh start  a kernel channel runs on the GPU: counted in the communicator's kernel record
+//                   (format/bbox_links.h), which the Coll/P2p start told the op and its channels
 //   KernelCh stop   with the KernelChStop state: one channel done; failed without it
 //   completion      the Coll/P2p event stopped and all its channels stopped (NCCL stops Coll at
 //                   enqueue, hostnccl after the data moved: either order); with no channel
@@ -70,6 +72,9 @@ struct Op {
   // The black box's comm table index, set at the task's start (the caller's thread, or NCCL's
   // progress thread) and read by the proxy thread's events.
   std::atomic<uint32_t> comm_index{ncclrec::format::kNoComm};
+  // Its communicator's kernel record (format/bbox_links.h), when the black box keeps a link table
+  // and the op runs kernel channels: set at the task's start, read by the channels' events.
+  std::atomic<ncclrec::format::LinkRecord*> kernel{nullptr};
   std::atomic<int> channels_expected{0};
   std::atomic<int> channels_stopped{0};
   std::atomic<int> channels_ok{0};  // stopped with the KernelChStop state (the work was done)
@@ -116,6 +121,9 @@ struct PluginComm {
   int nranks;
   bool shim;                   // the wrappers registered it (and record its life cycle)
   PluginComm* next = nullptr;  // every one ever made (gAllComms)
+  // Its kernel record in the black box's link table (format/bbox_links.h), claimed at its first
+  // launched op.
+  std::atomic<ncclrec::format::LinkRecord*> kernel{nullptr};
 };
 
 // Contexts outlive their communicator (the comm table may still name one, as a dead handle), so
@@ -177,6 +185,7 @@ Op* claimOp() {
   op->arbitrated = false;
   op->owner.store(ncclrec::recorder::kOwnerUndecided, std::memory_order_relaxed);
   op->comm_index.store(ncclrec::format::kNoComm, std::memory_order_relaxed);
+  op->kernel.store(nullptr, std::memory_order_relaxed);
   return op;
 }
 
@@ -229,7 +238,19 @@ Op* opOfParent(void* parent) {
   return tag != nullptr && tag->kind == Kind::kApi ? tag->op : nullptr;
 }
 
-void* startTask(const ncclProfDescr& d) {
+// The communicator's kernel record, claimed once per context (a hash probe saved per op). The
+// record's key is written before it is published, so the cached one is checked against the op's
+// comm index.
+ncclrec::format::LinkRecord* kernelRecord(PluginComm* comm, Recorder* r, uint32_t comm_index) {
+  ncclrec::format::LinkRecord* k =
+      comm != nullptr ? comm->kernel.load(std::memory_order_acquire) : nullptr;
+  if (k != nullptr && k->comm_index == comm_index) return k;
+  k = ncclrec::format::findOrClaimKernelRecord(r->header(), comm_index);
+  if (comm != nullptr && k != nullptr) comm->kernel.store(k, std::memory_order_release);
+  return k;
+}
+
+void* startTask(PluginComm* comm, const ncclProfDescr& d) {
   Op* op = opOfParent(d.parentObj);
   if (op == nullptr) return &gIgnored;
   const int channels = d.type == ncclProfColl ? d.coll.nChannels : d.p2p.nChannels;
@@ -241,8 +262,21 @@ void* startTask(const ncclProfDescr& d) {
     op->owner.compare_exchange_strong(undecided, ncclrec::recorder::kOwnerPlugin);
   }
   if (d.type == ncclProfP2p && !op->from_shim) Recorder::setP2pPeer(op->call, d.p2p.peer);
-  op->comm_index.store(Recorder::commIndexOf(op->call), std::memory_order_release);
-  Recorder::opStarted(op->call, ncclrec::recorder::realtimeNs());
+  const uint32_t comm_index = Recorder::commIndexOf(op->call);
+  op->comm_index.store(comm_index, std::memory_order_release);
+  const int64_t now = ncclrec::recorder::realtimeNs();
+  Recorder* r = Recorder::get();
+  if (channels > 0 && r != nullptr && comm_index != ncclrec::format::kNoComm &&
+      op->call.slot != nullptr) {
+    // Launched: its kernel channels are expected to start on the GPU.
+    if (ncclrec::format::LinkRecord* k = kernelRecord(comm, r, comm_index)) {
+      // The coarse clock, as the channels' start and stop: cheap, and the three in order.
+      ncclrec::format::kernelOpLaunched(k, op->call.index, channels,
+                                        ncclrec::recorder::coarseRealtimeNs());
+      op->kernel.store(k, std::memory_order_release);
+    }
+  }
+  Recorder::opStarted(op->call, now);
   return &op->task;
 }
 
@@ -348,11 +382,14 @@ ncclResult_t pluginStart(void* context, void** handle, ncclProfDescr* d) {
       break;
     case ncclProfColl:
     case ncclProfP2p:
-      *handle = startTask(*d);
+      *handle = startTask(static_cast<PluginComm*>(context), *d);
       break;
     case ncclProfKernelCh:
-      if (auto* tag = static_cast<Tag*>(d->parentObj); tag != nullptr && tag->kind == Kind::kTask)
+      if (auto* tag = static_cast<Tag*>(d->parentObj); tag != nullptr && tag->kind == Kind::kTask) {
         *handle = &tag->op->channel;
+        if (auto* k = tag->op->kernel.load(std::memory_order_acquire))
+          ncclrec::format::kernelChannelStarted(k, ncclrec::recorder::coarseRealtimeNs());
+      }
       break;
     case ncclProfProxyOp:
       *handle = startProxyOp(*d);
@@ -380,6 +417,8 @@ ncclResult_t pluginStop(void* handle) {
       maybeFinish(tag->op);
       break;
     case Kind::kChannel:
+      if (auto* k = tag->op->kernel.load(std::memory_order_acquire))
+        ncclrec::format::kernelChannelStopped(k, ncclrec::recorder::coarseRealtimeNs());
       tag->op->channels_stopped.fetch_add(1);
       maybeFinish(tag->op);
       break;

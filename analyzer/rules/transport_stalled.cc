@@ -7,8 +7,7 @@
 
 #include "analyzer/connections.h"
 #include "analyzer/phrases.h"
-#include "analyzer/rank_ops.h"
-#include "base/text.h"
+#include "analyzer/rules/inside_one_op.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
@@ -22,36 +21,6 @@ std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c) {
     ends.push_back({e.rank(), &en.set().ranks[s.rank].links, e.index});
   }
   return analyzer::connectionsOf(c.comm_id, ends, en.now());
-}
-
-// Every stream's newest op on `c` is pending, the same call (op, site, shape) on every rank, and
-// they are at most one apart (a ring's ranks that got all their data of op N finish it while
-// those whose data was lost still wait in it); each rank still runs. The op the ranks are in
-// (the earlier one when they straddle two); nullptr otherwise.
-const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c) {
-  const Op* first = nullptr;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  const EventRecord* earliest = nullptr;
-  for (const Stream& s : c.streams) {
-    if (s.ops.empty() || !isIncomplete(*s.ops.back().e)) return nullptr;
-    if (en.dead(s.rank) || en.notRunning(s.rank) || en.staleHeartbeat(s.rank)) return nullptr;
-    const Op& last = s.ops.back();
-    if (first != nullptr && last.key != first->key) return nullptr;
-    if (first == nullptr) first = &last;
-    if (last.e->op_seq < lo) earliest = last.e;
-    lo = std::min<uint64_t>(lo, last.e->op_seq);
-    hi = std::max<uint64_t>(hi, last.e->op_seq);
-  }
-  return first != nullptr && hi - lo <= 1 ? earliest : nullptr;
-}
-
-// "12:35:48.828 UTC"; "-" for 0.
-std::string clockTime(int64_t ns) { return ns <= 0 ? "-" : base::timeOfDay(ns, true) + " UTC"; }
-
-std::string endWord(const Engine& en, const CommStreams& c, size_t stream) {
-  const int global = en.ranksOf(c, {stream}).front();
-  const std::string& host = en.set().ranks[c.streams[stream].rank].host;
-  return "rank " + std::to_string(global) + (host.empty() ? "" : " (host " + host + ")");
 }
 
 // What the stalled connections have in common: "the network path a -> b", "the network between
@@ -147,8 +116,8 @@ std::optional<Verdict> findTransportStalled(const Engine& en) {
   const bool straddle = std::any_of(c->streams.begin(), c->streams.end(), [&](const Stream& s) {
     return s.ops.back().e->op_seq != op->op_seq;
   });
-  v.headline = "data stopped moving between " + endWord(en, *c, k.from_end) + " and " +
-               endWord(en, *c, k.to_end) + " inside " + name + " on comm " +
+  v.headline = "data stopped moving between " + rankOnHost(en, *c, k.from_end) + " and " +
+               rankOnHost(en, *c, k.to_end) + " inside " + name + " on comm " +
                shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
                (!straddle ? ", which every rank issued with the same arguments: "
                           : " (the ranks that got all their data are in the next one): ") +

@@ -173,6 +173,36 @@ TEST(TransportStalledTest, RanksStraddlingTwoOpsOfTheRingAreNoStop) {
       << v.headline;
 }
 
+// The same straddle without transport counters (no profiler plugin): nobody left the program's
+// order and ranks 0-1 are inside #3, not in host code: undecided, saying where each side waits,
+// never rank_stuck_in_host.
+TEST(TransportStalledTest, WithoutCountersRanksStillInTheOpTheOthersFinishedAreNotInHostCode) {
+  Job job(4);
+  for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, r < 2 ? 3 : 4), true);
+  Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
+  EXPECT_TRUE(v.ranks.empty());
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.headline,
+            "ranks 0-1 wait in ncclAllReduce #3 on comm c0ffee00 from trainStep() train.cc:27, "
+            "which ranks 2-3 got through: they wait in ncclAllReduce #4; the ranks agree on "
+            "every op before it");
+  ASSERT_EQ(v.missing.size(), 1u);
+  EXPECT_TRUE(has(v.missing[0], "ranks 0-1 are inside ncclAllReduce #3, not in host code"))
+      << v.missing[0];
+  // One rank behind: the same, in the singular.
+  Job one(4);
+  for (int r = 0; r < 4; ++r) one.ops(r, repeat({kTrain}, r < 3 ? 3 : 4), true);
+  v = one.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
+  EXPECT_TRUE(has(v.headline, "which rank 3 got through: it waits in ncclAllReduce #4"))
+      << v.headline;
+  // A rank whose newest op completed and that issued nothing since is in host code, as before.
+  Job host(4);
+  for (int r = 0; r < 4; ++r) host.ops(r, repeat({kTrain}, r == 0 ? 3 : 4), r != 0);
+  EXPECT_EQ(host.diagnose().cls, VerdictClass::kRankStuckInHost);
+}
+
 TEST(TransportStalledTest, ArgumentsThatDifferAreTheProgramsFault) {
   // Rank 3 passes half the count: its peers' extra steps are never received, which is the size
   // mismatch, not the network.

@@ -12,7 +12,8 @@
 // NCCL's proxy reports a ring step; the plugin counts them in the black box's link table. Prints
 //   ncclrec-bench: plugin-proxy steps=<n> callbacks_ns=<x> empty_ns=<y> added_ns=<x-y>
 //   ratio_vs_no_proxy=<x / callbacks_ns of the op alone>
-// and checks the link table's counters add up to the steps made.
+// and checks the link table's counters add up to the steps made, and the communicator's kernel
+// record to the ops launched and their channels started and stopped.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -182,12 +183,19 @@ int main(int argc, char** argv) {
                              : 0.0);  // The ring holds the latest ops: each must be an all-reduce
                                       // the callbacks completed.
   auto loaded = ncclrec::format::loadPaths({dir});
-  size_t ops = 0, completed = 0, links = 0;
+  size_t ops = 0, completed = 0, links = 0, kernels = 0;
   bool counted = true;
   if (loaded.ok()) {
     for (const auto& r : loaded.value().ranks) {
-      // Every step the proxy ops announced was posted, moved and done, on two connections.
+      // Every step the proxy ops announced was posted, moved and done, on two connections; every
+      // op launched one kernel channel, which started and stopped (the kernel record).
       for (const auto& l : r.links) {
+        if (l.isKernel()) {
+          ++kernels;
+          counted = counted && l.planned > 0 && l.posted == l.planned && l.done == l.planned &&
+                    l.op_steps == 1;
+          continue;
+        }
         ++links;
         counted = counted && l.planned > 0 && l.posted == l.planned && l.moved == l.planned &&
                   l.done == l.planned && l.op_steps == kProxySteps;
@@ -199,8 +207,9 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("ncclrec-bench: plugin recorded=%zu completed=%zu links=%zu counted=%s\n", ops,
-              completed, links, counted ? "yes" : "no");
+  std::printf(
+      "ncclrec-bench: plugin recorded=%zu completed=%zu links=%zu kernel_records=%zu counted=%s\n",
+      ops, completed, links, kernels, counted ? "yes" : "no");
   const bool measured = reporter.plugin_ns > 0 && reporter.empty_ns > 0 && reporter.proxy_ns > 0;
-  return measured && ops > 0 && completed == ops && links == 2 && counted ? 0 : 3;
+  return measured && ops > 0 && completed == ops && links == 2 && kernels == 1 && counted ? 0 : 3;
 }

@@ -1,0 +1,183 @@
+#include "analyzer/rules/device_stalled.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analyzer/connections.h"
+#include "analyzer/phrases.h"
+#include "analyzer/rules/inside_one_op.h"
+
+namespace ncclrec::analyzer::engine {
+namespace {
+
+// One rank's kernel for the op it waits in, from its communicator's kernel record.
+struct Kernel {
+  bool known = false;  // the record's newest launched op is that op
+  uint32_t channels = 0, started = 0, stopped = 0;
+  int64_t launched_ns = 0, started_ns = 0;
+};
+
+Kernel kernelOf(const Engine& en, const CommStreams& c, const Stream& s) {
+  const EventRecord& e = *s.ops.back().e;
+  Kernel k;
+  for (const format::Link& l : en.set().ranks[s.rank].links) {
+    if (!l.isKernel() || l.comm_id != c.comm_id || l.op_index != e.index) continue;
+    k.known = true;
+    k.channels = l.op_steps;
+    k.started = l.opSteps(l.posted);
+    k.stopped = l.opSteps(l.done);
+    k.launched_ns = l.op_start_ns;
+    k.started_ns = l.posted_ns;
+  }
+  return k;
+}
+
+// "the GPU of rank 3 (host vm, bus 0000:3b:00.0)".
+std::string gpuOf(const Engine& en, const CommStreams& c, size_t stream) {
+  const RankData& rd = en.set().ranks[c.streams[stream].rank];
+  std::string bus;
+  for (const format::Comm& m : rd.comms) {
+    if (m.comm_id == c.comm_id && !m.bus_id.empty()) bus = m.bus_id;
+  }
+  const int global = en.ranksOf(c, {stream}).front();
+  std::string where = rd.host.empty() ? "" : "host " + rd.host;
+  where += bus.empty() ? std::string(where.empty() ? "" : "; ") + "its bus id is not recorded"
+                       : (where.empty() ? "" : ", ") + std::string("bus ") + bus;
+  return "the GPU of rank " + std::to_string(global) + " (" + where + ")";
+}
+
+struct Finding {
+  bool never_started = true;
+  std::vector<size_t> culprits, others;  // streams
+  const EventRecord* op = nullptr;       // the op the culprits are held in
+};
+
+// The op launched on every rank; its channels run on some GPUs and never started on the others.
+std::optional<Finding> neverStarted(const Engine& en, const CommStreams& c,
+                                    const std::vector<Kernel>& ks) {
+  Finding f;
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const Kernel& k = ks[i];
+    if (!k.known || k.channels == 0) return std::nullopt;
+    if (c.streams[i].ops.back().e->op_seq != c.streams[0].ops.back().e->op_seq) return std::nullopt;
+    if (k.started == 0 && en.now() - k.launched_ns >= kDeviceStallNs) {
+      f.culprits.push_back(i);
+    } else if (k.started > 0) {
+      f.others.push_back(i);
+    } else {
+      return std::nullopt;  // launched under a second ago: not yet a finding
+    }
+  }
+  if (f.culprits.empty() || f.others.empty()) return std::nullopt;
+  f.op = c.streams[f.culprits.front()].ops.back().e;
+  return f;
+}
+
+// The ranks still in op N started its kernel and it never stopped, while the others finished N
+// (they wait in N + 1); every connection into the former delivered what its sender sent, as the
+// transport counters say (without them the data may be what is missing: no finding).
+std::optional<Finding> neverFinished(const Engine& en, const CommStreams& c,
+                                     const std::vector<Kernel>& ks, const EventRecord& op) {
+  Finding f;
+  f.never_started = false;
+  f.op = &op;
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const Kernel& k = ks[i];
+    if (c.streams[i].ops.back().e->op_seq != op.op_seq) {
+      f.others.push_back(i);
+    } else if (k.known && k.started > 0 && k.stopped < k.channels &&
+               en.now() - k.started_ns >= kDeviceStallNs) {
+      f.culprits.push_back(i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (f.culprits.empty() || f.others.empty()) return std::nullopt;
+  std::vector<LinkEnd> ends;
+  for (const Stream& s : c.streams)
+    ends.push_back({s.ops.back().e->rank(), &en.set().ranks[s.rank].links, s.ops.back().e->index});
+  const std::vector<Connection> conns = connectionsOf(c.comm_id, ends, en.now());
+  for (size_t culprit : f.culprits) {
+    bool delivered = false;
+    for (const Connection& k : conns) {
+      if (k.to_end != culprit) continue;
+      if (k.stalled || !k.has_send || !k.has_recv || k.received < k.sent) return std::nullopt;
+      delivered = true;
+    }
+    if (!delivered) return std::nullopt;
+  }
+  return f;
+}
+
+EvidenceTable kernelTable(const Engine& en, const CommStreams& c, const std::vector<Kernel>& ks,
+                          const Finding& f, const std::string& name) {
+  EvidenceTable t;
+  t.title = "kernel channels on comm " + shortCommId(c.comm_id) + " around " + name + " per rank";
+  t.columns = {"rank", "waits_in", "channels", "started", "stopped", "launched", "last_started"};
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const Kernel& k = ks[i];
+    const EventRecord& e = *c.streams[i].ops.back().e;
+    auto count = [&](uint32_t n) {
+      return k.known ? TableCell::of(int64_t{n}) : TableCell::none();
+    };
+    t.rows.push_back({TableCell::of(en.ranksOf(c, {i}).front()),
+                      TableCell::of("#" + std::to_string(e.op_seq)), count(k.channels),
+                      count(k.started), count(k.stopped),
+                      TableCell::of(clockTime(k.known ? k.launched_ns : 0)),
+                      TableCell::of(clockTime(k.known && k.started > 0 ? k.started_ns : 0))});
+    t.marked.push_back(std::find(f.culprits.begin(), f.culprits.end(), i) != f.culprits.end());
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<Verdict> findDeviceStalled(const Engine& en) {
+  const CommStreams* c = en.firstPending();
+  if (c == nullptr || c->streams.size() < 2) return std::nullopt;
+  const EventRecord* op = opEveryRunningRankIsIn(en, *c);
+  if (op == nullptr) return std::nullopt;
+  std::vector<Kernel> ks;
+  for (const Stream& s : c->streams) ks.push_back(kernelOf(en, *c, s));
+  std::optional<Finding> f = neverStarted(en, *c, ks);
+  if (!f) f = neverFinished(en, *c, ks, *op);
+  if (!f) return std::nullopt;
+  const size_t first = f->culprits.front();
+  const Stream& held = c->streams[first];
+  Verdict v;
+  v.cls = VerdictClass::kDeviceStalled;
+  v.ranks = en.ranksOf(*c, f->culprits);
+  v.waiting = en.ranksOf(*c, f->others);
+  v.comm_id = c->comm_id;
+  v.seq = f->op->op_seq;
+  v.op = f->op->op;
+  v.site = en.siteAt(en.set().ranks[held.rank], *f->op);
+  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
+  const Kernel& k = ks[first];
+  std::string gpus = gpuOf(en, *c, first);
+  for (size_t i = 1; i < f->culprits.size(); ++i) gpus += " and " + gpuOf(en, *c, f->culprits[i]);
+  const bool one = f->culprits.size() == 1;
+  if (f->never_started) {
+    v.headline =
+        gpus + " never started the kernel of " + name + " on comm " + shortCommId(v.comm_id) +
+        " from " + describeCallSite(v.site) + ", launched " + seconds(en.now() - k.launched_ns) +
+        " ago, while the GPUs of " + ranksWord(v.waiting) + " run theirs; " + ranksWord(v.waiting) +
+        (v.waiting.size() == 1 ? " waits" : " wait") + " for " + (one ? "it" : "them") + " in #" +
+        std::to_string(v.seq) + "; suspect " + (one ? "that GPU or its" : "those GPUs or their") +
+        " stream: a kernel queued before it that does not end, or a GPU that stopped "
+        "(Xid errors in the kernel log)";
+  } else {
+    v.headline = gpus + " started the kernel of " + name + " on comm " + shortCommId(v.comm_id) +
+                 " from " + describeCallSite(v.site) + " at " + clockTime(k.started_ns) +
+                 " and it never finished, though every step sent to " + (one ? "it" : "them") +
+                 " arrived, while " + ranksWord(v.waiting) + " finished theirs and " +
+                 (v.waiting.size() == 1 ? "waits" : "wait") + " in the next one; suspect " +
+                 (one ? "that GPU" : "those GPUs");
+  }
+  en.addEvidence(*c, held.ops.size() - 1, v);
+  v.tables.push_back(kernelTable(en, *c, ks, *f, name));
+  return v;
+}
+
+}  // namespace ncclrec::analyzer::engine

@@ -1,0 +1,24 @@
+// What the rules of hangs inside a collective every rank entered share (transport_stalled,
+// device_stalled): the op the ranks of a communicator wait in when nothing of the program
+// diverged, and how its times are written.
+#pragma once
+
+#include <string>
+
+#include "analyzer/engine.h"
+
+namespace ncclrec::analyzer::engine {
+
+// Every stream's newest op on `c` is pending, the same call (op, site, shape) on every rank, and
+// they are at most one apart (a ring's ranks that got all their data of op N finish it while
+// those whose data was lost still wait in it); each rank still runs. The op the ranks are in
+// (the earlier one when they straddle two); nullptr otherwise.
+const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c);
+
+// "12:35:48.828 UTC"; "-" for 0.
+std::string clockTime(int64_t ns);
+
+// "rank 3 (host nodeb)", "rank 3" when its host is not recorded.
+std::string rankOnHost(const Engine& en, const CommStreams& c, size_t stream);
+
+}  // namespace ncclrec::analyzer::engine
