@@ -68,19 +68,24 @@ class StoreClient {
     return client;
   }
 
+  // How long one request may wait for the store to take it and answer (beyond the wait a get
+  // or wait asks for); 30 s unless set. A short one suits a client whose calls must not hold up
+  // its caller on a network that stopped (the agents' heartbeat).
+  void setIoTimeout(std::chrono::milliseconds timeout) { io_timeout_ = timeout; }
+
   StoreClient(StoreClient&&) noexcept = default;
   StoreClient& operator=(StoreClient&&) noexcept = default;
 
   base::Status set(const std::string& key, const std::string& value) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kSet)).str(prefix_ + key).str(value),
-                  Clock::now() + kIoTimeout);
+                  Clock::now() + io_timeout_);
     return r.ok() ? expect(*r, store::Reply::kOk, key) : r.status();
   }
 
   // The value of `key`, waiting up to `timeout_s` for another process to set it.
   base::StatusOr<std::string> get(const std::string& key, double timeout_s) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kGet)).str(prefix_ + key).i64(toMs(timeout_s)),
-                  Clock::now() + toDuration(timeout_s) + kIoTimeout);
+                  Clock::now() + toDuration(timeout_s) + io_timeout_);
     if (!r.ok()) return r.status();
     if (r->code == store::Reply::kTimeout)
       return base::Status::error("store " + endpoint_ + ": key '" + key + "' not set after " +
@@ -92,7 +97,7 @@ class StoreClient {
   // The value of `key` now, nullopt when it is not set; never waits.
   base::StatusOr<std::optional<std::string>> tryGet(const std::string& key) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kGet)).str(prefix_ + key).i64(0),
-                  Clock::now() + kIoTimeout);
+                  Clock::now() + io_timeout_);
     if (!r.ok()) return r.status();
     if (r->code == store::Reply::kTimeout) return std::optional<std::string>();
     NCCLREC_RETURN_IF_ERROR(expect(*r, store::Reply::kValue, key));
@@ -105,7 +110,7 @@ class StoreClient {
     e.i64(static_cast<int64_t>(keys.size()));
     for (const auto& k : keys) e.str(prefix_ + k);
     e.i64(toMs(timeout_s));
-    auto r = call(e, Clock::now() + toDuration(timeout_s) + kIoTimeout);
+    auto r = call(e, Clock::now() + toDuration(timeout_s) + io_timeout_);
     if (!r.ok()) return r.status();
     if (r->code == store::Reply::kTimeout)
       return base::Status::error("store " + endpoint_ + ": keys not all set after " +
@@ -116,7 +121,7 @@ class StoreClient {
   // Adds `delta` to the integer at `key` (absent: 0) and returns the new value.
   base::StatusOr<int64_t> add(const std::string& key, int64_t delta) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kAdd)).str(prefix_ + key).i64(delta),
-                  Clock::now() + kIoTimeout);
+                  Clock::now() + io_timeout_);
     if (!r.ok()) return r.status();
     NCCLREC_RETURN_IF_ERROR(expect(*r, store::Reply::kInt, key));
     return r->number;
@@ -130,7 +135,7 @@ class StoreClient {
                       .str(prefix_ + key)
                       .str(expected)
                       .str(desired),
-                  Clock::now() + kIoTimeout);
+                  Clock::now() + io_timeout_);
     if (!r.ok()) return r.status();
     NCCLREC_RETURN_IF_ERROR(expect(*r, store::Reply::kValue, key));
     return std::move(r->text);
@@ -139,7 +144,7 @@ class StoreClient {
   // True when the key existed.
   base::StatusOr<bool> remove(const std::string& key) {
     auto r = call(store::Encoder(uint8_t(store::Cmd::kDelete)).str(prefix_ + key),
-                  Clock::now() + kIoTimeout);
+                  Clock::now() + io_timeout_);
     if (!r.ok()) return r.status();
     NCCLREC_RETURN_IF_ERROR(expect(*r, store::Reply::kInt, key));
     return r->number != 0;
@@ -197,6 +202,7 @@ class StoreClient {
   format::FrameSocket socket_;
   std::string endpoint_;
   std::string prefix_;
+  std::chrono::milliseconds io_timeout_ = kIoTimeout;
 };
 
 // Rank `is_root` publishes `size` bytes at `data` under `key`; every other process of the job

@@ -124,6 +124,7 @@ Outcome Agent::monitor() {
       const std::string text = writeTrigger(report::ReportReason::kHang, hang->line);
       if (multi() && !hang_shared_) {
         hang_shared_ = true;
+        publishTimeline(*hang);  // before the hang: a node that sees the hang finds it
         publishOnce(jobKey("hang"), host_ + ": " + text);
       }
       superviseHang(report::ReportReason::kHang, text, attempt_start_ns_, &*hang);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,22 @@
 
 namespace ncclrec::launcher {
 
+double Agent::silentFor(SilenceWatch* watch, int node) {
+  auto beats = rdzv_->tryGet(heartbeatKey(node));
+  if (beats.ok()) watch->observe(node, *beats, monoS());
+  return watch->silentFor(node, monoS());
+}
+
+std::string Agent::nodeSilentLine(int node, double silent_s) const {
+  char secs[32];
+  snprintf(secs, sizeof(secs), "%.1f", silent_s);
+  return "node " + std::to_string(node) + " (host " + node_hosts_[static_cast<size_t>(node)] +
+         "): not heard from for " + secs + " s (its agent stopped counting at " +
+         heartbeatKey(node) +
+         " in the job's store: the network between it and node 0 stopped, or the node did); "
+         "not waiting for its recordings";
+}
+
 bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& workers,
                                      double wait_s) {
   std::vector<std::string> paths;
@@ -16,7 +33,9 @@ bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& work
     if (!path.empty()) paths.push_back(path);
   }
   const std::string prefix = jobKey("recordings/" + std::to_string(o_.node_rank) + "/");
-  auto sent = sendRecordings(*rdzv_, prefix, o_.node_rank, host_, workers, paths);
+  auto sent = sendRecordings(*rdzv_, prefix, o_.node_rank, host_, workers, paths, [this] {
+    if (heartbeat_) heartbeat_->beat(monoS());
+  });
   if (!sent.ok()) {
     say("cxxrun: could not send this node's recordings to node 0: " + sent.status().message() +
         "; writing this node's own report instead");
@@ -44,16 +63,19 @@ bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& work
 }
 
 // Node 0: takes what the other nodes send until `deadline_s` (monoS), writes it under
-// dump_dir/nodeN/ and adds their nodes, workers and warnings to the report's input.
+// dump_dir/nodeN/ and adds their nodes, workers and warnings to the report's input. A node whose
+// heartbeat stopped for kSilentNodeS is not waited for: node 0 can no longer hear it.
 void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s) {
   in->nodes.push_back({0, host_, facts_.dump_dir, 0, false});
-  std::vector<int> pending;
+  std::vector<int> pending, unheard;
   for (int r = 1; r < o_.nnodes; ++r) pending.push_back(r);
   if (!pending.empty()) {
     say("cxxrun: waiting up to " + std::to_string(static_cast<int>(deadline_s - monoS() + 0.5)) +
-        " s for the recordings of the other " + std::to_string(pending.size()) + " node(s)");
+        " s for the recordings of the other " + std::to_string(pending.size()) +
+        " node(s), less for one not heard from for " + std::to_string(int(kSilentNodeS)) + " s");
   }
   std::vector<NodeRecordings> got;
+  SilenceWatch silence;
   while (!pending.empty()) {
     for (size_t i = 0; i < pending.size();) {
       const int r = pending[i];
@@ -62,21 +84,27 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
       if (!rec.ok()) {
         in->warnings.push_back("node " + std::to_string(r) + ": " + rec.status().message());
         if (rec.status().message().find("store ") == 0) store_lost_ = true;
-      } else if (!rec->has_value()) {
-        ++i;
-        continue;
-      } else {
+        unheard.push_back(r);
+      } else if (rec->has_value()) {
         NodeRecordings& n = **rec;
         n.node_rank = r;  // the key says which node; the manifest only describes it
         in->nodes.push_back({r, n.host, dir, n.files.size(), false});
         got.push_back(std::move(n));
+      } else if (const double silent_s = silentFor(&silence, r); silent_s >= kSilentNodeS) {
+        in->warnings.push_back(nodeSilentLine(r, silent_s));
+        say("cxxrun: " + in->warnings.back());
+        unheard.push_back(r);
+      } else {
+        ++i;
+        continue;
       }
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
     }
     if (pending.empty() || store_lost_ || stopping_ || monoS() >= deadline_s) break;
     pump(50);
   }
-  for (int r : pending) {
+  unheard.insert(unheard.end(), pending.begin(), pending.end());
+  for (int r : unheard) {
     const std::string& host = node_hosts_[static_cast<size_t>(r)];
     in->nodes.push_back({r, host, "", 0, true});
     for (int lr = 0; lr < o_.nproc_per_node; ++lr) {

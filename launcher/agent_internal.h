@@ -13,7 +13,8 @@
 // Not for use outside the agent.
 //
 // Store keys of the agents: "rdzv/..." for the rendezvous, "job/a<ATTEMPT>/..." for what happens
-// in one attempt (workers use "attempt<N>/...", store_client.h).
+// in one attempt, "alive/<NODE>" for the heartbeats (heartbeat.h) (workers use "attempt<N>/...",
+// store_client.h).
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +32,7 @@
 #include "format/store_client.h"
 #include "launcher/agent_util.h"
 #include "launcher/failure_text.h"
+#include "launcher/heartbeat.h"
 #include "launcher/options.h"
 #include "launcher/store_server.h"
 #include "launcher/worker_env.h"
@@ -97,6 +99,11 @@ class Agent {
   // stall says it resumed): warnings said, a hang returned.
   void startLive();
   std::optional<live::DetectorEvent> pollLive(bool now = false);
+  // Several nodes: the detection's timeline in the store (jobKey("hang_timeline"), JSON, first
+  // writer wins), so that the report another node makes of this hang has it too; and, for a hang
+  // published by another node, that node's timeline into the report's input (false: none).
+  void publishTimeline(const live::DetectorEvent& hang);
+  bool readRemoteTimeline(report::HangReportInput* in);
   // The end of an attempt that failed with no restart left: the ranks still running dump first
   // (when the attempt recorded anything), then they are stopped, the summary is printed and, with
   // recordings, the analyzer's verdict and report.json follow.
@@ -138,6 +145,9 @@ class Agent {
   // Multi-node hangs: the first of an attempt gets one job-wide report on node 0.
   bool sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& workers, double wait_s);
   void receiveFromOtherNodes(report::HangReportInput* in, double deadline_s);
+  // Node 0: observes `node`'s heartbeat in the store; seconds it has been silent.
+  double silentFor(SilenceWatch* watch, int node);
+  std::string nodeSilentLine(int node, double silent_s) const;
   // Node 0, after the job-wide report: tells the other nodes where it is and waits a moment for
   // those that sent recordings to read it (then the store may go away).
   void shareReport(const base::StatusOr<std::string>& path,
@@ -179,9 +189,10 @@ class Agent {
   bool hang_shared_ = false;  // this attempt's hang is known to every node (published or seen)
   bool gathered_ = false;     // this attempt's job-wide hang report was made (or sent)
   bool store_lost_ = false;   // node 0's store went away: no restart, no more rendezvous
-  std::vector<std::string> node_hosts_;    // by node rank, after the rendezvous
-  std::string node0_run_dir_;              // node 0's run directory, where the job's report goes
-  std::unique_ptr<live::Collector> live_;  // this attempt's black boxes, read live
+  std::vector<std::string> node_hosts_;       // by node rank, after the rendezvous
+  std::string node0_run_dir_;                 // node 0's run directory, where the job's report goes
+  std::optional<HeartbeatSender> heartbeat_;  // nodes but node 0, after the rendezvous: pump()
+  std::unique_ptr<live::Collector> live_;     // this attempt's black boxes, read live
   std::optional<live::Detector> detector_;
   double next_live_s_ = 0;   // monoS() of the next detection
   int64_t detected_ns_ = 0;  // when the live detector declared the hang being supervised

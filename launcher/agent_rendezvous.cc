@@ -89,6 +89,7 @@ int Agent::rendezvous(bool hosting) {
   }
   auto dir = rdzv_->tryGet("rdzv/node0_run_dir");
   if (dir.ok() && dir->has_value()) node0_run_dir_ = **dir;
+  if (o_.node_rank != 0) heartbeat_.emplace(facts_.store_endpoint, facts_.token, o_.node_rank);
   return kExitOk;
 }
 

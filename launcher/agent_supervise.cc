@@ -74,6 +74,8 @@ void Agent::superviseHang(report::ReportReason reason, const std::string& trigge
     in.stall_began_ns = detected->assessment.since_ns;
     in.detected_ns = detected_ns_;
     in.detection = detected->line;
+  } else if (reason == report::ReportReason::kHang && multi() && !remote_hang_.empty()) {
+    (void)readRemoteTimeline(&in);  // another node's detector declared it
   }
   in.workers = workerInfos();
   // The first hang of an attempt on several nodes gets one report, on node 0, over every node's

@@ -140,6 +140,8 @@ void Agent::emit(Worker& w, Stream& s, bool flush_partial) {
 }
 
 void Agent::pump(int timeout_ms) {
+  // Every wait of the agent passes here: node 0 hears this node as long as it waits on anything.
+  if (heartbeat_) heartbeat_->beat(monoS());
   std::vector<pollfd> fds;
   std::vector<std::pair<Worker*, Stream*>> owners;
   fds.push_back({sigfd_, POLLIN, 0});

@@ -58,7 +58,8 @@ uint64_t fnv1a64(std::string_view bytes) {
 base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::string& prefix,
                                         int node_rank, const std::string& host,
                                         const std::vector<report::WorkerInfo>& workers,
-                                        const std::vector<std::string>& paths) {
+                                        const std::vector<std::string>& paths,
+                                        const std::function<void()>& after_chunk) {
   const std::string who = "node " + std::to_string(node_rank) + " (host " + host + ")";
   Json manifest;
   manifest["node"] = node_rank;
@@ -96,6 +97,7 @@ base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::s
     for (size_t c = 0; c < chunks; ++c) {
       NCCLREC_RETURN_IF_ERROR(
           store.set(chunkKey(prefix, index, c), bytes->substr(c * kChunkBytes, kChunkBytes)));
+      if (after_chunk) after_chunk();
     }
     manifest["files"].push_back({{"name", name},
                                  {"size", bytes->size()},

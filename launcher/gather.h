@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,10 +45,12 @@ struct NodeRecordings {
 // Sends the files at `paths` (names kept, directories dropped) and the node's workers under
 // `prefix`. Fails only when the store fails; a file that cannot be read, or that would pass
 // kMaxSendBytes, is left out and named in the manifest's warnings. Returns the bytes sent.
+// `after_chunk`, when set, runs after each chunk (the agent's heartbeat, during a long send).
 base::StatusOr<uint64_t> sendRecordings(format::StoreClient& store, const std::string& prefix,
                                         int node_rank, const std::string& host,
                                         const std::vector<report::WorkerInfo>& workers,
-                                        const std::vector<std::string>& paths);
+                                        const std::vector<std::string>& paths,
+                                        const std::function<void()>& after_chunk = nullptr);
 
 // nullopt while the manifest under `prefix` is not in the store; else writes the node's files
 // into `dir` (created when needed) and returns what arrived. A file whose chunks are missing, or

@@ -413,14 +413,43 @@ TEST(MultiNode, AHangGetsOneVerdictOnNodeZeroOverEveryNodesRanks) {
   EXPECT_EQ(j["nodes"][1]["files"], 2);
 }
 
-// A node whose agent cannot answer (stopped here with SIGSTOP) holds the report up for no
-// longer than NCCLREC_DUMP_WAIT (+5 s) and is named in it.
+// Node 1's detector declares the hang (node 0's is off, its ranks' watchdogs far away): node 0's
+// job-wide report has node 1's timeline, saying which node detected it.
+TEST(MultiNode, AHangDetectedOnAnotherNodeKeepsItsTimelineInNodeZerosReport) {
+  ncclrec::support::TempDir dir;
+  const int port = freePort();
+  SpawnOptions oa = gatedOnRank3(dir, port, "a", "600");
+  oa.env["NCCLREC_WATCHER"] = "off";
+  auto a = start(oa);
+  auto b = start(gatedOnRank3(dir, port, "b", "600"));
+  const ProcessResult ra = a->wait(90s), rb = b->wait(90s);
+  EXPECT_TRUE(ra.exitedWith(3)) << ra.describe();
+  EXPECT_TRUE(rb.exitedWith(3)) << rb.describe();
+  EXPECT_NE(rb.err.find("cxxrun: hang detected;"), std::string::npos) << rb.err;
+  EXPECT_TRUE(std::regex_search(
+      ra.err, std::regex("cxxrun: timeline: the stall began at [0-9:.]+ \\(the last NCCL call or "
+                         "completion of any rank\\); detected after [0-9.]+ s on node 1 \\(host "
+                         "[^)]+\\); verdict after [0-9.]+ s\n")))
+      << ra.err;
+  auto text = ncclrec::support::readFile(dir.path() + "/a/mn/attempt_0/report.json");
+  ASSERT_TRUE(text);
+  const auto j = nlohmann::json::parse(*text);
+  ASSERT_TRUE(j["timeline"].is_object()) << j.dump(2);
+  EXPECT_EQ(j["timeline"]["detected_by"].get<std::string>().rfind("node 1 (host ", 0), 0u);
+  EXPECT_GT(j["timeline"]["stall_began_ns"].get<int64_t>(), 0);
+  EXPECT_LT(j["timeline"]["detected_after_s"].get<double>(), 15);
+  EXPECT_EQ(j["timeline"]["detection"].get<std::string>().rfind("hang (", 0), 0u);
+  EXPECT_EQ(j["verdict"]["class"], "rank_gated_collective");
+}
+
+// A node whose agent cannot answer (stopped here with SIGSTOP) is named in the report, and holds it
+// up for no longer than its heartbeat's silence (3 s), however long NCCLREC_DUMP_WAIT (+5 s) is.
 TEST(MultiNode, ANodeThatSendsNothingIsNamedInTheReport) {
   ncclrec::support::TempDir dir;
   const int port = freePort();
   SpawnOptions oa = gatedOnRank3(dir, port, "a", "2");
   SpawnOptions ob = gatedOnRank3(dir, port, "b", "600");
-  oa.env["NCCLREC_DUMP_WAIT"] = ob.env["NCCLREC_DUMP_WAIT"] = "1";
+  oa.env["NCCLREC_DUMP_WAIT"] = ob.env["NCCLREC_DUMP_WAIT"] = "30";
   auto a = start(oa);
   auto b = start(ob);
   // Stop node 1's agent once its ranks are recording (their workers go on), before node 0's
@@ -443,7 +472,11 @@ TEST(MultiNode, ANodeThatSendsNothingIsNamedInTheReport) {
   b->signal(SIGKILL);
   b->wait(30s);
   EXPECT_TRUE(ra.exitedWith(3)) << ra.describe();
-  EXPECT_LT(took, 30s);
+  EXPECT_LT(took, 20s);  // NCCLREC_DUMP_WAIT + 5 s would be 35 s
+  EXPECT_TRUE(std::regex_search(ra.err, std::regex("cxxrun: node 1 \\(host [^)]+\\): not heard "
+                                                   "from for [0-9.]+ s \\(its agent stopped "
+                                                   "counting at alive/1 in the job's store")))
+      << ra.err;
   EXPECT_NE(ra.err.find("cxxrun: warning: no data from node 1 (host "), std::string::npos)
       << ra.err;
   auto text = ncclrec::support::readFile(dir.path() + "/a/mn/attempt_0/report.json");

@@ -150,6 +150,49 @@ void addRecording(const format::RankData& r, const analyzer::CallSites& sites, J
   (*j)["last_op"] = std::move(ej);
 }
 
+// The recordings of workers whose node sent nothing, found anyway in the directories loaded (a
+// dump directory on a filesystem the nodes share), by global rank; matched by host and rank.
+std::map<int, const format::RankData*> sharedRecordings(
+    const HangReportInput& in, const std::vector<format::RankData>& ranks) {
+  std::map<int, const format::RankData*> out;
+  for (const WorkerInfo& w : in.workers) {
+    if (!w.no_data) continue;
+    for (const auto& r : ranks)
+      if (r.global_rank == w.rank && r.host == w.host) out[w.rank] = &r;
+  }
+  return out;
+}
+
+// "no data from node N (host H): ..." for each node that sent nothing: whether its ranks are in the
+// verdict anyway.
+std::vector<std::string> noDataWarnings(const HangReportInput& in,
+                                        const std::vector<format::RankData>& ranks) {
+  const auto shared = sharedRecordings(in, ranks);
+  std::vector<std::string> out;
+  for (const NodeInfo& n : in.nodes) {
+    if (!n.no_data) continue;
+    int of = 0, found = 0;
+    for (const WorkerInfo& w : in.workers) {
+      if (!w.no_data || w.node != n.node) continue;
+      ++of;
+      found += shared.count(w.rank) != 0 ? 1 : 0;
+    }
+    std::string line = "no data from node " + std::to_string(n.node) + " (host " + n.host + ")";
+    if (found == 0) {
+      line += ": its ranks are missing from the verdict";
+    } else if (found == of) {
+      line +=
+          "; its ranks' recordings are in the dump directory the nodes share, and in the verdict";
+    } else {
+      line += ": " + std::to_string(of - found) + " of its " + std::to_string(of) +
+              " ranks are missing from the verdict (the others' recordings are in the shared "
+              "dump directory)";
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 // report.json's "ranks": one entry per worker the launcher knows, matched with its recording.
 Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& ranks) {
   // Pids repeat across hosts: a worker is matched by host and pid (by pid alone when the
@@ -160,6 +203,7 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
     by_host_pid[{r.host, r.pid}] = &r;
     by_pid[r.pid] = &r;
   }
+  const auto shared = sharedRecordings(in, ranks);
   // The last op's call site by the verdict's rule (plumbing learnt from every rank), with the
   // names the dumps hold (no module files read: --events does the same).
   const analyzer::CallSites sites(ranks, {}, /*read_modules=*/false);
@@ -171,9 +215,16 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
       j[rj::kHost] = w.host;
     }
     if (w.no_data) {
-      j[rj::kPid] = nullptr;
-      j["recording"] = nullptr;
       j["note"] = "no data from node " + std::to_string(w.node) + " (host " + w.host + ")";
+      if (auto it = shared.find(w.rank); it != shared.end()) {
+        // Its node sent nothing, but its recording is in a directory the nodes share.
+        j[rj::kPid] = it->second->pid;
+        j["note"] = j["note"].get<std::string>() + "; its recording is in the shared directory";
+        addRecording(*it->second, sites, &j);
+      } else {
+        j[rj::kPid] = nullptr;
+        j["recording"] = nullptr;
+      }
       out.push_back(std::move(j));
       continue;
     }
@@ -222,17 +273,13 @@ Report buildReport(const HangReportInput& in) {
     if (!n.dir.empty() && n.dir != in.dump_dir) rep.dirs.push_back(n.dir);
   if (!in.nodes.empty()) {
     doc["nodes"] = Json::array();
-    for (const NodeInfo& n : in.nodes) {
-      doc["nodes"].push_back(nodeJson(n));
-      if (n.no_data) {
-        doc["warnings"].push_back("no data from node " + std::to_string(n.node) + " (host " +
-                                  n.host + "): its ranks are missing from the verdict");
-      }
-    }
+    for (const NodeInfo& n : in.nodes) doc["nodes"].push_back(nodeJson(n));
   }
-  for (const std::string& w : in.warnings) doc["warnings"].push_back(w);
   std::vector<format::RankData> ranks;
   auto loaded = format::loadPaths(rep.dirs);
+  for (const std::string& w : noDataWarnings(in, loaded.ok() ? loaded->ranks : ranks))
+    doc["warnings"].push_back(w);
+  for (const std::string& w : in.warnings) doc["warnings"].push_back(w);
   if (loaded.ok()) {
     // What this launcher saw: a rank killed by SIGKILL left no mark, and its peers may have
     // dumped before its heartbeat went stale; a rank that stopped running could not dump.
@@ -365,6 +412,7 @@ Json timelineJson(const HangReportInput& in, int64_t verdict_ns) {
   t["detected_after_s"] = after(in.detected_ns);
   t["verdict_after_s"] = after(verdict_ns);
   t["detection"] = in.detection;
+  if (!in.detected_by.empty()) t["detected_by"] = in.detected_by;
   return t;
 }
 
@@ -384,6 +432,10 @@ std::string timelineText(const std::string& tool, const Json& t) {
     s += buf;
   };
   after("detected", "detected_after_s");
+  if (t.contains("detected_by") && !t["detected_after_s"].is_null()) {
+    s.pop_back();
+    s += " on " + t["detected_by"].get<std::string>() + ";";
+  }
   after("verdict", "verdict_after_s");
   if (s.back() == ';') s.pop_back();
   return s + "\n";

@@ -71,6 +71,9 @@ struct HangReportInput {
   int64_t stall_began_ns = 0;
   int64_t detected_ns = 0;
   std::string detection;  // the detector's line, e.g. "hang (certain, no progress for 1.0 s): ..."
+  // Another node's agent detected it: "node 1 (host nodeb)" (its clock gave the two times above);
+  // "" when this tool did.
+  std::string detected_by;
   std::string tool = "cxxrun";  // what the printed lines start with
 };
 

@@ -129,6 +129,52 @@ TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
   EXPECT_EQ(doc["warnings"].size(), 2u) << doc["warnings"].dump();
 }
 
+// A node that sent nothing (node 0 could not hear it) on a dump directory the nodes share: its
+// ranks' black boxes are there, so they are in the verdict and report.json says so, rank by rank.
+TEST(HangReport, ANodeThatSentNothingIsStillReadFromASharedDirectory) {
+  TempDir dir;
+  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
+  writeStuckRank(dir, "hostA", 1, 701, 4, 4096);
+  writeStuckRank(dir, "hostB", 2, 700, 4, 4096);  // node 1's, on the shared directory
+  HangReportInput in;
+  in.run_id = "r";
+  in.reason = ReportReason::kHang;
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 701, "", "hostA", 0)};
+  for (int rank : {2, 3}) {
+    WorkerInfo w = worker(rank, 0, "", "hostB", 1);
+    w.no_data = true;
+    in.workers.push_back(w);
+  }
+  in.nodes = {{0, "hostA", dir.path(), 0, false}, {1, "hostB", "", 0, true}};
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  std::ifstream f(*path);
+  const auto doc = nlohmann::json::parse(f);
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  EXPECT_EQ(doc["ranks"][2]["pid"], 700);
+  EXPECT_EQ(doc["ranks"][2]["recording"]["host"], "hostB");
+  EXPECT_EQ(doc["ranks"][2]["note"],
+            "no data from node 1 (host hostB); its recording is in the shared directory");
+  EXPECT_TRUE(doc["ranks"][3]["recording"].is_null());
+  EXPECT_TRUE(doc["ranks"][3]["pid"].is_null());
+  ASSERT_EQ(doc["warnings"].size(), 1u) << doc["warnings"].dump();
+  EXPECT_EQ(doc["warnings"][0],
+            "no data from node 1 (host hostB): 1 of its 2 ranks are missing from the verdict (the "
+            "others' recordings are in the shared dump directory)");
+  // Both of its ranks there: nothing is missing.
+  writeStuckRank(dir, "hostB", 3, 701, 4, 4096);
+  std::ostringstream again;
+  path = writeHangReport(in, again);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_NE(again.str().find("cxxrun: warning: no data from node 1 (host hostB); its ranks' "
+                             "recordings are in the dump directory the nodes share, and in the "
+                             "verdict"),
+            std::string::npos)
+      << again.str();
+}
+
 // What the report writes, the readers of other processes read back (format/report_json.h).
 TEST(HangReport, ItsReadersReadBackWhatItWrites) {
   TempDir dir;

@@ -11,10 +11,15 @@
 #            must name the connections between the hosts (transport_stalled, "suspect the
 #            network between nodea and nodeb") within 15 s of the cut, default settings, and
 #            ncclrec-analyze on the directory must say the same.
+#   shared   one link carries both (data on the management veth), as a small cluster's one
+#            network does (NCCLREC_DIR stays shared: storage on its own network): when it goes down
+#            node 0 hears nothing more from node 1's agent. Node 0 must stop waiting for node 1's
+#            recordings once that agent has been silent for 3 s, say so in the report, and name
+#            the connections between the hosts within 15 s of the cut.
 #   healthy  the same job, short, no cut: no alarm.
 # Traffic stays inside the two namespaces. Needs root (ip netns); exits 77 (skipped, with the
 # reason) without it.
-#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|healthy
+#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|shared|healthy
 set -uo pipefail
 cxxrun=$1 scenario=$2 analyze=$3 shim=$4 mode=$5
 TAG=nlc SUBNET=79 . "$(dirname "$0")/two_hosts.sh"
@@ -27,7 +32,7 @@ ip -n "$a" addr add "$data.1/24" dev "${tag}da" && ip -n "$b" addr add "$data.2/
 ip -n "$a" link set "${tag}da" up && ip -n "$b" link set "${tag}db" up || fail "data link not up"
 
 steps=4
-[[ $mode == cut ]] && steps=100000000
+[[ $mode != healthy ]] && steps=100000000
 agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
   ip netns exec "$1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$3" \
     env -u CXXRUN_STORE -u NCCLREC_RUN_ID -u NCCLREC_TIMEOUT -u HOSTNCCL_TIMEOUT \
@@ -39,25 +44,27 @@ agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
     > "$work/node$2.out" 2> "$work/node$2.err"
 }
 start=$SECONDS
-agent "$a" 0 nodea "${tag}da" & pa=$!
-agent "$b" 1 nodeb "${tag}db" & pb=$!
+data_a=${tag}da cut_link=${tag}db
+[[ $mode == shared ]] && data_a=${tag}va cut_link=${tag}vb
+agent "$a" 0 nodea "$data_a" & pa=$!
+agent "$b" 1 nodeb "$cut_link" & pb=$!
 attempt="$work/dumps/lc/attempt_0"
 
-if [[ $mode == cut ]]; then
+if [[ $mode != healthy ]]; then
   # Every rank's newest call is an all-reduce: the communicator exists and the loop runs (a cut
   # during the rendezvous would be a creation hang, another test's matter).
   for _ in $(seq 300); do
-    (( $("$analyze" --events --last 1 "$attempt" 2> /dev/null | grep -c " ncclAllReduce ") == 4 )) &&
-      break
+    n=$("$analyze" --events --last 1 "$attempt" 2> /dev/null | grep -c " ncclAllReduce ")
+    (( n == 4 )) && break
     sleep 0.1
   done
   sleep 0.5
-  ip -n "$b" link set "${tag}db" down || fail "cannot take the data link down"
+  ip -n "$b" link set "$cut_link" down || fail "cannot take the link down"
   cut=$SECONDS
-  echo "data link of nodeb down $((cut - start)) s after the start"
+  echo "link $cut_link of nodeb down $((cut - start)) s after the start"
 fi
 wait "$pa"; ea=$?
-[[ $mode == cut ]] && after_cut=$((SECONDS - cut))
+[[ $mode != healthy ]] && after_cut=$((SECONDS - cut))
 wait "$pb"; eb=$?
 took=$((SECONDS - start))
 
@@ -83,6 +90,18 @@ h = v["headline"]
 assert "; suspect the network" in h and "nodea" in h and "nodeb" in h, h
 '
 python3 -c "$check" "$attempt/report.json" || fail "report.json: $(head -c 1500 "$attempt/report.json")"
+if [[ $mode == shared ]]; then
+  grep -q "^cxxrun: node 1 (host nodeb): not heard from for [0-9.]* s " "$work/node0.err" ||
+    fail "node 0 did not say it stopped waiting for the node it cannot hear"
+  silent='
+import json, sys
+w = json.load(open(sys.argv[1]))["warnings"]
+assert any("not heard from for" in x for x in w), w
+assert any("recordings are in the dump directory the nodes share" in x for x in w), w
+'
+  python3 -c "$silent" "$attempt/report.json" || fail "report.json warnings: $(head -c 3000 "$attempt/report.json")"
+  grep "not heard from" "$work/node0.err"
+fi
 "$analyze" --json "$attempt" > "$work/verdict.json" 2> "$work/analyze.err"
 python3 -c "$check" "$work/verdict.json" || fail "offline verdict: $(head -c 1500 "$work/verdict.json")"
 grep "^transport_stalled:" "$work/node0.err" | head -1
