@@ -8,8 +8,13 @@
 #include "analyzer/creation_rules.h"
 #include "analyzer/devices.h"
 #include "analyzer/lifecycle_rules.h"
+#include "analyzer/rules/all_wait_in_one_op.h"
 #include "analyzer/rules/device_stalled.h"
+#include "analyzer/rules/failed_call.h"
+#include "analyzer/rules/no_hang.h"
 #include "analyzer/rules/rank_not_running.h"
+#include "analyzer/rules/slow_rank.h"
+#include "analyzer/rules/stuck_creating_comm.h"
 #include "analyzer/rules/transport_stalled.h"
 #include "analyzer/waits.h"
 
@@ -75,11 +80,13 @@ constexpr NamedRule kRules[] = {
     // Nothing disagrees and no stream stopped while others wait: every rank entered the same op,
     // and one of them stopped running inside it (rules/rank_not_running.h).
     {"rank_not_running", &asRule<&findRankNotRunning>},
-    {"failed_call", &failedCall},
-    {"stuck_creating_comm", &stuckCreatingComm},
-    {"slow_rank", &slowRank},
-    {"no_hang", &noHang},
-    {"all_wait_in_one_op", &allWaitInOneOp},
+    // When no stream shows a divergence or a stop (rules/failed_call.h, ...): a failed call, a
+    // communicator never created, a slow rank, no hang at all, or every rank in one op.
+    {"failed_call", &asRule<&findFailedCall>},
+    {"stuck_creating_comm", &asRule<&findStuckCreatingComm>},
+    {"slow_rank", &asRule<&findSlowRankWhenNothingPends>},
+    {"no_hang", &asRule<&findNoHang>},
+    {"all_wait_in_one_op", &asRule<&findAllWaitInOneOp>},
 };
 
 }  // namespace

@@ -71,17 +71,4 @@ std::optional<Verdict> pendingDivergence(Engine& en);
 // Engine::commOrder() (the table lets an earlier divergence of the same ranks explain it).
 std::optional<Verdict> firstDivergenceOrStop(Engine& en);
 
-// fallback_rules.cc, when no stream shows a divergence or a stop: the job's first failed call
-// (the rank that left on its own when a peer's departure failed it, else nccl_error).
-std::optional<Verdict> failedCall(Engine& en);
-// fallback_rules.cc: nothing pending but a communicator's creation (undecided, naming who waits).
-std::optional<Verdict> stuckCreatingComm(Engine& en);
-// fallback_rules.cc: nothing pending, and one rank is consistently the last to reach each
-// collective (findSlowRank, health.h).
-std::optional<Verdict> slowRank(Engine& en);
-// fallback_rules.cc: nothing pending: every recorded collective completed (no_hang).
-std::optional<Verdict> noHang(Engine& en);
-// fallback_rules.cc: every present rank waits in the same op (undecided). Always a verdict.
-std::optional<Verdict> allWaitInOneOp(Engine& en);
-
 }  // namespace ncclrec::analyzer::engine
