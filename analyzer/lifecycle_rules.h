@@ -3,7 +3,9 @@
 // it, ncclCommSplit called by only some ranks of the parent, and a grouped exchange of sends and
 // receives in which one rank left out a peer. Used by diagnose() before the per-slot alignment:
 // seen from one communicator, each of these looks like a rank that stopped, or like the waiting
-// rank's fault. Each verdict names the rank that deviated, the call and its call site.
+// rank's fault. Each verdict names the rank that deviated, the call and its call site. One file per
+// rule under rules/ (early_comm_end.cc, lone_collective.cc, partial_split.cc, group_peer_skip.cc),
+// with what they share about a rank's calls on a communicator in rules/comm_calls.h.
 #pragma once
 
 #include <optional>

@@ -1,6 +1,6 @@
 // What one recorded call, and one rank's list of calls, say to the verdict rules: pending, refused,
 // failed because a peer was gone, and a rank's newest call of a kind. The one definition the rules
-// share (diagnose.cc, truncation.cc, leavers.cc, p2p_blame.cc, p2p_stop.cc, lifecycle_rules.cc,
+// share (diagnose.cc, truncation.cc, leavers.cc, p2p_blame.cc, p2p_stop.cc, rules/,
 // blame.cc, evidence.cc). Pure functions over format's records.
 #pragma once
 
