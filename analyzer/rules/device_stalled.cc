@@ -94,10 +94,7 @@ std::optional<Finding> neverFinished(const Engine& en, const CommStreams& c,
     }
   }
   if (f.culprits.empty() || f.others.empty()) return std::nullopt;
-  std::vector<LinkEnd> ends;
-  for (const Stream& s : c.streams)
-    ends.push_back({s.ops.back().e->rank(), &en.set().ranks[s.rank].links, s.ops.back().e->index});
-  const std::vector<Connection> conns = connectionsOf(c.comm_id, ends, en.now());
+  const std::vector<Connection> conns = connectionsOf(en, c);
   for (size_t culprit : f.culprits) {
     bool delivered = false;
     for (const Connection& k : conns) {

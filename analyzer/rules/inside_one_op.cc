@@ -24,6 +24,15 @@ const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c
   return first != nullptr && hi - lo <= 1 ? earliest : nullptr;
 }
 
+std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c) {
+  std::vector<LinkEnd> ends;
+  for (const Stream& s : c.streams) {
+    const format::EventRecord& e = *s.ops.back().e;
+    ends.push_back({e.rank(), &en.set().ranks[s.rank].links, e.index});
+  }
+  return analyzer::connectionsOf(c.comm_id, ends, en.now());
+}
+
 std::string clockTime(int64_t ns) { return ns <= 0 ? "-" : base::timeOfDay(ns, true) + " UTC"; }
 
 std::string rankOnHost(const Engine& en, const CommStreams& c, size_t stream) {

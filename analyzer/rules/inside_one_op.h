@@ -4,7 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "analyzer/connections.h"
 #include "analyzer/engine.h"
 
 namespace ncclrec::analyzer::engine {
@@ -14,6 +16,10 @@ namespace ncclrec::analyzer::engine {
 // those whose data was lost still wait in it); each rank still runs. The op the ranks are in
 // (the earlier one when they straddle two); nullptr otherwise.
 const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c);
+
+// The connections of `c` from its ranks' link counters, each stream an end waiting in its newest
+// op (connections.h).
+std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c);
 
 // "12:35:48.828 UTC"; "-" for 0.
 std::string clockTime(int64_t ns);

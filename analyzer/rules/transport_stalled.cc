@@ -12,17 +12,6 @@
 namespace ncclrec::analyzer::engine {
 namespace {
 
-// The connections of `c` from its ranks' link counters, each stream an end waiting in its newest
-// op.
-std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c) {
-  std::vector<LinkEnd> ends;
-  for (const Stream& s : c.streams) {
-    const format::EventRecord& e = *s.ops.back().e;
-    ends.push_back({e.rank(), &en.set().ranks[s.rank].links, e.index});
-  }
-  return analyzer::connectionsOf(c.comm_id, ends, en.now());
-}
-
 // What the stalled connections have in common: "the network path a -> b", "the network between
 // a and b" (both directions stalled), "the path between the two processes on host a", or the
 // hosts involved when the connections span several pairs.
