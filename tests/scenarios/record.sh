@@ -17,17 +17,10 @@ fi
 bin=$1 shim=$2 hostnccl=$3 out=$4 world=$5
 shift 5
 run_id=$(basename "$out")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pids=()
-for ((r = 0; r < world; r++)); do
-  RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl \
-    NCCLREC_DIR=$work/dumps NCCLREC_RUN_ID=$run_id NCCLREC_TIMEOUT=3 NCCLREC_POLL_MS=100 \
-    NCCLREC_WATCHER=off \
-    NCCLREC_BUFFER=32 NCCLREC_MAX_COMMS=4 NCCLREC_MAX_STACKS=8 NCCLREC_STACK_DEPTH=4 \
-    NCCLREC_SAMPLE_ID_FILE=$work/id "$bin" "$@" > "$work/rank$r.log" 2>&1 &
-  pids+=($!)
-done
+. "$(dirname "$0")/hostnccl_ranks.sh"
+rank_env=(NCCLREC_RUN_ID="$run_id" NCCLREC_TIMEOUT=3 NCCLREC_POLL_MS=100 NCCLREC_WATCHER=off
+  NCCLREC_BUFFER=32 NCCLREC_MAX_COMMS=4 NCCLREC_MAX_STACKS=8 NCCLREC_STACK_DEPTH=4)
+start_ranks "$world" "$shim" "$hostnccl" "$bin" "$@"
 alive() { kill -0 "$1" 2> /dev/null; }
 has_dump() { compgen -G "$work/dumps/*.$1.*.ncclrec.pb" > /dev/null; }
 # A stopped process (state T in /proc/PID/stat; the scenario's frozen modes) cannot dump.

@@ -12,22 +12,9 @@ fi
 top=$1 bin=$2 shim=$3 hostnccl=$4 world=$5
 read -ra args <<< "$6"
 shift 6
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill -KILL "$p" 2> /dev/null
-    wait "$p" 2> /dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-for ((r = 0; r < world; r++)); do
-  RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl \
-    NCCLREC_DIR=$work/dumps NCCLREC_WATCHER=off NCCLREC_SAMPLE_ID_FILE=$work/id \
-    "$bin" "${args[@]}" > "$work/rank$r.log" 2>&1 &
-  pids+=($!)
-done
+. "$(dirname "$0")/hostnccl_ranks.sh"
+rank_env=(NCCLREC_WATCHER=off)
+start_ranks "$world" "$shim" "$hostnccl" "$bin" "${args[@]}"
 for ((i = 0; i < 40; i++)); do
   sleep 0.5
   [[ -d $work/dumps ]] || continue

@@ -12,22 +12,9 @@ if [[ $# -lt 7 ]]; then
 fi
 cls=$1 ranks=$2 regex=$3 bin=$4 shim=$5 hostnccl=$6 world=$7
 shift 7
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill -KILL "$p" 2> /dev/null
-    wait "$p" 2> /dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-for ((r = 0; r < world; r++)); do
-  env -u NCCLREC_TIMEOUT -u NCCLREC_WATCHER RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world \
-    LD_PRELOAD=$shim LD_LIBRARY_PATH=$hostnccl NCCLREC_DIR=$work/dumps \
-    NCCLREC_SAMPLE_ID_FILE=$work/id "$bin" "$@" > "$work/rank$r.log" 2>&1 &
-  pids+=($!)
-done
+. "$(dirname "$0")/hostnccl_ranks.sh"
+rank_env=(-u NCCLREC_TIMEOUT -u NCCLREC_WATCHER)  # default settings
+start_ranks "$world" "$shim" "$hostnccl" "$bin" "$@"
 report=$work/dumps/report.json
 for ((i = 0; i < 600; i++)); do
   [[ -s $report ]] && break
