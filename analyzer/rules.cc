@@ -11,6 +11,7 @@
 #include "analyzer/rules/all_wait_in_one_op.h"
 #include "analyzer/rules/device_stalled.h"
 #include "analyzer/rules/failed_call.h"
+#include "analyzer/rules/gated_at_the_end.h"
 #include "analyzer/rules/no_hang.h"
 #include "analyzer/rules/rank_not_running.h"
 #include "analyzer/rules/slow_rank.h"
@@ -54,6 +55,12 @@ constexpr NamedRule kRules[] = {
     // A collective on a communicator the others never used (they destroyed it when done) comes
     // before the early end it would otherwise look like.
     {"lone_collective", &onRecordings<&findLoneCollective>},
+    // A collective a minority issued at a new call site past the others' end of a communicator,
+    // when the others are done with it (ended it, exited, or wait elsewhere):
+    // rank_gated_collective,
+    // before the early end or stop of the ranks that finished normally it would otherwise look like
+    // (rules/gated_at_the_end.h).
+    {"gated_at_the_end", &asRule<&findGatedAtTheEnd>},
     {"early_comm_end", &onRecordings<&findEarlyCommEnd>},
     {"partial_split", &onRecordings<&findPartialSplit>},
     {"group_peer_skip", &onRecordings<&findGroupPeerSkip>},
