@@ -161,6 +161,16 @@ void Collector::askRemoteSnapshots() {
   for (auto& [endpoint, remote] : remotes_) remote->askSnapshot();
 }
 
+void Collector::setAgents(const std::vector<std::string>& endpoints) {
+  std::map<std::string, std::unique_ptr<RemoteSource>> kept;
+  for (const std::string& e : endpoints) {
+    auto it = remotes_.find(e);
+    kept.emplace(e, it != remotes_.end() ? std::move(it->second)
+                                         : std::make_unique<RemoteSource>(e, options_.token));
+  }
+  remotes_ = std::move(kept);
+}
+
 void Collector::readRemotes(int64_t now_ns, Snapshot* s) {
   std::vector<std::string> discovered;
   std::string labels;
@@ -177,6 +187,7 @@ void Collector::readRemotes(int64_t now_ns, Snapshot* s) {
     for (std::string& p : r.peers) discovered.push_back(std::move(p));
   }
   // Agents of the other nodes of the job, as the agents know them: asked from the next refresh.
+  if (!options_.follow_peers) discovered.clear();
   for (const std::string& p : discovered) {
     if (!remotes_.contains(p))
       remotes_.emplace(p, std::make_unique<RemoteSource>(p, options_.token));

@@ -33,7 +33,9 @@ struct CollectorOptions {
   std::vector<std::string> connect;  // cxxrun agents, host:port
   std::string token;                 // the job token the agents want
   double hang_after_s = 60;
-  double remote_timeout_s = 2;              // per agent and refresh
+  double remote_timeout_s = 2;  // per agent and refresh
+  // Also ask the agents each reply lists (the job's other nodes, by the names they advertise).
+  bool follow_peers = true;
   std::vector<std::string> library_frames;  // Snapshot::library_frames
   std::string run_id;                       // keep only the ranks of this run ("" = every run)
   // Several processes recorded one global rank (a reused directory, a restarted rank): keep the
@@ -53,6 +55,12 @@ class Collector {
   // The next collect() asks every agent (--connect) for a thread snapshot of its ranks; what each
   // agent did goes into that snapshot's notes.
   void askRemoteSnapshots();
+  // From the next collect() on, the agents read are exactly `endpoints` (host:port): an agent
+  // read before and still listed keeps its connection, one no longer listed is closed. The
+  // cxxrun agent of node 0 widens its view this way while its ranks wait for other nodes' ranks
+  // (launcher/agent_live.cc), and narrows it again with {}.
+  void setAgents(const std::vector<std::string>& endpoints);
+  size_t agents() const { return remotes_.size(); }
 
   // What the last collect() read: ranks from black boxes here, files listed, dumps parsed.
   struct Stats {

@@ -8,9 +8,12 @@
 #include <fstream>
 
 #include "format/dump_io.h"
+#include "format/ncclrec.pb.h"
 #include "format/testing/bbox_builder.h"
 #include "format/testing/temp_dir.h"
 #include "live/analysis.h"
+#include "live/testing/fake_agent.h"
+#include "live/testing/fixtures.h"
 #include "live/testing/live_bbox.h"
 
 namespace ncclrec::live {
@@ -227,6 +230,55 @@ TEST(Collector, AnAgentThatDoesNotAnswerIsANote) {
   ASSERT_EQ(s->notes.size(), 1u);
   EXPECT_NE(s->notes[0].find("agent 127.0.0.1:1: cannot connect"), std::string::npos);
   EXPECT_EQ(s->source_label, "agents (none answered)");
+}
+
+// An agent of host nodeB with rank 3, which lists one more agent of the job.
+std::string nodeBReply(const std::string& request_bytes) {
+  format::pb::TopRequest req;
+  format::pb::TopReply reply;
+  if (!req.ParseFromString(request_bytes) || req.token() != "t") {
+    reply.set_error("wrong job token");
+    return reply.SerializeAsString();
+  }
+  reply.set_host("nodeB");
+  reply.set_now_ns(kNow);
+  *reply.add_ranks()->mutable_data() =
+      format::toProto(testing::makeRank(3, 4, "nodeB", testing::kCommWorld, 3, 1));
+  reply.add_peers("127.0.0.1:1");
+  return reply.SerializeAsString();
+}
+
+TEST(Collector, ReadsExactlyTheAgentsItIsGiven) {
+  TempDir dir;
+  ASSERT_TRUE(rankBox(0, 4).writeTo(dir.file("h.1.bbox")));
+  testing::FakeAgent agent(nodeBReply);
+  Collector c({.dir = dir.path(), .token = "t", .remote_timeout_s = 2, .follow_peers = false});
+  EXPECT_EQ(ranksOf(*c.collect(kNow)), (std::vector<int>{0}));
+  EXPECT_EQ(agent.requests(), 0);
+
+  c.setAgents({agent.endpoint()});
+  auto s = c.collect(kNow);
+  EXPECT_EQ(ranksOf(*s), (std::vector<int>{0, 3}));
+  EXPECT_EQ(s->source_label, dir.path() + " + agents nodeB:");
+  EXPECT_EQ(c.agents(), 1u);        // the peer it listed is not followed
+  c.setAgents({agent.endpoint()});  // kept, with its connection
+  EXPECT_EQ(ranksOf(*c.collect(kNow)), (std::vector<int>{0, 3}));
+  EXPECT_EQ(agent.requests(), 2);
+
+  c.setAgents({});
+  EXPECT_EQ(ranksOf(*c.collect(kNow)), (std::vector<int>{0}));
+  EXPECT_EQ(c.agents(), 0u);
+  EXPECT_EQ(agent.requests(), 2);
+  c.setAgents({agent.endpoint()});  // asked again: a new connection
+  EXPECT_EQ(ranksOf(*c.collect(kNow)), (std::vector<int>{0, 3}));
+  EXPECT_EQ(agent.requests(), 3);
+}
+
+TEST(Collector, FollowsThePeersAnAgentListsUnlessToldNotTo) {
+  testing::FakeAgent agent(nodeBReply);
+  Collector c({.connect = {agent.endpoint()}, .token = "t", .remote_timeout_s = 0.5});
+  (void)c.collect(kNow);
+  EXPECT_EQ(c.agents(), 2u);
 }
 
 }  // namespace

@@ -83,9 +83,12 @@ class Detector {
   explicit Detector(DetectorParams params) : params_(params) {}
   std::vector<DetectorEvent> step(const Snapshot& snapshot);
   const DetectorParams& params() const { return params_; }
+  // What the last step() assessed (kNone before any).
+  const Assessment& last() const { return last_; }
 
  private:
   DetectorParams params_;
+  Assessment last_;
   int64_t stall_since_ns_ = 0;  // the stall being watched, 0 when none
   bool warned_ = false;
   bool hung_ = false;

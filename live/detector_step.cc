@@ -50,6 +50,7 @@ DetectorParams DetectorParams::fromEnvironment(std::string* problem) {
 std::vector<DetectorEvent> Detector::step(const Snapshot& snapshot) {
   std::vector<DetectorEvent> out;
   Assessment a = assess(snapshot, params_);
+  last_ = a;
   const bool same_stall = a.kind != StallKind::kNone && a.since_ns == stall_since_ns_;
   if (!same_stall && stall_since_ns_ != 0) {
     // Progress since the stall being watched: say so when its warning was said.

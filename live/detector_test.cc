@@ -261,7 +261,10 @@ TEST(DetectorTest, AStallThatResolvesSaysResumed) {
   Job j = world(2);
   j.add(1, kWorld, OpType::kAllReduce, 5, kStall, 0);
   Detector d(DetectorParams{});
+  EXPECT_EQ(d.last().kind, StallKind::kNone);
   ASSERT_EQ(d.step(j.at(kStall + 7 * kS)).size(), 2u);  // the request for threads, the warning
+  EXPECT_EQ(d.last().kind, StallKind::kWaitHost);  // what the steps said is kept for the caller
+  EXPECT_DOUBLE_EQ(d.last().stalled_s, 7);
   Job later = world(2);
   later.add(0, kWorld, OpType::kAllReduce, 5, kStall + 23 * kS, kStall + 23 * kS + 1000);
   later.add(1, kWorld, OpType::kAllReduce, 5, kStall, kStall + 23 * kS + 1000);
@@ -269,6 +272,7 @@ TEST(DetectorTest, AStallThatResolvesSaysResumed) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, DetectorEvent::Type::kResumed);
   EXPECT_EQ(events[0].line, "resumed after 23 s");
+  EXPECT_EQ(d.last().kind, StallKind::kNone);
 }
 
 TEST(DetectorTest, LongHostGapsOfTheJobRaiseTheHostThresholds) {

@@ -1,74 +1,16 @@
 #include "live/remote_source.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <functional>
-#include <thread>
 
 #include "format/dump_io.h"
 #include "format/ncclrec.pb.h"
+#include "live/testing/fake_agent.h"
 #include "live/testing/fixtures.h"
 
 namespace ncclrec::live {
 namespace {
 
-// An agent for one connection: each request frame is answered by `answer(request bytes)`, sent
-// as one frame (or as raw bytes when `raw`).
-class FakeAgent {
- public:
-  explicit FakeAgent(std::function<std::string(const std::string&)> answer, bool raw = false)
-      : answer_(std::move(answer)), raw_(raw) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(fd_, 4);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~FakeAgent() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  int requests() const { return requests_; }
-
- private:
-  void serve() {
-    const int c = accept(fd_, nullptr, nullptr);
-    if (c < 0) return;
-    for (;;) {
-      unsigned char len[4];
-      if (recv(c, len, 4, MSG_WAITALL) != 4) break;
-      const uint32_t n = len[0] | len[1] << 8 | len[2] << 16 | uint32_t(len[3]) << 24;
-      std::string body(n, '\0');
-      if (n > 0 && recv(c, body.data(), n, MSG_WAITALL) != ssize_t(n)) break;
-      ++requests_;
-      std::string reply = answer_(body);
-      if (!raw_) {
-        std::string frame(4, '\0');
-        for (int i = 0; i < 4; ++i) frame[size_t(i)] = char((reply.size() >> (8 * i)) & 0xff);
-        reply = frame + reply;
-      }
-      send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
-    }
-    close(c);
-  }
-  std::function<std::string(const std::string&)> answer_;
-  bool raw_;
-  int fd_ = -1;
-  int port_ = 0;
-  int requests_ = 0;
-  std::thread thread_;
-};
+using testing::FakeAgent;
 
 std::string goodReply(const std::string& request_bytes) {
   format::pb::TopRequest req;
