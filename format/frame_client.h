@@ -131,6 +131,18 @@ class FrameSocket {
   ~FrameSocket() { close(); }
 
   bool connected() const { return fd_ >= 0; }
+  // This end's address as the peer sees it ("10.0.0.2", "::1"): where a server of this process
+  // on every interface is reachable from the peer. "" when not connected.
+  std::string localAddress() const {
+    sockaddr_storage a{};
+    socklen_t len = sizeof(a);
+    char host[NI_MAXHOST] = "";
+    if (fd_ < 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof(host), nullptr, 0,
+                      NI_NUMERICHOST) != 0)
+      return "";
+    return host;
+  }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

@@ -72,6 +72,9 @@ class StoreClient {
   // or wait asks for); 30 s unless set. A short one suits a client whose calls must not hold up
   // its caller on a network that stopped (the agents' heartbeat).
   void setIoTimeout(std::chrono::milliseconds timeout) { io_timeout_ = timeout; }
+  // This end's address on the connection to the store (FrameSocket::localAddress): how the
+  // store's host reaches this one.
+  std::string localAddress() const { return socket_.localAddress(); }
 
   StoreClient(StoreClient&&) noexcept = default;
   StoreClient& operator=(StoreClient&&) noexcept = default;

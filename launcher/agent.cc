@@ -26,6 +26,7 @@ int Agent::run() {
   if (const int rc = start(); rc != kExitOk) return rc;
   // ncclrec-top --connect: this node's black boxes, served until run() returns (top_server.h).
   const auto top_server = startTopServer(o_, facts_, run_dir_, host_);
+  shareTopEndpoint(top_server != nullptr ? top_server->port() : 0);
   // Prometheus metrics of this node's ranks, when NCCLREC_METRICS_* ask for them
   // (metrics/node_metrics.h): served until run() returns, a little longer after a hang or a
   // failure so that a scrape sees how the job ended.

@@ -13,13 +13,14 @@
 // Not for use outside the agent.
 //
 // Store keys of the agents: "rdzv/..." for the rendezvous, "job/a<ATTEMPT>/..." for what happens
-// in one attempt, "alive/<NODE>" for the heartbeats (heartbeat.h) (workers use "attempt<N>/...",
-// store_client.h).
+// in one attempt, "alive/<NODE>" for the heartbeats (heartbeat.h), "top/<NODE>" for where each
+// node's ncclrec-top server listens (topKey) (workers use "attempt<N>/...", store_client.h).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ struct Worker {
 
 enum class Outcome { kSucceeded, kFailed, kRemoteFailed, kHang, kInterrupted };
 
+// "top/<NODE>": where node NODE's ncclrec-top server listens, as node 0 reaches it.
+std::string topKey(int node);
+
 class Agent {
  public:
   Agent(const Options& o, std::string exe) : o_(o), exe_(std::move(exe)) {}
@@ -99,6 +103,14 @@ class Agent {
   // stall says it resumed): warnings said, a hang returned.
   void startLive();
   std::optional<live::DetectorEvent> pollLive(bool now = false);
+  std::optional<live::DetectorEvent> detectOnce();  // one collect() and detector step
+  // Node 0 of several: reads the other nodes' ranks through their agents while its ranks wait
+  // for ranks it cannot see, and stops once the job moves (agent_live.cc). True when it just
+  // began to.
+  bool widenLive();
+  // Nodes but node 0: publishes where this node's ncclrec-top server listens (topKey), as node 0
+  // reaches it, so that node 0 can widen its live view to this node's ranks.
+  void shareTopEndpoint(int port);
   // Several nodes: the detection's timeline in the store (jobKey("hang_timeline"), JSON, first
   // writer wins), so that the report another node makes of this hang has it too; and, for a hang
   // published by another node, that node's timeline into the report's input (false: none).
@@ -194,7 +206,10 @@ class Agent {
   std::optional<HeartbeatSender> heartbeat_;  // nodes but node 0, after the rendezvous: pump()
   std::unique_ptr<live::Collector> live_;     // this attempt's black boxes, read live
   std::optional<live::Detector> detector_;
-  double next_live_s_ = 0;   // monoS() of the next detection
+  double next_live_s_ = 0;                    // monoS() of the next detection
+  SilenceWatch live_silence_;                 // node 0: the heartbeats, seen while it widens
+  std::map<int, std::string> top_endpoints_;  // node 0: the other nodes' topKey, once read
+  bool said_widen_ = false;                   // node 0: widenLive() said what it does
   int64_t detected_ns_ = 0;  // when the live detector declared the hang being supervised
 };
 

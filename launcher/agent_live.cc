@@ -1,6 +1,15 @@
 // Live hang detection under cxxrun: the agent reads this attempt's black boxes (live::Collector)
 // every half second and runs the detector (live/detector.h) on them; its warnings and "resumed"
 // lines are printed as they come, and a hang starts the same supervision as a rank's trigger.
+//
+// Several nodes with a dump directory of their own each: node 0's ranks wait, in a collective
+// spanning the nodes, for ranks it cannot see (StallKind::kWaitUnknown), and a hang inside a
+// collective every rank entered (a link, a GPU) would wait for NCCLREC_TIMEOUT. Once such a wait
+// lasts kWidenAfterS, node 0 also reads the other nodes' ranks through their agents' ncclrec-top
+// servers (each published at topKey(NODE)), each bounded by kAgentTimeoutS, a node whose heartbeat
+// stopped for kSilentNodeS left out; as soon as the job moves again it reads its own directory
+// only. A healthy job pays nothing; with a shared directory node 0 sees every rank and never
+// widens.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,8 +20,22 @@ namespace ncclrec::launcher {
 namespace {
 
 constexpr double kLiveEveryS = 0.5;
+constexpr double kWidenAfterS = 1;
+constexpr double kAgentTimeoutS = 0.3;
 
 }  // namespace
+
+std::string topKey(int node) { return "top/" + std::to_string(node); }
+
+void Agent::shareTopEndpoint(int port) {
+  if (!multi() || o_.node_rank == 0 || !rdzv_ || port <= 0) return;
+  // The address this agent reaches the store from is one node 0 reaches it at.
+  std::string addr = rdzv_->localAddress();
+  if (addr.empty()) return;
+  if (addr.find(':') != std::string::npos) addr = "[" + addr + "]";
+  if (auto s = rdzv_->set(topKey(o_.node_rank), addr + ":" + std::to_string(port)); !s.ok())
+    say("cxxrun: " + s.message() + "; node 0 will not read this node's ranks live");
+}
 
 void Agent::startLive() {
   live_.reset();
@@ -24,6 +47,10 @@ void Agent::startLive() {
   live::CollectorOptions options;
   options.dir = facts_.dump_dir;
   options.hang_after_s = params.timeout_s;
+  options.token = facts_.token;
+  options.remote_timeout_s = kAgentTimeoutS;
+  // The other agents by the addresses they published, not by the names they advertise.
+  options.follow_peers = false;
   live_ = std::make_unique<live::Collector>(options);
   detector_.emplace(params);
   next_live_s_ = monoS() + kLiveEveryS;
@@ -32,19 +59,57 @@ void Agent::startLive() {
 std::optional<live::DetectorEvent> Agent::pollLive(bool now) {
   if (!live_ || (!now && monoS() < next_live_s_)) return std::nullopt;
   next_live_s_ = monoS() + kLiveEveryS;
+  if (auto hang = detectOnce()) return hang;
+  // Just widened: the other nodes' ranks are judged now, not half a second later.
+  if (widenLive()) return detectOnce();
+  return std::nullopt;
+}
+
+std::optional<live::DetectorEvent> Agent::detectOnce() {
   const auto snapshot = live_->collect(base::realtimeNs());
   for (live::DetectorEvent& e : detector_->step(*snapshot)) {
     if (e.type == live::DetectorEvent::Type::kHang) return std::move(e);
     if (e.type == live::DetectorEvent::Type::kSnapshot) {
-      // For the warning's "it is now in ...". This collector reads its own directory only:
-      // there are no agents to pass the request on to.
+      // For the warning's "it is now in ...": the ranks of this directory by its request file,
+      // those read through other agents by these agents.
       bool through_agents = false;
       (void)live::requestThreadSnapshots(*snapshot, &through_agents);
+      if (through_agents) live_->askRemoteSnapshots();
       continue;
     }
     say("cxxrun: " + e.line);
   }
   return std::nullopt;
+}
+
+bool Agent::widenLive() {
+  if (!multi() || o_.node_rank != 0 || !rdzv_) return false;
+  const live::Assessment& a = detector_->last();
+  const bool widened = live_->agents() > 0;
+  if (a.kind == live::StallKind::kNone || a.stalled_s < kWidenAfterS) {
+    if (widened) live_->setAgents({});  // the job moves: this directory is enough again
+    return false;
+  }
+  if (!widened && a.kind != live::StallKind::kWaitUnknown) return false;
+  std::vector<std::string> endpoints;
+  for (int n = 1; n < o_.nnodes; ++n) {
+    if (silentFor(&live_silence_, n) >= kSilentNodeS) continue;  // it could not answer
+    std::string& e = top_endpoints_[n];
+    if (e.empty()) {
+      auto v = rdzv_->tryGet(topKey(n));
+      if (v.ok() && v->has_value()) e = **v;
+    }
+    if (!e.empty()) endpoints.push_back(e);
+  }
+  live_->setAgents(endpoints);
+  if (widened || endpoints.empty()) return false;
+  if (!said_widen_) {
+    said_widen_ = true;
+    say("cxxrun: ranks here wait for ranks this node's dump directory does not show; reading " +
+        std::to_string(endpoints.size()) +
+        " other node(s) through their agents while such a wait lasts (said once)");
+  }
+  return true;
 }
 
 void Agent::publishTimeline(const live::DetectorEvent& hang) {

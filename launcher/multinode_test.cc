@@ -487,4 +487,49 @@ TEST(MultiNode, ANodeThatSendsNothingIsNamedInTheReport) {
   EXPECT_EQ(j["nodes"][1]["data"], false);
 }
 
+// Two nodes with a dump directory each, and inside the all-reduce #3 every rank entered the
+// messages from rank 1 (node 0) to rank 2 (node 1) stop arriving (HOSTNCCL_DROP_LINK); every
+// process runs, default settings. Node 0's ranks wait for ranks its directory does not show: it
+// reads node 1's through node 1's agent once that wait lasts a second, and names the connection
+// within seconds (before, the wait was judged at NCCLREC_TIMEOUT, 60 s).
+TEST(MultiNode, NodeZeroReadsTheOtherNodesRanksWhenItsOwnWaitForThem) {
+  ncclrec::support::TempDir dir;
+  const int port = freePort();
+  auto node = [&](const std::string& name, const char* rank) {
+    SpawnOptions o = agent(dir.path() + "/" + name, port, {"--node-rank", rank},
+                           {NCCLREC_SCENARIO, "no_hang", "100000000"});
+    o.ld_preload = NCCLREC_SHIM;
+    o.env["NCCLREC_COMPLETION"] = "profiler";
+    o.env["HOSTNCCL_DROP_LINK"] = "1>2@3";
+    o.env["NCCLREC_SAMPLE_ID_FILE"] = dir.path() + "/unique.id";
+    o.unset_env.push_back("NCCLREC_TIMEOUT");
+    return o;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto a = start(node("a", "0"));
+  auto b = start(node("b", "1"));
+  const ProcessResult ra = a->wait(90s), rb = b->wait(90s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(ra.exitedWith(3)) << ra.describe();
+  EXPECT_TRUE(rb.exitedWith(3)) << rb.describe();
+  EXPECT_LT(took, 30s);
+  EXPECT_NE(ra.err.find("cxxrun: ranks here wait for ranks this node's dump directory does not "
+                        "show; reading 1 other node(s) through their agents"),
+            std::string::npos)
+      << ra.err;
+  EXPECT_NE(ra.err.find("transport_stalled: data stopped moving between rank 1 (host "),
+            std::string::npos)
+      << ra.err;
+  auto text = ncclrec::support::readFile(dir.path() + "/a/mn/attempt_0/report.json");
+  ASSERT_TRUE(text);
+  const auto j = nlohmann::json::parse(*text);
+  ASSERT_TRUE(j["verdict"].is_object()) << j.dump(2);
+  EXPECT_EQ(j["verdict"]["class"], "transport_stalled");
+  EXPECT_EQ(j["verdict"]["ranks"], nlohmann::json::array({1, 2}));
+  ASSERT_TRUE(j["timeline"].is_object()) << j.dump(2);
+  EXPECT_LT(j["timeline"]["verdict_after_s"].get<double>(), 15) << j.dump(2);
+  // Node 1's detector reads only its own ranks: it never widens.
+  EXPECT_EQ(rb.err.find("reading 1 other node(s)"), std::string::npos) << rb.err;
+}
+
 }  // namespace

@@ -16,10 +16,16 @@
 #            node 0 hears nothing more from node 1's agent. Node 0 must stop waiting for node 1's
 #            recordings once that agent has been silent for 3 s, say so in the report, and name
 #            the connections between the hosts within 15 s of the cut.
-#   healthy  the same job, short, no cut: no alarm.
+#   local    as cut, but each host keeps its recordings in a directory of its own (NCCLREC_DIR
+#            on local disk): node 0 sees only its own ranks waiting for nodeb's, reads nodeb's
+#            through its agent once that wait lasts a second (launcher/agent_live.cc), and must
+#            name the connections between the hosts within 15 s of the cut.
+#   healthy  the same job, short, no cut, a directory per host, and rank 3 (on nodeb) 2 s in host
+#            code at step 2 (scenario slow_step): node 0 reads nodeb's ranks while its own wait,
+#            then stops; no alarm.
 # Traffic stays inside the two namespaces. Needs root (ip netns); exits 77 (skipped, with the
 # reason) without it.
-#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|shared|healthy
+#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|shared|local|healthy
 set -uo pipefail
 cxxrun=$1 scenario=$2 analyze=$3 shim=$4 mode=$5
 TAG=nlc SUBNET=79 . "$(dirname "$0")/two_hosts.sh"
@@ -31,16 +37,19 @@ ip link set "${tag}da" netns "$a" && ip link set "${tag}db" netns "$b" || fail "
 ip -n "$a" addr add "$data.1/24" dev "${tag}da" && ip -n "$b" addr add "$data.2/24" dev "${tag}db"
 ip -n "$a" link set "${tag}da" up && ip -n "$b" link set "${tag}db" up || fail "data link not up"
 
-steps=4
-[[ $mode != healthy ]] && steps=100000000
+steps=4 run=slow_step
+[[ $mode != healthy ]] && steps=100000000 run=no_hang
+dumps() {  # dumps HOSTNAME: that host's NCCLREC_DIR
+  if [[ $mode == local || $mode == healthy ]]; then echo "$work/dumps-$1"; else echo "$work/dumps"; fi
+}
 agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
   ip netns exec "$1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$3" \
     env -u CXXRUN_STORE -u NCCLREC_RUN_ID -u NCCLREC_TIMEOUT -u HOSTNCCL_TIMEOUT \
     -u NCCL_SOCKET_IFNAME -u NCCLREC_HOST_STALL -u HOSTNCCL_DROP_LINK \
-    LD_PRELOAD="$shim" NCCLREC_DIR="$work/dumps" NCCLREC_SAMPLE_ID_FILE="$work/unique.id" \
+    LD_PRELOAD="$shim" NCCLREC_DIR="$(dumps "$3")" NCCLREC_SAMPLE_ID_FILE="$work/unique.id" \
     HOSTNCCL_SOCKET_IFNAME="$4" NCCLREC_COMPLETION=profiler CXXRUN_TOKEN="netns-$tag" \
     "$cxxrun" --nnodes 2 --node-rank "$2" --nproc-per-node 2 --master-addr "$net.1" \
-    --master-port 29434 --nccl=host --run-id lc "$scenario" no_hang "$steps" 2 3 \
+    --master-port 29434 --nccl=host --run-id lc "$scenario" "$run" "$steps" 2 3 \
     > "$work/node$2.out" 2> "$work/node$2.err"
 }
 start=$SECONDS
@@ -48,13 +57,18 @@ data_a=${tag}da cut_link=${tag}db
 [[ $mode == shared ]] && data_a=${tag}va cut_link=${tag}vb
 agent "$a" 0 nodea "$data_a" & pa=$!
 agent "$b" 1 nodeb "$cut_link" & pb=$!
-attempt="$work/dumps/lc/attempt_0"
+attempt="$(dumps nodea)/lc/attempt_0"
+attempts="$attempt"
+[[ $mode == local ]] && attempts="$attempt $(dumps nodeb)/lc/attempt_0"
 
 if [[ $mode != healthy ]]; then
   # Every rank's newest call is an all-reduce: the communicator exists and the loop runs (a cut
   # during the rendezvous would be a creation hang, another test's matter).
   for _ in $(seq 300); do
-    n=$("$analyze" --events --last 1 "$attempt" 2> /dev/null | grep -c " ncclAllReduce ")
+    n=0
+    for d in $attempts; do
+      (( n += $("$analyze" --events --last 1 "$d" 2> /dev/null | grep -c " ncclAllReduce ") ))
+    done
     (( n == 4 )) && break
     sleep 0.1
   done
@@ -72,6 +86,8 @@ if [[ $mode == healthy ]]; then
   [[ $ea == 0 && $eb == 0 ]] || fail "healthy run: agents exited $ea and $eb, expected 0"
   ! grep -q "stalled\|hang detected\|hang reported" "$work"/node*.err ||
     fail "healthy run, yet a live detection line: $(grep -h "stalled\|hang" "$work"/node*.err | head -1)"
+  grep -q "^cxxrun: ranks here wait for ranks this node's dump directory does not show; reading 1 " \
+    "$work/node0.err" || fail "node 0 never read node 1's ranks while rank 3 was in host code"
   echo "PASS: healthy two-host run with transport counters finished in $took s with no alarm"
   exit 0
 fi
@@ -102,7 +118,10 @@ assert any("recordings are in the dump directory the nodes share" in x for x in 
   python3 -c "$silent" "$attempt/report.json" || fail "report.json warnings: $(head -c 3000 "$attempt/report.json")"
   grep "not heard from" "$work/node0.err"
 fi
-"$analyze" --json "$attempt" > "$work/verdict.json" 2> "$work/analyze.err"
+# With a directory per host, node 0 keeps what node 1 sent in the attempt's node1 folder.
+offline=("$attempt")
+[[ $mode == local ]] && offline+=("$attempt/node1")
+"$analyze" --json "${offline[@]}" > "$work/verdict.json" 2> "$work/analyze.err"
 python3 -c "$check" "$work/verdict.json" || fail "offline verdict: $(head -c 1500 "$work/verdict.json")"
 grep "^transport_stalled:" "$work/node0.err" | head -1
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1])).get("timeline") or {}; print("timeline:", t)' \

@@ -3,7 +3,7 @@
 // `step`. Run with RANK, WORLD_SIZE and NCCLREC_SAMPLE_ID_FILE set, under libncclrec.so.
 //   argv[1]: gated | skipped | exited | crashed | size_mismatch | stuck_in_host | cross_comm |
 //            skip_in_cycle | pipeline | late_desync | frozen | frozen_between | uninterruptible |
-//            no_hang
+//            slow_step | no_hang
 //   argv[2]: steps (default 4); argv[3]: the faulty step (default 2); argv[4]: culprit (default 3
 //   for every class but gated, where it is 0)
 // The modes with sub-communicators (skip_in_cycle, late_desync) pair the ranks (0-1, 2-3, ...)
@@ -13,7 +13,8 @@
 // which every rank enters; frozen_between: it stops before that all-reduce, between two ops;
 // uninterruptible: its main thread sleeps uninterruptibly there (a vfork whose child does not
 // exec: the parent waits in the kernel, state D) while its other threads, the recorder's
-// watchdog included, go on.
+// watchdog included, go on. slow_step is healthy: the culprit spends 2 s in host code at the
+// faulty step (a checkpoint that finishes) while the others wait for it in the next all-reduce.
 #include <nccl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
     if (fault && mode == "exited") return 0;  // an early return: the "uneven inputs" bug
     if (fault && mode == "crashed") raise(SIGKILL);
     if (fault && mode == "stuck_in_host") sleep(600);
+    if (fault && mode == "slow_step") std::this_thread::sleep_for(std::chrono::seconds(2));
     if (fault && mode == "frozen_between") {
       // After a watchdog poll or two (a real job has beaten long before), every thread stops.
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
