@@ -64,7 +64,8 @@ bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& work
 
 // Node 0: takes what the other nodes send until `deadline_s` (monoS), writes it under
 // dump_dir/nodeN/ and adds their nodes, workers and warnings to the report's input. A node whose
-// heartbeat stopped for kSilentNodeS is not waited for: node 0 can no longer hear it.
+// heartbeat stopped for kSilentNodeS is not waited for: node 0 can no longer hear it (counted from
+// what live detection heard already: a node silent since before the hang is given up at once).
 void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s) {
   in->nodes.push_back({0, host_, facts_.dump_dir, 0, false});
   std::vector<int> pending, unheard;
@@ -75,7 +76,6 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
         " node(s), less for one not heard from for " + std::to_string(int(kSilentNodeS)) + " s");
   }
   std::vector<NodeRecordings> got;
-  SilenceWatch silence;
   while (!pending.empty()) {
     for (size_t i = 0; i < pending.size();) {
       const int r = pending[i];
@@ -90,7 +90,7 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
         n.node_rank = r;  // the key says which node; the manifest only describes it
         in->nodes.push_back({r, n.host, dir, n.files.size(), false});
         got.push_back(std::move(n));
-      } else if (const double silent_s = silentFor(&silence, r); silent_s >= kSilentNodeS) {
+      } else if (const double silent_s = silentFor(&silence_, r); silent_s >= kSilentNodeS) {
         in->warnings.push_back(nodeSilentLine(r, silent_s));
         say("cxxrun: " + in->warnings.back());
         unheard.push_back(r);

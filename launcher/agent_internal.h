@@ -106,8 +106,10 @@ class Agent {
   std::optional<live::DetectorEvent> detectOnce();  // one collect() and detector step
   // Node 0 of several: reads the other nodes' ranks through their agents while its ranks wait
   // for ranks it cannot see, and stops once the job moves (agent_live.cc). True when it just
-  // began to.
-  bool widenLive();
+  // began to; *silent: the nodes left out, their heartbeat silent for kSilentNodeS.
+  bool widenLive(std::vector<int>* silent);
+  // The hang a silent node makes of a wait for ranks node 0 cannot see (once per stall).
+  std::optional<live::DetectorEvent> silentNodeHang(const std::vector<int>& silent);
   // Nodes but node 0: publishes where this node's ncclrec-top server listens (topKey), as node 0
   // reaches it, so that node 0 can widen its live view to this node's ranks.
   void shareTopEndpoint(int port);
@@ -206,10 +208,11 @@ class Agent {
   std::optional<HeartbeatSender> heartbeat_;  // nodes but node 0, after the rendezvous: pump()
   std::unique_ptr<live::Collector> live_;     // this attempt's black boxes, read live
   std::optional<live::Detector> detector_;
-  double next_live_s_ = 0;                    // monoS() of the next detection
-  SilenceWatch live_silence_;                 // node 0: the heartbeats, seen while it widens
+  double next_live_s_ = 0;  // monoS() of the next detection
+  SilenceWatch silence_;    // node 0: the heartbeats, seen while it widens and while it gathers
   std::map<int, std::string> top_endpoints_;  // node 0: the other nodes' topKey, once read
   bool said_widen_ = false;                   // node 0: widenLive() said what it does
+  int64_t silent_hang_since_ns_ = 0;          // node 0: the stall silentNodeHang() declared
   int64_t detected_ns_ = 0;  // when the live detector declared the hang being supervised
 };
 

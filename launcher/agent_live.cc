@@ -9,9 +9,13 @@
 // servers (each published at topKey(NODE)), each bounded by kAgentTimeoutS, a node whose heartbeat
 // stopped for kSilentNodeS left out; as soon as the job moves again it reads its own directory
 // only. A healthy job pays nothing; with a shared directory node 0 sees every rank and never
-// widens.
+// widens. A node whose heartbeat stopped cannot be read: while node 0's ranks still wait for
+// ranks it cannot see, that silence is the hang (the network between the nodes, or that node,
+// stopped), declared at once rather than at NCCLREC_TIMEOUT.
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "launcher/agent_internal.h"
 #include "live/snapshot_request.h"
@@ -60,9 +64,35 @@ std::optional<live::DetectorEvent> Agent::pollLive(bool now) {
   if (!live_ || (!now && monoS() < next_live_s_)) return std::nullopt;
   next_live_s_ = monoS() + kLiveEveryS;
   if (auto hang = detectOnce()) return hang;
+  std::vector<int> silent;
   // Just widened: the other nodes' ranks are judged now, not half a second later.
-  if (widenLive()) return detectOnce();
-  return std::nullopt;
+  if (widenLive(&silent)) {
+    if (auto hang = detectOnce()) return hang;
+  }
+  return silentNodeHang(silent);
+}
+
+std::optional<live::DetectorEvent> Agent::silentNodeHang(const std::vector<int>& silent) {
+  const live::Assessment& a = detector_->last();
+  if (silent.empty() || a.kind != live::StallKind::kWaitUnknown || a.stalled_s < kWidenAfterS ||
+      a.since_ns == silent_hang_since_ns_)
+    return std::nullopt;
+  silent_hang_since_ns_ = a.since_ns;  // said once per stall (--on-hang=wait goes on)
+  live::DetectorEvent e;
+  e.type = live::DetectorEvent::Type::kHang;
+  e.assessment = a;
+  char stalled[32];
+  snprintf(stalled, sizeof(stalled), "%.1f", a.stalled_s);
+  std::string nodes;
+  for (int n : silent) {
+    char secs[32];
+    snprintf(secs, sizeof(secs), "%.1f", silentFor(&silence_, n));
+    nodes += std::string(nodes.empty() ? "" : ", ") + "node " + std::to_string(n) + " (host " +
+             node_hosts_[static_cast<size_t>(n)] + ") not heard from for " + secs + " s";
+  }
+  e.line = "hang (unknown, no progress for " + std::string(stalled) + " s): " + a.why + "; " +
+           nodes + ": the network between it and node 0 stopped, or the node did";
+  return e;
 }
 
 std::optional<live::DetectorEvent> Agent::detectOnce() {
@@ -82,7 +112,7 @@ std::optional<live::DetectorEvent> Agent::detectOnce() {
   return std::nullopt;
 }
 
-bool Agent::widenLive() {
+bool Agent::widenLive(std::vector<int>* silent) {
   if (!multi() || o_.node_rank != 0 || !rdzv_) return false;
   const live::Assessment& a = detector_->last();
   const bool widened = live_->agents() > 0;
@@ -93,7 +123,10 @@ bool Agent::widenLive() {
   if (!widened && a.kind != live::StallKind::kWaitUnknown) return false;
   std::vector<std::string> endpoints;
   for (int n = 1; n < o_.nnodes; ++n) {
-    if (silentFor(&live_silence_, n) >= kSilentNodeS) continue;  // it could not answer
+    if (silentFor(&silence_, n) >= kSilentNodeS) {
+      silent->push_back(n);  // it could not answer
+      continue;
+    }
     std::string& e = top_endpoints_[n];
     if (e.empty()) {
       auto v = rdzv_->tryGet(topKey(n));

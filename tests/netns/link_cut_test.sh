@@ -20,12 +20,16 @@
 #            on local disk): node 0 sees only its own ranks waiting for nodeb's, reads nodeb's
 #            through its agent once that wait lasts a second (launcher/agent_live.cc), and must
 #            name the connections between the hosts within 15 s of the cut.
+#   shared_local  as shared, with a dump directory per host: node 0 can neither hear node 1's
+#            agent nor read its ranks. Its ranks wait for ranks it cannot see while node 1 is
+#            silent: node 0 must call that a hang naming node 1 within 15 s of the cut (not at
+#            NCCLREC_TIMEOUT, 60 s), and its verdict must say node 1's ranks have no data.
 #   healthy  the same job, short, no cut, a directory per host, and rank 3 (on nodeb) 2 s in host
 #            code at step 2 (scenario slow_step): node 0 reads nodeb's ranks while its own wait,
 #            then stops; no alarm.
 # Traffic stays inside the two namespaces. Needs root (ip netns); exits 77 (skipped, with the
 # reason) without it.
-#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|shared|local|healthy
+#   link_cut_test.sh CXXRUN SCENARIO ANALYZE SHIM cut|shared|local|shared_local|healthy
 set -uo pipefail
 cxxrun=$1 scenario=$2 analyze=$3 shim=$4 mode=$5
 TAG=nlc SUBNET=79 . "$(dirname "$0")/two_hosts.sh"
@@ -40,7 +44,7 @@ ip -n "$a" link set "${tag}da" up && ip -n "$b" link set "${tag}db" up || fail "
 steps=4 run=slow_step
 [[ $mode != healthy ]] && steps=100000000 run=no_hang
 dumps() {  # dumps HOSTNAME: that host's NCCLREC_DIR
-  if [[ $mode == local || $mode == healthy ]]; then echo "$work/dumps-$1"; else echo "$work/dumps"; fi
+  if [[ $mode == local || $mode == shared_local || $mode == healthy ]]; then echo "$work/dumps-$1"; else echo "$work/dumps"; fi
 }
 agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
   ip netns exec "$1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$3" \
@@ -54,12 +58,12 @@ agent() {  # agent NAMESPACE NODE_RANK HOSTNAME DATA_IFACE
 }
 start=$SECONDS
 data_a=${tag}da cut_link=${tag}db
-[[ $mode == shared ]] && data_a=${tag}va cut_link=${tag}vb
+[[ $mode == shared || $mode == shared_local ]] && data_a=${tag}va cut_link=${tag}vb
 agent "$a" 0 nodea "$data_a" & pa=$!
 agent "$b" 1 nodeb "$cut_link" & pb=$!
 attempt="$(dumps nodea)/lc/attempt_0"
 attempts="$attempt"
-[[ $mode == local ]] && attempts="$attempt $(dumps nodeb)/lc/attempt_0"
+[[ $mode == local || $mode == shared_local ]] && attempts="$attempt $(dumps nodeb)/lc/attempt_0"
 
 if [[ $mode != healthy ]]; then
   # Every rank's newest call is an all-reduce: the communicator exists and the loop runs (a cut
@@ -93,6 +97,22 @@ if [[ $mode == healthy ]]; then
 fi
 
 [[ $ea == 3 ]] || fail "node 0's cxxrun exited $ea, expected 3 (a hang, with the verdict)"
+if [[ $mode == shared_local ]]; then
+  (( after_cut < 15 )) || fail "node 0 gave its verdict $after_cut s after the cut, not within 15 s"
+  grep -q "^cxxrun: hang reported .*; node 1 (host nodeb) not heard from for [0-9.]* s: the network between it and node 0 stopped, or the node did" \
+    "$work/node0.err" || fail "node 0 did not call node 1's silence a hang"
+  unseen='
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert any("not heard from for" in x for x in j["warnings"]), j["warnings"]
+assert [r["rank"] for r in j["ranks"] if "no data from node 1" in (r.get("note") or "")] == [2, 3], j["ranks"]
+print("verdict:", j["verdict"]["class"], "-", j["verdict"]["headline"])
+'
+  python3 -c "$unseen" "$attempt/report.json" || fail "report.json: $(head -c 3000 "$attempt/report.json")"
+  grep "hang reported" "$work/node0.err"
+  echo "PASS: node 0 called the silence of node 1 a hang $after_cut s after the cut (cxxrun exit $ea)"
+  exit 0
+fi
 grep -q "^transport_stalled: data stopped moving between rank " "$work/node0.err" ||
   fail "node 0 printed no transport_stalled verdict"
 (( after_cut < 15 )) || fail "node 0 gave its verdict $after_cut s after the cut, not within 15 s"
