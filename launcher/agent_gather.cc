@@ -91,8 +91,8 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
         in->nodes.push_back({r, n.host, dir, n.files.size(), false});
         got.push_back(std::move(n));
       } else if (const double silent_s = silentFor(&silence_, r); silent_s >= kSilentNodeS) {
+        // Said with the report's warnings, a moment later.
         in->warnings.push_back(nodeSilentLine(r, silent_s));
-        say("cxxrun: " + in->warnings.back());
         unheard.push_back(r);
       } else {
         ++i;
