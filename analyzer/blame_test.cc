@@ -1,5 +1,6 @@
-// Culprits vs. waiters (blame.h, cycle_blame.h, the p2p accounting of waits.h): the verdict names
-// the rank that deviated from its peers, and lists the ranks merely blocked by it as waiting.
+// Culprits vs. waiters (blame.h, cycle_blame.h, the p2p accounting of rules/p2p_mismatch.h): the
+// verdict names the rank that deviated from its peers, and lists the ranks merely blocked by it as
+// waiting.
 #include "analyzer/blame.h"
 
 #include <gtest/gtest.h>

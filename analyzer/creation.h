@@ -1,7 +1,7 @@
 // Communicators being created, as the recordings show them: who joined each unique id, with which
 // arguments, who made the id and where its bootstrap root is, which members have not joined, and
 // whether the creation was made lazily by a collective. The facts of the creation rules
-// (creation_rules.cc) and, through missingMembers(), of the live detector (live/detector.cc).
+// (rules/comm_creation.cc) and, through missingMembers(), of the live detector (live/detector.cc).
 // Pure functions over format's records.
 #pragma once
 

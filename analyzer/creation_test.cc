@@ -1,4 +1,4 @@
-// The creation rules (creation_rules.h): each test names the principle it checks.
+// The creation rules (rules/comm_creation.h): each test names the principle it checks.
 #include "analyzer/creation.h"
 
 #include <gtest/gtest.h>

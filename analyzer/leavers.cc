@@ -78,7 +78,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
       return e.commId() == failed.commId();
     });
     // One that destroyed the communicator finished its program: what it left unmatched is for
-    // the point-to-point rules (waits.h), not an early exit.
+    // the point-to-point rules (rules/p2p_mismatch.h), not an early exit.
     const bool finished =
         std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
           return e.commId() == failed.commId() && e.op == OpType::kCommDestroy;

@@ -5,19 +5,25 @@
 
 #include <utility>
 
-#include "analyzer/creation_rules.h"
-#include "analyzer/devices.h"
-#include "analyzer/lifecycle_rules.h"
+#include "analyzer/rules/alignment.h"
 #include "analyzer/rules/all_wait_in_one_op.h"
+#include "analyzer/rules/comm_creation.h"
+#include "analyzer/rules/device_collision.h"
 #include "analyzer/rules/device_stalled.h"
+#include "analyzer/rules/early_comm_end.h"
 #include "analyzer/rules/failed_call.h"
 #include "analyzer/rules/gated_at_the_end.h"
+#include "analyzer/rules/group_peer_skip.h"
+#include "analyzer/rules/lone_collective.h"
 #include "analyzer/rules/no_hang.h"
+#include "analyzer/rules/p2p_mismatch.h"
+#include "analyzer/rules/p2p_stop.h"
+#include "analyzer/rules/partial_split.h"
 #include "analyzer/rules/rank_not_running.h"
 #include "analyzer/rules/slow_rank.h"
 #include "analyzer/rules/stuck_creating_comm.h"
 #include "analyzer/rules/transport_stalled.h"
-#include "analyzer/waits.h"
+#include "analyzer/rules/wait_cycle.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
@@ -44,12 +50,12 @@ constexpr Explainer kP2pWaitCauses[] = {&leaverBehindP2pWait, &collectiveBehindP
 constexpr NamedRule kRules[] = {
     // A refused init (ranks sharing a device) explains whatever follows it.
     {"device_collision", &onRecordings<&findDeviceCollision>},
-    // A communicator whose creation does not finish (creation_rules.h): the ranks in the creation
-    // wait for a member that is elsewhere, for an id that cannot fill, with arguments that
-    // disagree, or on a bootstrap that cannot connect. From any other communicator those ranks
-    // look like ranks that stopped in host code.
-    {"comm_creation", &findCreationHang},
-    // Calls around the slots (lifecycle_rules.h): a communicator ended or split by some ranks
+    // A communicator whose creation does not finish (rules/comm_creation.h): the ranks in the
+    // creation wait for a member that is elsewhere, for an id that cannot fill, with arguments
+    // that disagree, or on a bootstrap that cannot connect. From any other communicator those
+    // ranks look like ranks that stopped in host code.
+    {"comm_creation", &asRule<&findCreationHang>},
+    // Calls around the slots (rules/comm_calls.h): a communicator ended or split by some ranks
     // only, or a peer left out of a grouped exchange. The ranks that wait would otherwise take
     // the blame for them.
     // A collective on a communicator the others never used (they destroyed it when done) comes

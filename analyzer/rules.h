@@ -39,14 +39,6 @@ std::span<const NamedRule> verdictRules();
 // Runs verdictRules() in order; the first verdict, with each rank's status added.
 Verdict runRules(Engine& engine);
 
-// The rules that are not a finder of their own file (devices.h, lifecycle_rules.h, waits.h,
-// health.h), by file:
-
-// p2p_stop.cc: a send or receive waiting for a rank that left NCCL without posting its
-// counterpart (stuck in host code, killed, exited early): that rank's stop (rank_exited,
-// rank_crashed, rank_stuck_in_host).
-std::optional<Verdict> findP2pStop(Engine& en);
-
 // The cause steps (Explainer) the table declares, by file:
 // root_cause.cc: an earlier divergence of the same ranks, issued before each of their newest calls
 // (Engine::preferEarlierCause): explains a wait cycle, a stream that stopped, a divergence.
@@ -62,13 +54,5 @@ bool collectiveBehindP2pWait(Engine& en, Verdict& v);
 // skipped_collective (skippedBeforeP2p).
 bool skipBehindP2pWait(Engine& en, Verdict& v);
 std::optional<Verdict> skippedBeforeP2p(Engine& en);
-
-// alignment_rules.cc: the first divergence (insertion, deletion, substitution) on a communicator
-// with ops pending, in Engine::commOrder(): cause before symptom, it explains the waits on the
-// other communicators.
-std::optional<Verdict> pendingDivergence(Engine& en);
-// alignment_rules.cc: the first divergence or stream that stopped on any communicator, in
-// Engine::commOrder() (the table lets an earlier divergence of the same ranks explain it).
-std::optional<Verdict> firstDivergenceOrStop(Engine& en);
 
 }  // namespace ncclrec::analyzer::engine

@@ -35,7 +35,7 @@ enum class VerdictClass {
   kDeviceCollision,
   kCommAborted,
   kCommDestroyed,
-  // A communicator's creation that does not finish (creation_rules.h).
+  // A communicator's creation that does not finish (rules/comm_creation.h).
   kCommMemberMissing,
   kCommIdMismatch,
   kCommInitMismatch,

@@ -1,5 +1,5 @@
 // What one rank did on one communicator, for the rules about calls around the slots
-// (lifecycle_rules.h: early_comm_end, partial_split): its collectives past a point, where it went
+// (early_comm_end, partial_split): its collectives past a point, where it went
 // on, whether it holds the communicator at all.
 #pragma once
 

@@ -1,4 +1,6 @@
-// The early_comm_end rule (comm_aborted, comm_destroyed): lifecycle_rules.h.
+// The early_comm_end rule (comm_aborted, comm_destroyed): rules/early_comm_end.h.
+#include "analyzer/rules/early_comm_end.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -7,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/lifecycle_rules.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules/comm_calls.h"

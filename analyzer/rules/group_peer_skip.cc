@@ -1,12 +1,12 @@
-// findGroupPeerSkip (lifecycle_rules.h): sends and receives grouped in ncclGroupStart/End, aligned
-// group by group between the two ranks of a pair.
+// The group_peer_skip rule (rules/group_peer_skip.h): sends and receives grouped in
+// ncclGroupStart/End, aligned group by group between the two ranks of a pair.
+#include "analyzer/rules/group_peer_skip.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "analyzer/lifecycle_rules.h"
 
 namespace ncclrec::analyzer {
 namespace {

@@ -1,4 +1,6 @@
-// The lone_collective rule (rank_gated_collective): lifecycle_rules.h.
+// The lone_collective rule (rank_gated_collective): rules/lone_collective.h.
+#include "analyzer/rules/lone_collective.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -7,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/lifecycle_rules.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules/comm_calls.h"

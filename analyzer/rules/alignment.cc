@@ -1,5 +1,7 @@
 // The per-slot alignment as verdict rules (rules.h): each communicator's streams compared like a
 // diff (Engine::diagnoseComm), in Engine::commOrder().
+#include "analyzer/rules/alignment.h"
+
 #include <climits>
 #include <optional>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "analyzer/waits.h"
+#include "analyzer/rules/wait_cycle.h"
 
 #include <algorithm>
 #include <map>

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "analyzer/creation_rules.h"
 #include "analyzer/rank_ops.h"
+#include "analyzer/rules/comm_creation.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {

@@ -18,7 +18,7 @@ namespace ncclrec::analyzer::engine {
 // outside [0, nranks)), comm_id_mismatch (one communicator given several unique ids),
 // comm_member_missing / rank_exited / rank_crashed / rank_gated_collective (a member that never
 // joined, and where it is), bootstrap_stuck (every member joined alike and it does not finish).
-std::optional<Verdict> findCreationHang(Engine& en);
+std::optional<Verdict> findCreationHang(const Engine& en);
 
 // creation_args.cc: processes that run as one rank of the job (its RANK), each joining a
 // communicator (comm_init_mismatch).
@@ -29,7 +29,7 @@ std::optional<Verdict> argumentsDisagree(const Engine& en, const Creation& c);
 // (bootstrap_stuck).
 std::optional<Verdict> bootstrapStuck(const Engine& en, const Creation& c);
 
-// What the creation rules share (creation_rules.cc).
+// What the creation rules share (comm_creation.cc).
 // "ncclCommInitRank of comm 1a2b3c4d (4 ranks) from buildEvalGroup() main.cc:24".
 std::string creationPhrase(const Engine& en, const Creation& c);
 // The evidence table of a creation: its joiners, and the processes `away` that did not join.

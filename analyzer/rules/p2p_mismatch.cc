@@ -1,6 +1,8 @@
-// findP2pMismatch (waits.h): the sends and receives of every rank gathered once (P2pWaits), then
-// each wait judged in the order it began: its peer's standing, a relay that dropped a send, the
-// pair's accounting, a count or datatype that differs.
+// findP2pMismatch (rules/p2p_mismatch.h): the sends and receives of every rank gathered once
+// (P2pWaits), then each wait judged in the order it began: its peer's standing, a relay that
+// dropped a send, the pair's accounting, a count or datatype that differs.
+#include "analyzer/rules/p2p_mismatch.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -10,7 +12,6 @@
 #include "analyzer/p2p_blame.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
-#include "analyzer/waits.h"
 
 namespace ncclrec::analyzer {
 namespace {

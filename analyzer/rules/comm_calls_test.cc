@@ -1,10 +1,12 @@
-#include "analyzer/lifecycle_rules.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "analyzer/rules/early_comm_end.h"
+#include "analyzer/rules/group_peer_skip.h"
+#include "analyzer/rules/lone_collective.h"
+#include "analyzer/rules/partial_split.h"
 #include "analyzer/testing/job_builder.h"
 #include "format/bbox_layout.h"
 

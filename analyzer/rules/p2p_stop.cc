@@ -2,6 +2,8 @@
 // the rank left) for a counterpart the rank never posted, and the rank is not in NCCL at all
 // (asleep in host code, killed, exited without ending the communicator). That is a truncation of
 // the rank's program, not a point-to-point mismatch (docs/analyzer.md).
+#include "analyzer/rules/p2p_stop.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>

@@ -1,7 +1,7 @@
 // A creation that does not finish because members did not join: a member elsewhere (or gone), or
 // one communicator given several unique ids. Arguments that disagree and a bootstrap that cannot
 // connect: creation_args.cc.
-#include "analyzer/creation_rules.h"
+#include "analyzer/rules/comm_creation.h"
 
 #include <algorithm>
 #include <map>
@@ -380,7 +380,7 @@ EvidenceTable creationTable(const Engine& en, const Creation& c, const std::vect
   return t;
 }
 
-std::optional<Verdict> findCreationHang(Engine& en) {
+std::optional<Verdict> findCreationHang(const Engine& en) {
   const std::vector<Creation> all = pendingCreations(en.set());
   if (all.empty()) return std::nullopt;
   if (auto v = processesShareARank(en, all)) return v;

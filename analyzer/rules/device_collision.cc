@@ -1,4 +1,4 @@
-#include "analyzer/devices.h"
+#include "analyzer/rules/device_collision.h"
 
 #include <algorithm>
 #include <map>

@@ -1,0 +1,19 @@
+// The per-slot alignment's rules (alignment.cc): divergences (insertion, deletion, substitution)
+// and streams that stopped, found by Engine::diagnoseComm on each communicator.
+#pragma once
+
+#include <optional>
+
+#include "analyzer/engine.h"
+#include "analyzer/verdict.h"
+
+namespace ncclrec::analyzer::engine {
+
+// The first divergence on a communicator with ops pending, in Engine::commOrder(): cause before
+// symptom, it explains the waits on the other communicators.
+std::optional<Verdict> pendingDivergence(Engine& en);
+// The first divergence or stream that stopped on any communicator, in Engine::commOrder() (the
+// table lets an earlier divergence of the same ranks explain it).
+std::optional<Verdict> firstDivergenceOrStop(Engine& en);
+
+}  // namespace ncclrec::analyzer::engine

@@ -1,0 +1,18 @@
+// The wait_cycle rule: the wait-for graph across communicators, whose cycle is a deadlock. Before
+// the per-slot alignment: it pairs ops across communicators, not by slot.
+#pragma once
+
+#include <optional>
+
+#include "analyzer/callsite.h"
+#include "analyzer/verdict.h"
+#include "format/reader.h"
+
+namespace ncclrec::analyzer {
+
+// Ranks each blocked in a collective, each waiting for a rank that has not reached that
+// collective, around a cycle: e.g. rank 0 in comm A waits for rank 1, which waits in comm B for
+// rank 0.
+std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSites& sites);
+
+}  // namespace ncclrec::analyzer
