@@ -6,6 +6,7 @@
 
 #include "analyzer/connections.h"
 #include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 #include "analyzer/rules/inside_one_op.h"
 
 namespace ncclrec::analyzer::engine {
@@ -49,9 +50,27 @@ std::string gpuOf(const Engine& en, const CommStreams& c, size_t stream) {
 
 struct Finding {
   bool never_started = true;
+  bool by_counts = false;  // idleWithLaunchesQueued: the record's totals, not its newest op
   std::vector<size_t> culprits, others;  // streams
   const EventRecord* op = nullptr;       // the op the culprits are held in
 };
+
+// A rank's kernel record, whichever op it holds last: the channels of every op it launched
+// (planned), started (posted) and stopped (done), in total.
+const format::Link* kernelRecord(const Engine& en, const CommStreams& c, const Stream& s) {
+  for (const format::Link& l : en.set().ranks[s.rank].links) {
+    if (l.isKernel() && l.comm_id == c.comm_id) return &l;
+  }
+  return nullptr;
+}
+
+// The oldest op of the stream not completed: with asynchronous launches, the one its GPU is at.
+const EventRecord* oldestIncomplete(const Stream& s) {
+  for (const Op& o : s.ops) {
+    if (isIncomplete(*o.e)) return o.e;
+  }
+  return nullptr;
+}
 
 // The op launched on every rank; its channels run on some GPUs and never started on the others.
 std::optional<Finding> neverStarted(const Engine& en, const CommStreams& c,
@@ -107,6 +126,56 @@ std::optional<Finding> neverFinished(const Engine& en, const CommStreams& c,
   return f;
 }
 
+// Asynchronous launches: a rank whose host went on launching ops behind the one its GPU is stuck
+// at has a later op in its kernel record, so the op's own counts are gone. Its totals still say
+// it: channels launched and never started, none running, nothing started or stopped for a second
+// and no launch for a second, while the other ranks' GPUs have channels running (they wait for its
+// data). The culprits are held in their oldest op not completed.
+std::optional<Finding> idleWithLaunchesQueued(const Engine& en, const CommStreams& c) {
+  Finding f;
+  f.by_counts = true;
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const format::Link* k = kernelRecord(en, c, c.streams[i]);
+    if (k == nullptr) return std::nullopt;
+    const bool queued = k->planned > k->posted;
+    const bool running = k->posted > k->done;
+    const int64_t last_change = std::max({k->op_start_ns, k->posted_ns, k->done_ns});
+    if (queued && !running && en.now() - last_change >= kDeviceStallNs) {
+      f.culprits.push_back(i);
+    } else if (running) {
+      f.others.push_back(i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (f.culprits.empty() || f.others.empty()) return std::nullopt;
+  f.op = oldestIncomplete(c.streams[f.culprits.front()]);
+  if (f.op == nullptr) return std::nullopt;
+  return f;
+}
+
+// The table of idleWithLaunchesQueued: each rank's totals.
+EvidenceTable queueTable(const Engine& en, const CommStreams& c, const Finding& f) {
+  EvidenceTable t;
+  t.title = "kernel channels on comm " + shortCommId(c.comm_id) + ", every launched op, per rank";
+  t.columns = {"rank",    "oldest_pending", "newest",      "launched",
+               "started", "stopped",        "last_started"};
+  for (size_t i = 0; i < c.streams.size(); ++i) {
+    const format::Link& k = *kernelRecord(en, c, c.streams[i]);
+    const EventRecord* oldest = oldestIncomplete(c.streams[i]);
+    t.rows.push_back({TableCell::of(en.ranksOf(c, {i}).front()),
+                      oldest != nullptr ? TableCell::of("#" + std::to_string(oldest->op_seq))
+                                        : TableCell::none(),
+                      TableCell::of("#" + std::to_string(c.streams[i].ops.back().e->op_seq)),
+                      TableCell::of(static_cast<int64_t>(k.planned)),
+                      TableCell::of(static_cast<int64_t>(k.posted)),
+                      TableCell::of(static_cast<int64_t>(k.done)),
+                      TableCell::of(clockTime(k.posted > 0 ? k.posted_ns : 0))});
+    t.marked.push_back(std::find(f.culprits.begin(), f.culprits.end(), i) != f.culprits.end());
+  }
+  return t;
+}
+
 EvidenceTable kernelTable(const Engine& en, const CommStreams& c, const std::vector<Kernel>& ks,
                           const Finding& f, const std::string& name) {
   EvidenceTable t;
@@ -139,6 +208,7 @@ std::optional<Verdict> findDeviceStalled(const Engine& en) {
   for (const Stream& s : c->streams) ks.push_back(kernelOf(en, *c, s));
   std::optional<Finding> f = neverStarted(en, *c, ks);
   if (!f) f = neverFinished(en, *c, ks, *op);
+  if (!f) f = idleWithLaunchesQueued(en, *c);
   if (!f) return std::nullopt;
   const size_t first = f->culprits.front();
   const Stream& held = c->streams[first];
@@ -155,6 +225,24 @@ std::optional<Verdict> findDeviceStalled(const Engine& en) {
   std::string gpus = gpuOf(en, *c, first);
   for (size_t i = 1; i < f->culprits.size(); ++i) gpus += " and " + gpuOf(en, *c, f->culprits[i]);
   const bool one = f->culprits.size() == 1;
+  if (f->by_counts) {
+    const int64_t queued = static_cast<int64_t>(kernelRecord(en, *c, held)->planned -
+                                                kernelRecord(en, *c, held)->posted);
+    v.headline = gpus + " never started the kernel of " + name + " on comm " +
+                 shortCommId(v.comm_id) + " from " + describeCallSite(v.site) + ", issued " +
+                 seconds(en.now() - f->op->enqueueNs()) +
+                 " ago: " + (one ? "it runs" : "they run") +
+                 " no kernel channel of the communicator while " + std::to_string(queued) +
+                 " launched channels wait (ops launched behind it), and the GPUs of " +
+                 ranksWord(v.waiting) + " run theirs; " + ranksWord(v.waiting) +
+                 (v.waiting.size() == 1 ? " waits" : " wait") + " for " + (one ? "it" : "them") +
+                 "; suspect " + (one ? "that GPU or its" : "those GPUs or their") +
+                 " stream: a kernel queued before it that does not end, or a GPU that stopped "
+                 "(Xid errors in the kernel log)";
+    en.addEvidence(*c, held.ops.size() - 1, v);
+    v.tables.push_back(queueTable(en, *c, *f));
+    return v;
+  }
   if (f->never_started) {
     v.headline =
         gpus + " never started the kernel of " + name + " on comm " + shortCommId(v.comm_id) +

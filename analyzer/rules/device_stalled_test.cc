@@ -112,14 +112,6 @@ TEST(DeviceStalledTest, NoFindingBeforeASecondNorWhenNoGpuStartedNorWithoutRecor
     EXPECT_NE(job.diagnose().cls, VerdictClass::kDeviceStalled);
   }
   {
-    // Rank 3's record is of another op (a later launch): unknown, no finding.
-    Job job = allInside();
-    for (int r = 0; r < 3; ++r) kernel(job, r, 1, 1, 0);
-    kernel(job, 3, 1, 0, 0);
-    job.rank(3).links.back().op_index = 99;
-    EXPECT_NE(job.diagnose().cls, VerdictClass::kDeviceStalled);
-  }
-  {
     // Every kernel started: the ranks wait for data, the transport's question.
     Job job = allInside();
     for (int r = 0; r < 4; ++r) kernel(job, r, 1, 1, 0);
@@ -168,6 +160,60 @@ TEST(DeviceStalledTest, AKernelWaitingForDataThatNeverCameIsTheTransports) {
   Job bare = rankZeroNeverFinished();
   for (int r = 0; r < 4; ++r)
     std::erase_if(bare.rank(r).links, [](const format::Link& l) { return !l.isKernel(); });
+  EXPECT_NE(bare.diagnose().cls, VerdictClass::kDeviceStalled);
+}
+
+// Asynchronous launches (a training loop that does not wait for its GPU): every rank issued
+// all-reduces #3-#5, none completed; each kernel record holds #5, launched behind the op the GPUs
+// are at. Ranks 0-2's GPUs run #3's two channels (they wait for rank 3's data); rank 3's runs
+// nothing, its six launched channels never started.
+Job launchedBehind(int64_t last_launch_ns = kT0 + 4 * kSec) {
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    job.ops(r, repeat({kTrain}, 2));
+    for (int i = 0; i < 3; ++i) job.ops(r, repeat({kTrain}, 1), true);
+    kernel(job, r, 2, 0, 0, last_launch_ns);
+    format::Link& l = job.rank(r).links.back();
+    l.op_base = 44;  // #5 is the newest: #3 and #4 launched before it
+    l.planned = 46;  // #3-#5, two channels each, after 40 earlier ones
+    l.posted = r == 3 ? 40 : 42;
+    l.done = 40;
+    l.posted_ns = kT0 + 2 * kSec + kSec / 5;
+    l.done_ns = kT0 + 2 * kSec;
+  }
+  return job;
+}
+
+TEST(DeviceStalledTest, OpsLaunchedBehindTheStuckOneStillNameTheGpuByItsTotals) {
+  const Verdict v = launchedBehind().diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kDeviceStalled) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{3}));
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(v.seq, 3u);  // the op its GPU is at, not the newest launched
+  EXPECT_EQ(v.headline,
+            "the GPU of rank 3 (its bus id is not recorded) never started the kernel of "
+            "ncclAllReduce #3 on comm c0ffee00 from trainStep() train.cc:27, issued 98.0s ago: "
+            "it runs no kernel channel of the communicator while 6 launched channels wait (ops "
+            "launched behind it), and the GPUs of ranks 0-2 run theirs; ranks 0-2 wait for it; "
+            "suspect that GPU or its stream: a kernel queued before it that does not end, or a "
+            "GPU that stopped (Xid errors in the kernel log)");
+  ASSERT_FALSE(v.tables.empty());
+  const EvidenceTable& t = v.tables.back();
+  EXPECT_TRUE(has(t.title, "kernel channels on comm c0ffee00, every launched op, per rank"));
+  EXPECT_EQ(t.marked, (std::vector<bool>{false, false, false, true}));
+}
+
+TEST(DeviceStalledTest, TotalsNameNoGpuWhileLaunchesAreRecentOrEveryGpuIsIdle) {
+  // The last launch a tenth of a second before the newest recording: the GPU may start it yet.
+  EXPECT_NE(launchedBehind(kT0 + 100 * kSec - kSec / 10).diagnose().cls,
+            VerdictClass::kDeviceStalled);
+  // No GPU runs anything: no rank stands out.
+  Job idle = launchedBehind();
+  for (int r = 0; r < 3; ++r) idle.rank(r).links.back().posted = 40;
+  EXPECT_NE(idle.diagnose().cls, VerdictClass::kDeviceStalled);
+  // A rank without a kernel record: unknown, no finding.
+  Job bare = launchedBehind();
+  bare.rank(1).links.clear();
   EXPECT_NE(bare.diagnose().cls, VerdictClass::kDeviceStalled);
 }
 
