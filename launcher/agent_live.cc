@@ -6,11 +6,11 @@
 // spanning the nodes, for ranks it cannot see (StallKind::kWaitUnknown), and a hang inside a
 // collective every rank entered (a link, a GPU) would wait for NCCLREC_TIMEOUT. Once such a wait
 // lasts kWidenAfterS, node 0 also reads the other nodes' ranks through their agents' ncclrec-top
-// servers (each published at topKey(NODE)), each bounded by kAgentTimeoutS, a node whose heartbeat
-// stopped for kSilentNodeS left out; as soon as the job moves again it reads its own directory
-// only. A healthy job pays nothing; with a shared directory node 0 sees every rank and never
-// widens. A node whose heartbeat stopped cannot be read: while node 0's ranks still wait for
-// ranks it cannot see, that silence is the hang (the network between the nodes, or that node,
+// servers (each published at topKey(NODE)), all at once, each bounded by kAgentTimeoutS, a node
+// whose heartbeat stopped for kSilentNodeS left out; as soon as the job moves again it reads its
+// own directory only. A healthy job pays nothing; with a shared directory node 0 sees every rank
+// and never widens. A node whose heartbeat stopped cannot be read: while node 0's ranks still wait
+// for ranks it cannot see, that silence is the hang (the network between the nodes, or that node,
 // stopped), declared at once rather than at NCCLREC_TIMEOUT.
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -83,15 +83,11 @@ std::optional<live::DetectorEvent> Agent::silentNodeHang(const std::vector<int>&
   e.assessment = a;
   char stalled[32];
   snprintf(stalled, sizeof(stalled), "%.1f", a.stalled_s);
-  std::string nodes;
-  for (int n : silent) {
-    char secs[32];
-    snprintf(secs, sizeof(secs), "%.1f", silentFor(&silence_, n));
-    nodes += std::string(nodes.empty() ? "" : ", ") + "node " + std::to_string(n) + " (host " +
-             node_hosts_[static_cast<size_t>(n)] + ") not heard from for " + secs + " s";
-  }
+  std::vector<SilentNode> nodes;
+  for (int n : silent)
+    nodes.push_back({n, node_hosts_[static_cast<size_t>(n)], silentFor(&silence_, n)});
   e.line = "hang (unknown, no progress for " + std::string(stalled) + " s): " + a.why + "; " +
-           nodes + ": the network between it and node 0 stopped, or the node did";
+           silentNodesLine(nodes);
   return e;
 }
 

@@ -1,10 +1,24 @@
 #include "launcher/heartbeat.h"
 
 #include <chrono>
+#include <cstdio>
 
 namespace ncclrec::launcher {
 
 std::string heartbeatKey(int node) { return "alive/" + std::to_string(node); }
+
+std::string silentNodesLine(const std::vector<SilentNode>& nodes) {
+  if (nodes.empty()) return "";
+  std::string out;
+  for (const SilentNode& n : nodes) {
+    char secs[32];
+    snprintf(secs, sizeof(secs), "%.1f", n.silent_s);
+    out += std::string(out.empty() ? "" : ", ") + "node " + std::to_string(n.node) + " (host " +
+           n.host + ") not heard from for " + secs + " s";
+  }
+  return out + (nodes.size() == 1 ? ": the network between it and node 0 stopped, or the node did"
+                                  : ": the network between them and node 0 stopped, or they did");
+}
 
 void HeartbeatSender::beat(double now_s) {
   if (now_s < next_beat_s_) return;

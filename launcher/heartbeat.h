@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "format/store_client.h"
 
@@ -46,6 +47,17 @@ class HeartbeatSender {
   int64_t count_ = 0;
   std::string failure_;
 };
+
+// A node node 0 could not hear from: its count stopped `silent_s` seconds ago.
+struct SilentNode {
+  int node = 0;
+  std::string host;
+  double silent_s = 0;
+};
+// "node 1 (host b) not heard from for 3.0 s: the network between it and node 0 stopped, or the
+// node did"; of several nodes, "node 1 (...) ..., node 2 (...) ...: the network between them and
+// node 0 stopped, or they did". "" for none.
+std::string silentNodesLine(const std::vector<SilentNode>& nodes);
 
 // Node 0's view of the other nodes' counts.
 class SilenceWatch {

@@ -100,5 +100,15 @@ TEST(SilenceWatch, CountsTheSecondsSinceTheValueLastChanged) {
   EXPECT_DOUBLE_EQ(w.silentFor(2, 14), 0);
 }
 
+TEST(SilenceWatch, TheLineNamesEverySilentNodeAndAgreesInNumber) {
+  EXPECT_EQ(silentNodesLine({}), "");
+  EXPECT_EQ(silentNodesLine({{1, "nodeb", 3.04}}),
+            "node 1 (host nodeb) not heard from for 3.0 s: the network between it and node 0 "
+            "stopped, or the node did");
+  EXPECT_EQ(silentNodesLine({{1, "nodeb", 3.04}, {3, "noded", 4.26}}),
+            "node 1 (host nodeb) not heard from for 3.0 s, node 3 (host noded) not heard from for "
+            "4.3 s: the network between them and node 0 stopped, or they did");
+}
+
 }  // namespace
 }  // namespace ncclrec::launcher

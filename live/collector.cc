@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "base/text.h"
@@ -172,10 +174,31 @@ void Collector::setAgents(const std::vector<std::string>& endpoints) {
 }
 
 void Collector::readRemotes(int64_t now_ns, Snapshot* s) {
+  // Every agent at once: a refresh waits for the slowest agent, not for the sum of them (each
+  // poll is bounded by remote_timeout_s; a RemoteSource is touched by its own thread only).
+  std::vector<RemoteSource::Result> results(remotes_.size());
+  {
+    std::vector<std::thread> polls;
+    size_t i = 0;
+    for (auto& [endpoint, remote] : remotes_) {
+      RemoteSource* source = remote.get();
+      RemoteSource::Result* result = &results[i++];
+      const auto poll = [=, this] { *result = source->poll(now_ns, options_.remote_timeout_s); };
+      if (remotes_.size() == 1) {
+        poll();
+        continue;
+      }
+      try {
+        polls.emplace_back(poll);
+      } catch (const std::system_error&) {
+        poll();  // no thread to be had: this one in turn
+      }
+    }
+    for (std::thread& t : polls) t.join();
+  }
   std::vector<std::string> discovered;
   std::string labels;
-  for (auto& [endpoint, remote] : remotes_) {
-    RemoteSource::Result r = remote->poll(now_ns, options_.remote_timeout_s);
+  for (RemoteSource::Result& r : results) {
     if (!r.snapshot_asked.empty()) s->notes.push_back(std::move(r.snapshot_asked));
     if (!r.error.empty()) {
       s->notes.push_back(r.error);

@@ -8,7 +8,9 @@
 // and symbolized by the dump writer inside the recorded processes): when a stack frame has no
 // name yet and an unread dump is there, one dump is read per refresh.
 //
-// Owned and called by one thread (the collector thread of app.cc, or the caller of --once).
+// Owned and called by one thread (the collector thread of app.cc, or the caller of --once); a
+// refresh asks its agents in parallel, one short-lived thread each, so that it waits for the
+// slowest agent rather than for the sum of them.
 #pragma once
 
 #include <sys/types.h>
@@ -33,7 +35,7 @@ struct CollectorOptions {
   std::vector<std::string> connect;  // cxxrun agents, host:port
   std::string token;                 // the job token the agents want
   double hang_after_s = 60;
-  double remote_timeout_s = 2;  // per agent and refresh
+  double remote_timeout_s = 2;  // per agent and refresh (the agents are asked at once)
   // Also ask the agents each reply lists (the job's other nodes, by the names they advertise).
   bool follow_peers = true;
   std::vector<std::string> library_frames;  // Snapshot::library_frames

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "format/dump_io.h"
 #include "format/ncclrec.pb.h"
@@ -279,6 +282,50 @@ TEST(Collector, FollowsThePeersAnAgentListsUnlessToldNotTo) {
   Collector c({.connect = {agent.endpoint()}, .token = "t", .remote_timeout_s = 0.5});
   (void)c.collect(kNow);
   EXPECT_EQ(c.agents(), 2u);
+}
+
+// Agents that answer only once every one of them was asked (or after 3 s): a collector that asked
+// them one after the other would see the first time out.
+class AgentsAnsweringTogether {
+ public:
+  explicit AgentsAnsweringTogether(int n) : n_(n) {
+    for (int i = 0; i < n; ++i) {
+      agents_.push_back(std::make_unique<testing::FakeAgent>([this, i](const std::string&) {
+        std::unique_lock lock(mu_);
+        ++asked_;
+        cv_.notify_all();
+        (void)cv_.wait_for(lock, std::chrono::seconds(3), [this] { return asked_ >= n_; });
+        format::pb::TopReply reply;
+        reply.set_host("node" + std::to_string(i + 1));
+        reply.set_now_ns(kNow);
+        *reply.add_ranks()->mutable_data() =
+            format::toProto(testing::makeRank(i + 1, n_ + 1, "other", testing::kCommWorld, 3, 1));
+        return reply.SerializeAsString();
+      }));
+    }
+  }
+  std::vector<std::string> endpoints() const {
+    std::vector<std::string> out;
+    for (const auto& a : agents_) out.push_back(a->endpoint());
+    return out;
+  }
+
+ private:
+  const int n_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int asked_ = 0;
+  std::vector<std::unique_ptr<testing::FakeAgent>> agents_;
+};
+
+TEST(Collector, AsksItsAgentsAtOnce) {
+  AgentsAnsweringTogether agents(3);
+  Collector c({.token = "t", .remote_timeout_s = 1, .follow_peers = false});
+  c.setAgents(agents.endpoints());
+  const auto s = c.collect(kNow);
+  EXPECT_EQ(ranksOf(*s), (std::vector<int>{1, 2, 3}));
+  EXPECT_TRUE(s->notes.empty()) << s->notes.front();
+  EXPECT_EQ(s->source_label, "agents node1:, node2:, node3:");
 }
 
 }  // namespace
