@@ -80,8 +80,13 @@ int runAnalyze(const std::vector<std::string>& paths, const AnalyzeOptions& opti
         << " and another): mixed runs? pick one with --run ID\n";
     return kExitBadInput;
   }
-  // A directory cxxrun reported on holds what it saw of the processes (killed by SIGKILL...).
-  for (const std::string& path : paths) applyWorkerFacts(*set, workerFactsFromReport(path));
+  // A directory cxxrun reported on holds what it saw of the processes (killed by SIGKILL...) and,
+  // on node 0 of a multi-node job, of the nodes it could no longer hear from.
+  for (const std::string& path : paths) {
+    applyWorkerFacts(*set, workerFactsFromReport(path));
+    for (format::SilentNode& n : silentNodesFromReport(path))
+      set->silent_nodes.push_back(std::move(n));
+  }
   const CallSites sites(set->ranks, options.diagnose.library_frames);
   const Verdict v = diagnose(*set, options.diagnose, sites);
   if (options.trace) {

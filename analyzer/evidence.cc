@@ -1,5 +1,6 @@
 // The evidence table around the divergence and each rank's status.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -70,8 +71,18 @@ std::vector<int> Engine::ranksWithNoData() const {
 }
 
 void Engine::addStatus(Verdict& v) const {
-  for (int g : ranksWithNoData())
-    v.status.push_back({g, RankState::kNoData, "no black box or dump"});
+  for (int g : ranksWithNoData()) {
+    std::string why = "no black box or dump";
+    for (const format::SilentNode& n : set_.silent_nodes) {
+      if (std::find(n.ranks.begin(), n.ranks.end(), g) == n.ranks.end()) continue;
+      char secs[32];
+      snprintf(secs, sizeof(secs), "%.1f", n.silent_s);
+      why += ": its node " + std::to_string(n.node) + " (host " + n.host +
+             ") was not heard from for " + secs + " s";
+      break;
+    }
+    v.status.push_back({g, RankState::kNoData, std::move(why)});
+  }
   std::map<int, size_t> by_rank;
   for (size_t r = 0; r < set_.ranks.size(); ++r) by_rank.emplace(set_.ranks[r].global_rank, r);
   for (const auto& [g, r] : by_rank) {

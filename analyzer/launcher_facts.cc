@@ -1,6 +1,7 @@
 #include "analyzer/launcher_facts.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "base/text.h"
@@ -23,14 +24,24 @@ void applyWorkerFacts(format::LoadedSet& set, const std::vector<WorkerFacts>& wo
   }
 }
 
-std::vector<WorkerFacts> workerFactsFromReport(const std::string& dir) {
-  std::vector<WorkerFacts> out;
+namespace {
+
+// report.json in `dir`; nullopt when there is none or it is not one (the facts are optional, so
+// no warning).
+std::optional<format::report_json::Document> readReport(const std::string& dir) {
   std::ifstream in(dir + "/" + std::string(format::report_json::kFileName), std::ios::binary);
-  if (!in) return out;
+  if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  std::string problem;  // not a report: the facts are optional, so no warning
-  const auto doc = format::report_json::parseReportJson(text.str(), &problem);
+  std::string problem;
+  return format::report_json::parseReportJson(text.str(), &problem);
+}
+
+}  // namespace
+
+std::vector<WorkerFacts> workerFactsFromReport(const std::string& dir) {
+  std::vector<WorkerFacts> out;
+  const auto doc = readReport(dir);
   if (!doc) return out;
   for (const format::report_json::Worker& w : doc->workers) {
     WorkerFacts facts{w.pid, w.host, 0, w.process_state, w.wchan};
@@ -38,6 +49,15 @@ std::vector<WorkerFacts> workerFactsFromReport(const std::string& dir) {
     if (!w.stopped && !w.ended.empty()) facts.signal = base::signalNumber(w.ended);
     if (facts.signal > 0 || facts.process_state != 0) out.push_back(std::move(facts));
   }
+  return out;
+}
+
+std::vector<format::SilentNode> silentNodesFromReport(const std::string& dir) {
+  std::vector<format::SilentNode> out;
+  const auto doc = readReport(dir);
+  if (!doc) return out;
+  for (const format::report_json::Node& n : doc->nodes)
+    if (n.silent_s > 0) out.push_back({n.node, n.host, n.silent_s, n.ranks});
   return out;
 }
 

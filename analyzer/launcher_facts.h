@@ -3,7 +3,9 @@
 // kill -9) leaves a black box with no mark, and when its peers dump quickly its heartbeat is not
 // stale yet, so the recordings alone say "alive in host code": cxxrun reaped it and knows. A
 // process that stopped running (SIGSTOP, a debugger, uninterruptible sleep) cannot dump and its
-// black box stops changing: cxxrun and ncclrec-watch read its state from /proc.
+// black box stops changing: cxxrun and ncclrec-watch read its state from /proc. A node of a
+// multi-node job that node 0 could no longer hear from left no recording there at all: cxxrun
+// says which node, since when, and which ranks it ran.
 #pragma once
 
 #include <string>
@@ -33,5 +35,11 @@ void applyWorkerFacts(format::LoadedSet& set, const std::vector<WorkerFacts>& wo
 // true); empty when there is no such file or it is not such a report. Never fails: the facts are
 // optional.
 std::vector<WorkerFacts> workerFactsFromReport(const std::string& dir);
+
+// The nodes node 0's report in `dir` says it could no longer hear from ("nodes": "silent_s"), each
+// with the ranks the report lists on it; empty when there is no such report or none was silent.
+// They go to LoadedSet::silent_nodes: a verdict can then name the node whose ranks node 0's ranks
+// wait for (rules/node_unreachable.h).
+std::vector<format::SilentNode> silentNodesFromReport(const std::string& dir);
 
 }  // namespace ncclrec::analyzer

@@ -78,5 +78,23 @@ TEST(LauncherFactsTest, EndsAreReadFromCxxrunsReport) {
   EXPECT_TRUE(workerFactsFromReport(empty.path()).empty());
 }
 
+TEST(LauncherFactsTest, SilentNodesAreReadFromNodeZerosReport) {
+  format::testing::TempDir dir;
+  std::ofstream(dir.file("report.json")) << R"({"reason": "hang",
+    "nodes": [{"node": 0, "host": "a", "data": true},
+              {"node": 1, "host": "b", "data": false, "silent_s": 3.2},
+              {"node": 2, "host": "c", "data": false}],
+    "ranks": [{"rank": 0, "node": 0, "pid": 10}, {"rank": 1, "node": 1, "pid": null},
+              {"rank": 2, "node": 2, "pid": null}]})";
+  const std::vector<format::SilentNode> silent = silentNodesFromReport(dir.path());
+  ASSERT_EQ(silent.size(), 1u);  // node 2 sent nothing, but was heard from
+  EXPECT_EQ(silent[0].node, 1);
+  EXPECT_EQ(silent[0].host, "b");
+  EXPECT_DOUBLE_EQ(silent[0].silent_s, 3.2);
+  EXPECT_EQ(silent[0].ranks, std::vector<int>{1});
+  format::testing::TempDir empty;
+  EXPECT_TRUE(silentNodesFromReport(empty.path()).empty());
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -16,6 +16,7 @@
 #include "analyzer/rules/group_peer_skip.h"
 #include "analyzer/rules/lone_collective.h"
 #include "analyzer/rules/no_hang.h"
+#include "analyzer/rules/node_unreachable.h"
 #include "analyzer/rules/p2p_mismatch.h"
 #include "analyzer/rules/p2p_stop.h"
 #include "analyzer/rules/partial_split.h"
@@ -88,6 +89,11 @@ constexpr NamedRule kRules[] = {
     // sender's transport counters are ahead of its receiver's (rules/transport_stalled.h). Before
     // the alignment, to which ranks straddling two ops of one ring look like a stop.
     {"transport_stalled", &asRule<&findTransportStalled>},
+    // Every rank read runs and waits in one op, for ranks of a node node 0 could no longer hear
+    // from (the launcher's fact; rules/node_unreachable.h): that node, or the network to it,
+    // stopped. Before the alignment, to which ranks straddling two ops of one ring look like a
+    // stop.
+    {"node_unreachable", &asRule<&findNodeUnreachable>},
     {"pending_divergence", &pendingDivergence},
     {"divergence_or_stop", &firstDivergenceOrStop, kEarlierDivergence},
     // Nothing disagrees and no stream stopped while others wait: every rank entered the same op,

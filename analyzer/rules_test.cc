@@ -15,26 +15,13 @@ using namespace analyzer::testing;  // Job, Op, the call sites (analyzer/testing
 TEST(RulesTest, TheVerdictOrderIsOneList) {
   std::vector<std::string> names;
   for (const NamedRule& r : verdictRules()) names.emplace_back(r.name);
-  const std::vector<std::string> expected = {"device_collision",
-                                             "comm_creation",
-                                             "lone_collective",
-                                             "gated_at_the_end",
-                                             "early_comm_end",
-                                             "partial_split",
-                                             "group_peer_skip",
-                                             "wait_cycle",
-                                             "p2p_stop",
-                                             "p2p_mismatch",
-                                             "device_stalled",
-                                             "transport_stalled",
-                                             "pending_divergence",
-                                             "divergence_or_stop",
-                                             "rank_not_running",
-                                             "failed_call",
-                                             "stuck_creating_comm",
-                                             "slow_rank",
-                                             "no_hang",
-                                             "all_wait_in_one_op"};
+  const std::vector<std::string> expected = {
+      "device_collision",  "comm_creation",       "lone_collective",    "gated_at_the_end",
+      "early_comm_end",    "partial_split",       "group_peer_skip",    "wait_cycle",
+      "p2p_stop",          "p2p_mismatch",        "device_stalled",     "transport_stalled",
+      "node_unreachable",  "pending_divergence",  "divergence_or_stop", "rank_not_running",
+      "failed_call",       "stuck_creating_comm", "slow_rank",          "no_hang",
+      "all_wait_in_one_op"};
   EXPECT_EQ(names, expected);
 }
 

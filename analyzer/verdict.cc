@@ -69,6 +69,7 @@ constexpr ClassRow kClassRows[] = {
     {VerdictClass::kRankNotRunning, "rank_not_running", kExitHang, false, false},
     {VerdictClass::kTransportStalled, "transport_stalled", kExitHang, false, false},
     {VerdictClass::kDeviceStalled, "device_stalled", kExitHang, false, false},
+    {VerdictClass::kNodeUnreachable, "node_unreachable", kExitHang, false, false},
 };
 
 constexpr bool rowsInEnumOrder() {

@@ -50,9 +50,12 @@ enum class VerdictClass {
   // kernel never started there while it runs on the others, or started and never finished while
   // the others' finished (rules/device_stalled.h).
   kDeviceStalled,
+  // A multi-node job: the ranks node 0 sees wait in one op for ranks of a node it could no longer
+  // hear from (rules/node_unreachable.h).
+  kNodeUnreachable,
 };
 // The last class of the enum: a new class goes after it and becomes the last.
-inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kDeviceStalled;
+inline constexpr VerdictClass kLastVerdictClass = VerdictClass::kNodeUnreachable;
 
 // "rank_gated_collective", ...
 std::string_view verdictClassName(VerdictClass c);

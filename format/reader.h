@@ -57,9 +57,20 @@ base::StatusOr<RankData> loadDump(const std::string& path);
 // A black box or a dump, told apart by the file's magic, whatever its name.
 base::StatusOr<RankData> loadFile(const std::string& path);
 
+// A node of a multi-node job that node 0's launcher could no longer hear from when it reported
+// (report.json's "nodes": "silent_s"): its ranks' recordings never reached node 0. A launcher's
+// fact, given to the analyzer with the others (analyzer/launcher_facts.h).
+struct SilentNode {
+  int node = 0;
+  std::string host;
+  double silent_s = 0;     // since its agent's heartbeat last changed
+  std::vector<int> ranks;  // the global ranks it ran
+};
+
 struct LoadedSet {
-  std::vector<RankData> ranks;        // one per process, by global rank, then host, then pid
-  std::vector<std::string> warnings;  // "PATH: why" for each file skipped inside a directory
+  std::vector<RankData> ranks;           // one per process, by global rank, then host, then pid
+  std::vector<std::string> warnings;     // "PATH: why" for each file skipped inside a directory
+  std::vector<SilentNode> silent_nodes;  // none unless a launcher's report said so
 };
 
 // Loads files and directories (every *.bbox and *.ncclrec.pb directly inside; not recursive).

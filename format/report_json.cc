@@ -51,14 +51,32 @@ std::optional<Document> parseReportJson(std::string_view text, std::string* prob
   }
   std::sort(d.culprits.begin(), d.culprits.end());
   d.culprits.erase(std::unique(d.culprits.begin(), d.culprits.end()), d.culprits.end());
+  if (const Json* nodes = field(doc, kNodes, &Json::is_array)) {
+    for (const Json& n : *nodes) {
+      const Json* index = n.is_object() ? field(n, kNode, &Json::is_number_integer) : nullptr;
+      if (index == nullptr) continue;
+      Node node;
+      node.node = index->get<int>();
+      if (const Json* v = field(n, kHost, &Json::is_string)) node.host = v->get<std::string>();
+      if (const Json* v = field(n, kSilentS, &Json::is_number); v != nullptr && *v > 0)
+        node.silent_s = v->get<double>();
+      d.nodes.push_back(std::move(node));
+    }
+  }
   if (const Json* ranks = field(doc, kRanks, &Json::is_array)) {
     for (const Json& w : *ranks) {
       if (!w.is_object()) continue;
+      const Json* rank = field(w, kRank, &Json::is_number_integer);
+      const Json* node = field(w, kNode, &Json::is_number_integer);
+      if (rank != nullptr && node != nullptr) {
+        for (Node& n : d.nodes)
+          if (n.node == node->get<int>()) n.ranks.push_back(rank->get<int>());
+      }
       const Json* pid = field(w, kPid, &Json::is_number_integer);
       if (pid == nullptr) continue;  // a rank of a node that sent nothing
       Worker worker;
       worker.pid = pid->get<int>();
-      if (const Json* v = field(w, kRank, &Json::is_number_integer)) worker.rank = v->get<int>();
+      if (rank != nullptr) worker.rank = rank->get<int>();
       if (const Json* v = field(w, kHost, &Json::is_string)) worker.host = v->get<std::string>();
       if (const Json* v = field(w, kEnded, &Json::is_string)) worker.ended = v->get<std::string>();
       if (const Json* v = field(w, kStopped, &Json::is_boolean)) worker.stopped = v->get<bool>();

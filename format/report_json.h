@@ -38,6 +38,12 @@ inline constexpr const char* kStopped = "stopped";  // true: ended by the launch
 // "running", "sleeping", "uninterruptible", "stopped", "traced", "zombie"; absent when unknown.
 inline constexpr const char* kProcessState = "process_state";
 inline constexpr const char* kWchan = "wchan";  // the kernel function it waited in, or absent
+inline constexpr const char* kNode = "node";    // multi-node reports only: the node that ran it
+// Multi-node job-wide reports: one object per node.
+inline constexpr const char* kNodes = "nodes";
+// In each of "nodes": "node", "host", and, for a node node 0 could no longer hear from, the
+// seconds since its agent's heartbeat last changed.
+inline constexpr const char* kSilentS = "silent_s";
 
 // A worker as the report lists it.
 struct Worker {
@@ -51,6 +57,15 @@ struct Worker {
   friend bool operator==(const Worker&, const Worker&) = default;
 };
 
+// A node as a multi-node report lists it.
+struct Node {
+  int node = 0;
+  std::string host;
+  double silent_s = 0;     // 0: heard from
+  std::vector<int> ranks;  // the ranks "ranks" lists on it (with or without a recording)
+  friend bool operator==(const Node&, const Node&) = default;
+};
+
 struct Document {
   std::string run_id;
   int attempt = 0;
@@ -58,6 +73,7 @@ struct Document {
   std::string verdict_class;    // "" when the report holds no verdict
   std::vector<int> culprits;    // the verdict's ranks, ascending, each once
   std::vector<Worker> workers;  // those with a pid, in the report's order
+  std::vector<Node> nodes;      // multi-node reports, in the report's order
 };
 
 // report.json's text. nullopt, with one line in *problem, when it is not a JSON object. An empty

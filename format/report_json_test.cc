@@ -50,6 +50,26 @@ TEST(ReportJson, WhatIsNotAReportIsOneLineNeverAThrow) {
   EXPECT_EQ(d->workers[0], (Worker{-1, 8, "", "", false, 0, ""}));
 }
 
+TEST(ReportJson, ReadsEachNodeWithItsRanksAndHowLongItWasSilent) {
+  std::string problem;
+  const auto d = parseReportJson(R"json({"reason": "hang",
+    "nodes": [{"node": 0, "host": "a", "dir": "/d", "files": 0, "data": true},
+              {"node": 1, "host": "b", "dir": null, "files": 0, "data": false, "silent_s": 3.5},
+              {"node": "2"}, 7, {"node": 2, "host": "c", "silent_s": "long"}],
+    "ranks": [{"rank": 0, "node": 0, "host": "a", "pid": 10},
+              {"rank": 2, "node": 1, "host": "b", "pid": null},
+              {"rank": 3, "node": 1, "host": "b", "pid": null},
+              {"rank": 1, "node": 0, "host": "a", "pid": 11},
+              {"rank": 4, "node": 2, "host": "c", "pid": 12}, {"rank": 5, "pid": 13}]})json",
+                                 &problem);
+  ASSERT_TRUE(d.has_value()) << problem;
+  ASSERT_EQ(d->nodes.size(), 3u);  // the entries without an integer "node" are left out
+  EXPECT_EQ(d->nodes[0], (Node{0, "a", 0, {0, 1}}));
+  EXPECT_EQ(d->nodes[1], (Node{1, "b", 3.5, {2, 3}}));
+  EXPECT_EQ(d->nodes[2], (Node{2, "c", 0, {4}}));  // "silent_s" of the wrong type: heard from
+  EXPECT_EQ(d->workers.size(), 4u);
+}
+
 TEST(ReportJson, NodeFileNames) {
   EXPECT_EQ(kFileName, "report.json");
   EXPECT_EQ(nodeFileName(3), "report.node3.json");

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,7 @@ bool Agent::sendRecordingsToNodeZero(const std::vector<report::WorkerInfo>& work
 void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s) {
   in->nodes.push_back({0, host_, facts_.dump_dir, 0, false});
   std::vector<int> pending, unheard;
+  std::map<int, double> silent;  // the nodes given up for their silence, and for how long
   for (int r = 1; r < o_.nnodes; ++r) pending.push_back(r);
   if (!pending.empty()) {
     say("cxxrun: waiting up to " + std::to_string(static_cast<int>(deadline_s - monoS() + 0.5)) +
@@ -91,8 +93,9 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
         in->nodes.push_back({r, n.host, dir, n.files.size(), false});
         got.push_back(std::move(n));
       } else if (const double silent_s = silentFor(&silence_, r); silent_s >= kSilentNodeS) {
-        // Said with the report's warnings, a moment later.
+        // Said with the report's warnings, a moment later; the verdict may name the node.
         in->warnings.push_back(nodeSilentLine(r, silent_s));
+        silent[r] = silent_s;
         unheard.push_back(r);
       } else {
         ++i;
@@ -106,7 +109,7 @@ void Agent::receiveFromOtherNodes(report::HangReportInput* in, double deadline_s
   unheard.insert(unheard.end(), pending.begin(), pending.end());
   for (int r : unheard) {
     const std::string& host = node_hosts_[static_cast<size_t>(r)];
-    in->nodes.push_back({r, host, "", 0, true});
+    in->nodes.push_back({r, host, "", 0, true, silent.contains(r) ? silent[r] : 0});
     for (int lr = 0; lr < o_.nproc_per_node; ++lr) {
       report::WorkerInfo w;
       w.rank = r * o_.nproc_per_node + lr;

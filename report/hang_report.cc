@@ -117,10 +117,11 @@ struct Report {
 };
 
 Json nodeJson(const NodeInfo& n) {
-  Json j = {{"node", n.node}, {"host", n.host}};
+  Json j = {{rj::kNode, n.node}, {rj::kHost, n.host}};
   j["dir"] = n.dir.empty() ? Json(nullptr) : Json(n.dir);
   j["files"] = n.files;
   j["data"] = !n.no_data;
+  if (n.silent_s > 0) j[rj::kSilentS] = n.silent_s;
   return j;
 }
 
@@ -211,7 +212,7 @@ Json ranksJson(const HangReportInput& in, const std::vector<format::RankData>& r
   for (const WorkerInfo& w : in.workers) {
     Json j = {{rj::kRank, w.rank}, {"local_rank", w.local_rank}};
     if (!in.nodes.empty()) {
-      j["node"] = w.node;
+      j[rj::kNode] = w.node;
       j[rj::kHost] = w.host;
     }
     if (w.no_data) {
@@ -272,8 +273,8 @@ Report buildReport(const HangReportInput& in) {
   for (const NodeInfo& n : in.nodes)
     if (!n.dir.empty() && n.dir != in.dump_dir) rep.dirs.push_back(n.dir);
   if (!in.nodes.empty()) {
-    doc["nodes"] = Json::array();
-    for (const NodeInfo& n : in.nodes) doc["nodes"].push_back(nodeJson(n));
+    doc[rj::kNodes] = Json::array();
+    for (const NodeInfo& n : in.nodes) doc[rj::kNodes].push_back(nodeJson(n));
   }
   std::vector<format::RankData> ranks;
   auto loaded = format::loadPaths(rep.dirs);
@@ -290,6 +291,15 @@ Report buildReport(const HangReportInput& in) {
       facts.push_back(std::move(f));
     }
     analyzer::applyWorkerFacts(*loaded, facts);
+    // Nodes node 0 could no longer hear from: their ranks left nothing here, and the verdict can
+    // name the node instead of "no data".
+    for (const NodeInfo& n : in.nodes) {
+      if (n.silent_s <= 0) continue;
+      format::SilentNode silent{n.node, n.host, n.silent_s, {}};
+      for (const WorkerInfo& w : in.workers)
+        if (w.node == n.node) silent.ranks.push_back(w.rank);
+      loaded->silent_nodes.push_back(std::move(silent));
+    }
     // The analyzer's verdict first: the one line that says why the job is stuck.
     const analyzer::Verdict verdict = analyzer::diagnose(*loaded);
     std::ostringstream text;

@@ -38,6 +38,9 @@ struct NodeInfo {
   std::string dir;       // the directory holding its recordings; "" when none arrived
   size_t files = 0;      // recordings it sent (node 0: 0, its own are in dump_dir)
   bool no_data = false;  // it sent nothing in time: "no data from node N (host h)"
+  // Not heard from (its agent's heartbeat in the job's store) for this many seconds when node 0
+  // gave up waiting for it; 0: heard from. The analyzer can then name it (format::SilentNode).
+  double silent_s = 0;
 };
 
 // Why the report is made: a rank wrote the trigger file (or another node's did), cxxrun was

@@ -175,6 +175,51 @@ TEST(HangReport, ANodeThatSentNothingIsStillReadFromASharedDirectory) {
       << again.str();
 }
 
+// Node 0 could no longer hear node 1 (node-local directories): its ranks wait for node 1's, and
+// the verdict names that node from the launcher's fact, which report.json keeps for later readers.
+TEST(HangReport, ASilentNodeWhoseRanksTheOthersWaitForIsTheVerdict) {
+  TempDir dir;
+  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
+  writeStuckRank(dir, "hostA", 1, 701, 4, 4096);
+  HangReportInput in;
+  in.run_id = "r";
+  in.reason = ReportReason::kHang;
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 701, "", "hostA", 0)};
+  for (int rank : {2, 3}) {
+    WorkerInfo w = worker(rank, 0, "", "hostB", 1);
+    w.no_data = true;
+    in.workers.push_back(w);
+  }
+  in.nodes = {{0, "hostA", dir.path(), 0, false}, {1, "hostB", "", 0, true, 3.2}};
+  std::ostringstream out;
+  auto path = writeHangReport(in, out);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_NE(out.str().find("node_unreachable: node 1 (host hostB, ranks 2-3) not heard from for "
+                           "3.2 s; ranks 0-1 wait for them in ncclAllReduce #2 on comm "),
+            std::string::npos)
+      << out.str();
+  std::ifstream f(*path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const auto raw = nlohmann::json::parse(text.str());
+  EXPECT_EQ(raw["verdict"]["class"], "node_unreachable");
+  EXPECT_EQ(raw["verdict"]["ranks"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(raw["nodes"][1]["silent_s"], 3.2);
+  EXPECT_FALSE(raw["nodes"][0].contains("silent_s"));
+  std::string problem;
+  const auto doc = format::report_json::parseReportJson(text.str(), &problem);
+  ASSERT_TRUE(doc.has_value()) << problem;
+  ASSERT_EQ(doc->nodes.size(), 2u);
+  EXPECT_EQ(doc->nodes[1], (format::report_json::Node{1, "hostB", 3.2, {2, 3}}));
+  // Not heard from, but not for its silence (the store went away): "no data", as before.
+  in.nodes[1].silent_s = 0;
+  std::ostringstream before;
+  ASSERT_TRUE(writeHangReport(in, before).ok());
+  EXPECT_NE(before.str().find("undecided: ranks 0-1 wait in ncclAllReduce #2"), std::string::npos)
+      << before.str();
+}
+
 // What the report writes, the readers of other processes read back (format/report_json.h).
 TEST(HangReport, ItsReadersReadBackWhatItWrites) {
   TempDir dir;

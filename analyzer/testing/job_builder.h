@@ -92,7 +92,7 @@ class Job {
     return *this;
   }
   RankData& rank(int r) { return ranks_[r]; }
-  format::LoadedSet set() const { return format::LoadedSet{ranks_, {}}; }
+  format::LoadedSet set() const { return format::LoadedSet{ranks_, {}, {}}; }
   Verdict diagnose() const { return analyzer::diagnose(set()); }
 
  private:

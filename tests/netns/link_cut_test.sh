@@ -106,9 +106,20 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert any("not heard from for" in x for x in j["warnings"]), j["warnings"]
 assert [r["rank"] for r in j["ranks"] if "no data from node 1" in (r.get("note") or "")] == [2, 3], j["ranks"]
-print("verdict:", j["verdict"]["class"], "-", j["verdict"]["headline"])
+v = j["verdict"]
+# Ranks 0-1 wait for the ranks of the node node 0 cannot hear: that node is named.
+assert v["class"] == "node_unreachable" and v["ranks"] == [2, 3], v
+assert v["headline"].startswith("node 1 (host nodeb, ranks 2-3) not heard from for "), v["headline"]
+assert [n.get("silent_s", 0) > 0 for n in j["nodes"]] == [False, True], j["nodes"]
+print("verdict:", v["class"], "-", v["headline"])
 '
   python3 -c "$unseen" "$attempt/report.json" || fail "report.json: $(head -c 3000 "$attempt/report.json")"
+  grep -q "^node_unreachable: node 1 (host nodeb, ranks 2-3) not heard from for " "$work/node0.err" ||
+    fail "node 0 printed no node_unreachable verdict"
+  # ncclrec-analyze on node 0's attempt directory reads the same fact from report.json.
+  "$analyze" "$attempt" > "$work/again.txt" 2>&1; ev=$?
+  [[ $ev == 3 ]] && grep -q "^node_unreachable: node 1 (host nodeb, ranks 2-3)" "$work/again.txt" ||
+    fail "ncclrec-analyze $attempt (exit $ev): $(head -3 "$work/again.txt")"
   grep "hang reported" "$work/node0.err"
   echo "PASS: node 0 called the silence of node 1 a hang $after_cut s after the cut (cxxrun exit $ea)"
   exit 0
