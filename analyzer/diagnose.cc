@@ -173,7 +173,7 @@ int64_t Engine::lastSignOfLife(size_t rank) const {
 
 bool Engine::dead(size_t rank) const {
   const RankData& r = set_.ranks[rank];
-  if (r.exited || r.fatal_signal != 0 || inferred_dead_.contains(rank)) return true;
+  if (r.exited || r.fatal_signal != 0) return true;
   // The launcher saw its process still there when it reported, whatever its heartbeat says.
   if (r.process_state != 0 && r.process_state != 'Z' && r.process_state != 'X') return false;
   if (staleHeartbeat(rank)) return true;
@@ -254,7 +254,7 @@ void Engine::groupsAt(const CommStreams& c, size_t p, std::vector<Group>& groups
 // Slot by slot: the first slot whose ops differ in key (classifyKeyDivergence) or where a stream
 // ended while others wait (stoppedAt). An insertion of an op that differs only in call site
 // completes: it is kept as the candidate that explains a later slot.
-bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
+bool Engine::diagnoseComm(const CommStreams& c, Verdict& v, Inferred& inferred) const {
   size_t longest = 0;
   for (const Stream& s : c.streams) longest = std::max(longest, s.ops.size());
   size_t shortest = longest;
@@ -280,8 +280,8 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
     std::vector<size_t> going;
     groupsAt(c, p, groups, ended, going);
     if (groups.size() == 1 && ended.empty()) continue;
-    const bool dead_stop =
-        std::any_of(ended.begin(), ended.end(), [&](size_t s) { return dead(c.streams[s].rank); });
+    const bool dead_stop = std::any_of(ended.begin(), ended.end(),
+                                       [&](size_t s) { return dead(c.streams[s].rank, inferred); });
     if (groups.size() > 1 && candidate && shiftedByOne(c, p, going, candidate->ranks)) {
       // The earlier insertion explains this slot too: the inserting ranks are one op ahead, so
       // their op here is the one the others issued just before. When the shapes now differ,
@@ -292,7 +292,7 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
     if (groups.size() > 1 && !dead_stop && !candidate) {
       Verdict found;
       if (classifyKeyDivergence(c, p, groups, found)) {
-        addEvidence(c, p, found);
+        addEvidence(c, p, found, inferred);
         // Ops that differ only in call site pair cleanly and complete: an insertion of such an op
         // surfaces later, as a stream that ends early, or never (an if/else issuing the same op).
         const bool completed = std::all_of(going.begin(), going.end(), [&](size_t s) {
@@ -320,22 +320,22 @@ bool Engine::diagnoseComm(const CommStreams& c, Verdict& v) {
       return false;
     });
     if (!waiting) continue;
-    return stoppedAt(c, p, ended, going, candidate, v);
+    return stoppedAt(c, p, ended, going, candidate, v, inferred);
   }
   return false;
 }
 
-std::optional<Verdict> Engine::divergenceOn(const CommStreams& c) {
-  const std::set<size_t> inferred = inferred_dead_;
+std::optional<Verdict> Engine::divergenceOn(const CommStreams& c, Inferred& inferred) const {
+  Inferred tried = inferred;
   Verdict d;
-  if (diagnoseComm(c, d) && isDivergence(d.cls)) return d;
-  inferred_dead_ = inferred;
-  return std::nullopt;
+  if (!diagnoseComm(c, d, tried) || !isDivergence(d.cls)) return std::nullopt;
+  inferred = std::move(tried);
+  return d;
 }
 
 bool Engine::stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                        const std::vector<size_t>& going, std::optional<Verdict>& candidate,
-                       Verdict& v) {
+                       Verdict& v, Inferred& inferred) const {
   if (candidate) {
     // The earlier insertion explains the stop when exactly the other ranks ran out of ops
     // (they finished their loop one op short of the inserting ranks), none of them crashed.
@@ -347,7 +347,7 @@ bool Engine::stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>
         });
     const bool crashed = std::any_of(ended.begin(), ended.end(), [&](size_t s) {
       const RankData& r = set_.ranks[c.streams[s].rank];
-      return r.fatal_signal != 0 || (!r.exited && dead(c.streams[s].rank));
+      return r.fatal_signal != 0 || (!r.exited && dead(c.streams[s].rank, inferred));
     });
     if (complement && !crashed) {
       v = std::move(*candidate);
@@ -361,10 +361,10 @@ bool Engine::stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>
   for (size_t s : ended) {
     if (!reacted(c.streams[s].rank)) own.push_back(s);
   }
-  if (own.empty() && anyLeftOnItsOwn()) return false;
-  classifyTruncation(c, p, own.empty() ? ended : own, going, v);
+  if (own.empty() && anyLeftOnItsOwn(inferred)) return false;
+  classifyTruncation(c, p, own.empty() ? ended : own, going, v, inferred);
   if (v.site.known()) v.stacks = {v.site};
-  addEvidence(c, p, v);
+  addEvidence(c, p, v, inferred);
   return true;
 }
 

@@ -259,7 +259,7 @@ std::pair<size_t, size_t> Engine::normalAndDeviant(const CommStreams& c, size_t 
 }
 
 bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
-                                   Verdict& v) {
+                                   Verdict& v) const {
   std::vector<bool> known;
   const auto [normal_index, dev_index] = normalAndDeviant(c, p, groups, &known);
   const Group& dev = groups[dev_index];

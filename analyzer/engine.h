@@ -91,6 +91,16 @@ using format::kNcclSystemError;
 // The single edit of one rank's stream that explains a slot where ranks issued different ops.
 enum class Edit { kNone, kInsertion, kDeletion, kSubstitution };
 
+// What the rules infer while they decide one verdict, beyond the facts the Engine holds: the
+// ranks found dead from their peers' errors (a stream that stopped whose peers lost it, the end of
+// a chain of waits, a peer of a send or receive that vanished). One per runRules(), handed to the
+// rule that decides and to its cause steps, which add to it and read it back (a rank found dead
+// on one communicator is dead on the next), and read by the status list ("its peers lost the
+// connection to it"). The Engine stays the same for every rule: rules take it const.
+struct Inferred {
+  std::set<size_t> dead;  // indices into LoadedSet::ranks
+};
+
 // The facts every verdict rule (rules.h) reads: the recordings, each communicator's aligned
 // streams (built once, at construction), which ranks are dead, and the building blocks the rules
 // share (the scan of one communicator for its first divergence, the evidence table, the status
@@ -118,9 +128,12 @@ class Engine {
   int globalRank(size_t rank) const { return set_.ranks[rank].global_rank; }
   // The (op, call site) of `o`'s key.
   uint32_t opSite(const Op& o) const { return site_of_key_[o.key]; }
-  // Exited, crashed, found dead by its peers (markDead) or silent for long (a stale heartbeat)
-  // while the launcher did not see its process still there.
+  // Exited, crashed, or silent for long (a stale heartbeat) while the launcher did not see its
+  // process still there; with `inferred`, also found dead by its peers (Inferred::dead).
   bool dead(size_t rank) const;
+  bool dead(size_t rank, const Inferred& inferred) const {
+    return inferred.dead.contains(rank) || dead(rank);
+  }
   // A black box whose heartbeat is older than the newest recording by more than
   // --stale-heartbeat: its watchdog thread stopped beating (killed, or not running).
   bool staleHeartbeat(size_t rank) const;
@@ -130,21 +143,18 @@ class Engine {
   // thread that calls NCCL in uninterruptible sleep (a vfork, a driver, a filesystem).
   std::string notRunningWhy(size_t rank) const;
   bool notRunning(size_t rank) const { return !notRunningWhy(rank).empty(); }
-  // A rule found the rank gone from what its peers saw (their calls to it failed): dead() from now
-  // on, and the status list says so.
-  void markDead(size_t rank) { inferred_dead_.insert(rank); }
   int64_t lastSignOfLife(size_t rank) const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
   // The ranks of the job (0 .. world size - 1) with no black box or dump, ascending.
   std::vector<int> ranksWithNoData() const;
 
   // The first divergence on `c` (an insertion, deletion or substitution) or stream that stopped
-  // while others wait for it (a truncation, which may mark its ranks dead); fills `v` and returns
-  // true when found, leaves `v` alone otherwise.
-  bool diagnoseComm(const CommStreams& c, Verdict& v);
+  // while others wait for it (a truncation, which may add its ranks to inferred.dead); fills `v`
+  // and returns true when found, leaves `v` alone otherwise.
+  bool diagnoseComm(const CommStreams& c, Verdict& v, Inferred& inferred) const;
   // diagnoseComm()'s verdict on `c` when it is a divergence (isDivergence); else nullopt, with
-  // the ranks it found dead forgotten again.
-  std::optional<Verdict> divergenceOn(const CommStreams& c);
+  // `inferred` left as it was.
+  std::optional<Verdict> divergenceOn(const CommStreams& c, Inferred& inferred) const;
   // "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago" for `last`,
   // the rank's newest collective or p2p call (newestCommOp).
   std::string lastOpPhrase(const RankData& rd, const EventRecord* last) const;
@@ -154,11 +164,11 @@ class Engine {
   // deletion or substitution by the same ranks, that divergence becomes the verdict and `v` its
   // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
   // Returns whether it replaced `v`.
-  bool preferEarlierCause(Verdict& v);
+  bool preferEarlierCause(Verdict& v, Inferred& inferred) const;
   // For `v`, a send or receive that waits for its peer: when a communicator with ops pending
   // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held
   // up by it) and `v` its evidence. Returns whether it replaced `v`.
-  bool collectiveCauseOfP2pWait(Verdict& v);
+  bool collectiveCauseOfP2pWait(Verdict& v, Inferred& inferred) const;
 
   // Ranks that left (leavers.cc). Whether the rank's newest call failed because a peer was gone
   // (a remote or system error): it stopped because of another rank.
@@ -167,19 +177,23 @@ class Engine {
   // remote or system error (the transport lost it; SIGKILL leaves no mark).
   bool vanished(size_t rank) const;
   // Whether the rank exited, crashed or died with nothing of its own pending or failed.
-  bool leftOnItsOwn(size_t rank) const;
-  bool anyLeftOnItsOwn() const;
+  bool leftOnItsOwn(size_t rank, const Inferred& inferred) const;
+  bool anyLeftOnItsOwn(const Inferred& inferred) const;
   // For `failed`, a call that failed because a peer was gone: the first rank holding its
   // communicator that left on its own is the verdict (rank_exited or rank_crashed).
-  bool leaverExplains(const EventRecord& failed, Verdict& v) const;
+  bool leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred) const;
   // A rank that exited after its newest calls failed because a peer was gone (truncation.cc):
   // when a rank that left on its own explains one of those failures, that is the verdict.
-  bool exitedOnALostPeer(const RankData& rd, Verdict& v) const;
+  bool exitedOnALostPeer(const RankData& rd, Verdict& v, const Inferred& inferred) const;
 
-  // The evidence table of `c` around slot `p` (evidence.cc).
-  void addEvidence(const CommStreams& c, size_t p, Verdict& v) const;
-  // Each rank's status (evidence.cc), once the verdict is decided.
-  void addStatus(Verdict& v) const;
+  // The evidence table of `c` around slot `p` (evidence.cc); a rank's row says how it stopped,
+  // dead by `inferred` too.
+  void addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
+    addEvidence(c, p, v, Inferred{});
+  }
+  void addEvidence(const CommStreams& c, size_t p, Verdict& v, const Inferred& inferred) const;
+  // Each rank's status (evidence.cc), once the verdict is decided with `inferred`.
+  void addStatus(Verdict& v, const Inferred& inferred) const;
 
  private:
   struct Group {
@@ -200,9 +214,10 @@ class Engine {
   // earlier `candidate` insertion when it explains the stop, else the truncation; false when the
   // ranks that stopped only reacted to another's departure seen elsewhere.
   bool stoppedAt(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                 const std::vector<size_t>& going, std::optional<Verdict>& candidate, Verdict& v);
+                 const std::vector<size_t>& going, std::optional<Verdict>& candidate, Verdict& v,
+                 Inferred& inferred) const;
   bool classifyKeyDivergence(const CommStreams& c, size_t p, const std::vector<Group>& groups,
-                             Verdict& v);
+                             Verdict& v) const;
   // The group at slot `p` that behaves as the history predicts (normal) and the one that deviates
   // (the smallest, then the one with the lowest rank); (*known)[g]: group g's call site is one
   // the other groups issued before (divergence.cc).
@@ -212,13 +227,15 @@ class Engine {
   // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
   // last NCCL op ..." (the ranks of that communicator that have not issued it; how the one rank
   // is, if one).
-  std::string waitsThereFor(const EventRecord& pending, size_t self) const;
+  std::string waitsThereFor(const EventRecord& pending, size_t self,
+                            const Inferred& inferred) const;
   // A chain of waits (truncation.cc): stream rank `self` is blocked in `pending` on another
   // communicator than the one where `outer` (": ranks 0,2 wait for rank 1 in ...") wait for it.
   // When the chain ends at one rank that stopped (exited, crashed, alive in host code) and had
   // issued that call site there before, that rank is the culprit and the ranks on the chain wait
   // (cause before symptom): fills `v` and returns true.
-  bool blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer, Verdict& v);
+  bool blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer, Verdict& v,
+                     Inferred& inferred) const;
   // One link of a chain of waits: "rank 1 waits for %s in ncclBroadcast #3 ..." and the stream
   // rank %s stands for.
   struct ChainLink {
@@ -230,8 +247,8 @@ class Engine {
   // blocked in turn for that one); nullopt when two ranks stopped, a link waits for a new call
   // site, or a branch comes back (a cycle). `at` becomes the op the last link waits in; `links`
   // gets the links from `self` to it.
-  std::optional<size_t> chainEnd(size_t self, const EventRecord*& at,
-                                 std::vector<ChainLink>& links) const;
+  std::optional<size_t> chainEnd(size_t self, const EventRecord*& at, std::vector<ChainLink>& links,
+                                 const Inferred& inferred) const;
   // A rank chainEnd() reached: blocked in `op`, which node `parent` waits for (SIZE_MAX: none).
   struct ChainNode {
     size_t rank;
@@ -242,25 +259,28 @@ class Engine {
   // stopped ones to `stopped` (rank, i); false when the chain breaks (a new call site, a cycle, a
   // rank blocked on the same communicator, too many nodes).
   bool followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
-                   std::vector<std::pair<size_t, size_t>>& stopped) const;
+                   std::vector<std::pair<size_t, size_t>>& stopped, const Inferred& inferred) const;
 
   // A stream that stopped before a slot others wait in (truncation.cc): the verdict names the
   // ranks that stopped first in the same way, in this order.
   enum class StopKind { kExited, kDied, kNotRunning, kAlive };
   struct Truncation;
   void classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                          const std::vector<size_t>& going, Verdict& v);
-  StopKind stopKind(const CommStreams& c, size_t s, bool peers_lost_it) const;
+                          const std::vector<size_t>& going, Verdict& v, Inferred& inferred) const;
+  StopKind stopKind(const CommStreams& c, size_t s, bool peers_lost_it,
+                    const Inferred& inferred) const;
   // The `ended` streams that stopped first, all in the same way (*kind).
   std::vector<size_t> stoppedAlike(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                                   const std::vector<size_t>& going, StopKind* kind) const;
+                                   const std::vector<size_t>& going, StopKind* kind,
+                                   const Inferred& inferred) const;
   // Of several ranks alive and gone from `c`, those not merely waiting for another of them.
-  std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive) const;
+  std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive,
+                               const Inferred& inferred) const;
   // The stopped rank's own last call failed with an error of its own: nccl_error.
   bool failedOnItsOwnCall(const Truncation& t, Verdict& v) const;
   // The stopped ranks are alive: blocked elsewhere (or the end of a chain of waits), still inside
   // their newest op of the communicator, or in host code.
-  void classifyAlive(const Truncation& t, Verdict& v);
+  void classifyAlive(const Truncation& t, Verdict& v) const;
   // The stopped ranks still wait in `pending`, their newest op of the communicator, which the
   // others got through: undecided (inside NCCL, not host code; the transport or the device).
   void stillInsideTheirOp(const Truncation& t, const EventRecord& pending, Verdict& v) const;
@@ -287,7 +307,6 @@ class Engine {
   const CallSites& callsites_;  // the rule and the names, learnt from every rank of set_
   int64_t now_ = 0;
   int64_t latest_exit_ns_ = 0;
-  std::set<size_t> inferred_dead_;  // ranks found dead from their peers' errors
   std::vector<CommStreams> comms_;
   std::vector<const CommStreams*> order_;                           // commOrder()
   std::vector<std::unordered_map<uint32_t, uint32_t>> site_cache_;  // per rank: stack id -> site

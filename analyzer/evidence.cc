@@ -9,7 +9,8 @@
 
 namespace ncclrec::analyzer::engine {
 
-void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
+void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v,
+                         const Inferred& inferred) const {
   const size_t from = p >= kContextBefore ? p - kContextBefore : 0;
   struct Row {
     std::vector<std::pair<uint32_t, EventState>> sig;  // what makes two ranks' rows identical
@@ -29,7 +30,7 @@ void Engine::addEvidence(const CommStreams& c, size_t p, Verdict& v) const {
       r.row.note = "crashed (" + base::signalName(rd.fatal_signal) + ")";
     } else if (notRunning(s.rank)) {
       r.row.note = "not running";
-    } else if (dead(s.rank)) {
+    } else if (dead(s.rank, inferred)) {
       r.row.note = rd.dump_ns > 0 ? "stopped after its dump" : "killed";
     }
     const auto same = std::find_if(rows.begin(), rows.end(), [&](const Row& x) {
@@ -70,7 +71,7 @@ std::vector<int> Engine::ranksWithNoData() const {
   return out;
 }
 
-void Engine::addStatus(Verdict& v) const {
+void Engine::addStatus(Verdict& v, const Inferred& inferred) const {
   for (int g : ranksWithNoData()) {
     std::string why = "no black box or dump";
     for (const format::SilentNode& n : set_.silent_nodes) {
@@ -113,7 +114,7 @@ void Engine::addStatus(Verdict& v) const {
       } else if (last_done != nullptr) {
         st.detail += "; last op " + describe(*last_done);
       }
-    } else if (dead(r)) {
+    } else if (dead(r, inferred)) {
       // No mark: a signal from outside ended it. After its dump, that is how cxxrun stops a
       // hung job's ranks; without one, SIGKILL, SIGTERM or the OOM killer.
       st.state = RankState::kDead;
@@ -121,7 +122,7 @@ void Engine::addStatus(Verdict& v) const {
                       ? "stopped after its " + std::string(format::dumpReasonName(rd.dump_reason)) +
                             " dump (no exit or crash mark)"
                       : "killed from outside (no exit or crash mark, no dump)";
-      st.detail += inferred_dead_.contains(r)
+      st.detail += inferred.dead.contains(r)
                        ? "; its peers lost the connection to it"
                        : "; last sign of life " + seconds(now_ - lastSignOfLife(r)) +
                              " before the newest recording";

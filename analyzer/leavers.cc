@@ -50,9 +50,10 @@ bool Engine::vanished(size_t rank) const {
   return false;
 }
 
-bool Engine::leftOnItsOwn(size_t rank) const {
+bool Engine::leftOnItsOwn(size_t rank, const Inferred& inferred) const {
   const RankData& r = set_.ranks[rank];
-  if (!(r.exited || r.fatal_signal != 0 || dead(rank) || vanished(rank)) || reacted(rank)) {
+  if (!(r.exited || r.fatal_signal != 0 || dead(rank, inferred) || vanished(rank)) ||
+      reacted(rank)) {
     return false;
   }
   // Nothing of its own pending or failed: it left between calls (returned, aborted, was killed).
@@ -61,14 +62,14 @@ bool Engine::leftOnItsOwn(size_t rank) const {
   });
 }
 
-bool Engine::anyLeftOnItsOwn() const {
+bool Engine::anyLeftOnItsOwn(const Inferred& inferred) const {
   for (size_t r = 0; r < set_.ranks.size(); ++r) {
-    if (leftOnItsOwn(r)) return true;
+    if (leftOnItsOwn(r, inferred)) return true;
   }
   return false;
 }
 
-bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
+bool Engine::leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred) const {
   if (!lostPeer(failed)) return false;
   // The ranks that left on their own and held the failed call's communicator; the first to go.
   std::vector<size_t> leavers;
@@ -83,7 +84,7 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v) const {
         std::any_of(rd.events.begin(), rd.events.end(), [&](const EventRecord& e) {
           return e.commId() == failed.commId() && e.op == OpType::kCommDestroy;
         });
-    if (holds && !finished && leftOnItsOwn(r)) leavers.push_back(r);
+    if (holds && !finished && leftOnItsOwn(r, inferred)) leavers.push_back(r);
   }
   if (leavers.empty()) return false;
   const auto exitedFirst = [&](size_t a, size_t b) {

@@ -78,13 +78,14 @@ bool Engine::issuedBeforeItsLast(int global_rank, uint64_t comm, uint64_t seq) c
   return false;
 }
 
-bool Engine::preferEarlierCause(Verdict& v) {
+bool Engine::preferEarlierCause(Verdict& v, Inferred& inferred) const {
   if (!isSymptom(v) || v.ranks.empty()) return false;
   std::optional<Verdict> best;
   int64_t best_at = INT64_MAX;
   for (const CommStreams& c : comms_) {
     Verdict cause;
-    if (!diagnoseComm(c, cause) || !isDivergence(cause.cls)) continue;
+    // What it finds dead on the way stays found, as for the communicators the rule looked at.
+    if (!diagnoseComm(c, cause, inferred) || !isDivergence(cause.cls)) continue;
     if (cause.comm_id == v.comm_id && cause.seq == v.seq) continue;  // the symptom itself
     // It explains the symptom only when it is the same ranks' doing.
     if (!std::includes(v.ranks.begin(), v.ranks.end(), cause.ranks.begin(), cause.ranks.end())) {
@@ -146,7 +147,7 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
   return true;
 }
 
-bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
+bool Engine::collectiveCauseOfP2pWait(Verdict& v, Inferred& inferred) const {
   std::optional<Verdict> best;
   int64_t best_at = INT64_MAX;
   for (const CommStreams& c : comms_) {
@@ -156,10 +157,9 @@ bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
     });
     if (!pending) continue;
     Verdict cause;
-    const std::set<size_t> inferred = inferred_dead_;
+    Inferred tried = inferred;  // forgotten: the cause found is a divergence, not a stop
     const bool found =
-        (diagnoseComm(c, cause) && isDivergence(cause.cls)) || aloneAtTheEnd(c, cause);
-    inferred_dead_ = inferred;
+        (diagnoseComm(c, cause, tried) && isDivergence(cause.cls)) || aloneAtTheEnd(c, cause);
     if (!found) continue;
     const int64_t at = opTime(cause.comm_id, cause.seq);
     keepEarliest(best, best_at, std::move(cause), at);
@@ -169,8 +169,12 @@ bool Engine::collectiveCauseOfP2pWait(Verdict& v) {
   return true;
 }
 
-bool earlierDivergence(Engine& en, Verdict& v) { return en.preferEarlierCause(v); }
+bool earlierDivergence(const Engine& en, Inferred& inferred, Verdict& v) {
+  return en.preferEarlierCause(v, inferred);
+}
 
-bool collectiveBehindP2pWait(Engine& en, Verdict& v) { return en.collectiveCauseOfP2pWait(v); }
+bool collectiveBehindP2pWait(const Engine& en, Inferred& inferred, Verdict& v) {
+  return en.collectiveCauseOfP2pWait(v, inferred);
+}
 
 }  // namespace ncclrec::analyzer::engine

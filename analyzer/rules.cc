@@ -31,13 +31,13 @@ namespace {
 
 // A finder that reads the recordings only (set, call sites) as a rule.
 template <std::optional<Verdict> (*find)(const format::LoadedSet&, const CallSites&)>
-std::optional<Verdict> onRecordings(Engine& en) {
+std::optional<Verdict> onRecordings(const Engine& en, Inferred&) {
   return find(en.set(), en.callsites());
 }
 
-// A rule that only reads the engine (a pure function of its facts).
+// A rule that only reads the engine's facts (a pure function of them), inferring nothing.
 template <std::optional<Verdict> (*find)(const Engine&)>
-std::optional<Verdict> asRule(Engine& en) {
+std::optional<Verdict> asRule(const Engine& en, Inferred&) {
   return find(en);
 }
 
@@ -112,19 +112,20 @@ constexpr NamedRule kRules[] = {
 
 std::span<const NamedRule> verdictRules() { return kRules; }
 
-Verdict runRules(Engine& engine) {
+Verdict runRules(const Engine& engine) {
+  Inferred inferred;
   for (const NamedRule& rule : verdictRules()) {
-    if (std::optional<Verdict> v = rule.find(engine)) {
+    if (std::optional<Verdict> v = rule.find(engine, inferred)) {
       for (const Explainer explain : rule.causes) {
-        if (explain(engine, *v)) break;
+        if (explain(engine, inferred, *v)) break;
       }
-      engine.addStatus(*v);
+      engine.addStatus(*v, inferred);
       return std::move(*v);
     }
   }
   // Unreachable: all_wait_in_one_op always decides.
   Verdict v;
-  engine.addStatus(v);
+  engine.addStatus(v, inferred);
   return v;
 }
 

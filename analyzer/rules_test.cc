@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,13 @@ TEST(RulesTest, CauseStepsAreDeclaredInTheTable) {
     EXPECT_EQ(!r.causes.empty(), symptom) << r.name;
   }
   ASSERT_NE(p2p, nullptr);
-  std::optional<Verdict> v = p2p->find(en);
+  Inferred inferred;
+  std::optional<Verdict> v = p2p->find(en, inferred);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->cls, VerdictClass::kP2pMismatch) << v->headline;
   bool explained = false;
   for (const Explainer explain : p2p->causes) {
-    if ((explained = explain(en, *v))) break;
+    if ((explained = explain(en, inferred, *v))) break;
   }
   EXPECT_TRUE(explained);
   EXPECT_EQ(v->cls, VerdictClass::kRankCrashed) << v->headline;
@@ -82,10 +84,12 @@ TEST(RulesTest, EachRuleDecidesOnlyItsOwnPattern) {
   const CallSites sites(set.ranks, {});
   Engine en(set, options, sites);
   const auto rules = verdictRules();
+  Inferred inferred;
   for (size_t i = 0; i + 1 < rules.size(); ++i) {
-    EXPECT_FALSE(rules[i].find(en).has_value()) << rules[i].name;
+    EXPECT_FALSE(rules[i].find(en, inferred).has_value()) << rules[i].name;
   }
-  const std::optional<Verdict> v = rules.back().find(en);
+  EXPECT_TRUE(inferred.dead.empty());
+  const std::optional<Verdict> v = rules.back().find(en, inferred);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->cls, VerdictClass::kUndecided);
   EXPECT_EQ(v->seq, 2u);
@@ -128,6 +132,48 @@ TEST(RulesTest, ARankGoneWithoutAMarkIsStoppedAfterItsDumpOrKilled) {
   EXPECT_EQ(v.status[2].detail.rfind("stopped after its trigger dump (no exit or crash mark); ", 0),
             0u)
       << v.status[2].detail;
+}
+
+// Rank 2 stopped after one all-reduce, its heartbeat as fresh as its peers', and their next
+// all-reduce failed with a remote error: the transport lost it, so it died. That is the alignment's
+// inference, kept in the run's Inferred (the status list reads it), not written into the Engine:
+// the same Engine gives the same verdict every time.
+TEST(RulesTest, WhatARuleInfersIsKeptInItsRunNotInTheEngine) {
+  Job job(3);
+  job.ops(0, {{kTrain}, {kTrain}}, true).ops(1, {{kTrain}, {kTrain}}, true).ops(2, {{kTrain}});
+  for (int r : {0, 1}) {
+    format::EventRecord& lost = job.rank(r).events.back();
+    lost.state = format::EventState::kFailed;
+    lost.result = format::kNcclRemoteError;
+    lost.setEndNs(lost.enqueueNs() + 1000);
+  }
+  const format::LoadedSet set = job.set();
+  const DiagnoseOptions options;
+  const CallSites sites(set.ranks, {});
+  const Engine en(set, options, sites);
+  EXPECT_FALSE(en.dead(2));  // by the recordings alone
+  const NamedRule* stop = nullptr;
+  for (const NamedRule& r : verdictRules())
+    if (r.name == "divergence_or_stop") stop = &r;
+  ASSERT_NE(stop, nullptr);
+  Inferred inferred;
+  const std::optional<Verdict> found = stop->find(en, inferred);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->cls, VerdictClass::kRankCrashed) << found->headline;
+  EXPECT_EQ(found->ranks, std::vector<int>{2});
+  EXPECT_EQ(inferred.dead, std::set<size_t>{2});
+  EXPECT_TRUE(en.dead(2, inferred));
+  EXPECT_FALSE(en.dead(2));
+
+  const Verdict first = runRules(en), again = runRules(en);
+  EXPECT_EQ(first.cls, VerdictClass::kRankCrashed) << first.headline;
+  EXPECT_EQ(first.headline, again.headline);
+  ASSERT_EQ(first.status.size(), 3u);
+  EXPECT_EQ(first.status[2].state, RankState::kDead);
+  EXPECT_EQ(first.status[2].detail,
+            "killed from outside (no exit or crash mark, no dump); its peers lost the connection "
+            "to it");
+  EXPECT_EQ(first.status[2].detail, again.status[2].detail);
 }
 
 TEST(RulesTest, RankStateNamesAreTheStatusWords) {

@@ -49,7 +49,7 @@ bool pastTheNextIssue(const Engine& en, const RankData& rd, const EventRecord& p
 
 }  // namespace
 
-std::optional<Verdict> skippedBeforeP2p(Engine& en) {
+std::optional<Verdict> skippedBeforeP2p(const Engine& en, const Inferred& inferred) {
   for (const CommStreams& c : en.comms()) {
     // The ranks pending in one collective at slot p, and the one rank whose stream ends there.
     // A rank that issued it and saw it complete (its data came before the others') counts with
@@ -79,7 +79,7 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
     if (ended.size() != 1 || c.streams[ended[0]].ops.size() != p) continue;
     const Stream& ds = c.streams[ended[0]];
     const RankData& rd = en.set().ranks[ds.rank];
-    if (rd.exited || rd.fatal_signal != 0 || en.dead(ds.rank)) continue;
+    if (rd.exited || rd.fatal_signal != 0 || en.dead(ds.rank, inferred)) continue;
     const EventRecord* pending = newestPendingCommOp(rd);
     if (pending == nullptr || !format::isP2p(pending->op)) continue;
     std::vector<size_t> issued;
@@ -112,8 +112,8 @@ std::optional<Verdict> skippedBeforeP2p(Engine& en) {
   return std::nullopt;
 }
 
-bool skipBehindP2pWait(Engine& en, Verdict& v) {
-  std::optional<Verdict> skip = skippedBeforeP2p(en);
+bool skipBehindP2pWait(const Engine& en, Inferred& inferred, Verdict& v) {
+  std::optional<Verdict> skip = skippedBeforeP2p(en, inferred);
   if (!skip) return false;
   becomeCause(v, std::move(*skip));
   return true;

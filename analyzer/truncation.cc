@@ -13,13 +13,13 @@
 
 namespace ncclrec::analyzer::engine {
 
-bool Engine::exitedOnALostPeer(const RankData& rd, Verdict& v) const {
+bool Engine::exitedOnALostPeer(const RankData& rd, Verdict& v, const Inferred& inferred) const {
   // Its newest calls, back to the last one that completed: the failures it exited on.
   for (auto it = rd.events.rbegin(); it != rd.events.rend(); ++it) {
     if (!isCommOp(*it)) continue;
     if (!lostPeer(*it)) break;
     Verdict cause;
-    if (leaverExplains(*it, cause)) {
+    if (leaverExplains(*it, cause, inferred)) {
       v = std::move(cause);
       return true;
     }
@@ -44,20 +44,23 @@ struct Engine::Truncation {
   uint64_t same = 0;        // how many ops like `waited` the stopped rank issued
   std::string what;         // "all-reduces from train_step()"
   std::string others_at;    // "ranks 0-2 are in their 100th"
+  Inferred& inferred;       // the ranks found dead so far; the culprits join them when they died
 };
 
-Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it) const {
+Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it,
+                                  const Inferred& inferred) const {
   const RankData& r = set_.ranks[c.streams[s].rank];
   if (r.exited) return StopKind::kExited;
   if (r.fatal_signal != 0) return StopKind::kDied;
   if (notRunning(c.streams[s].rank)) return StopKind::kNotRunning;
-  if (dead(c.streams[s].rank) || peers_lost_it) return StopKind::kDied;
+  if (dead(c.streams[s].rank, inferred) || peers_lost_it) return StopKind::kDied;
   return StopKind::kAlive;
 }
 
 std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
                                          const std::vector<size_t>& ended,
-                                         const std::vector<size_t>& going, StopKind* kind) const {
+                                         const std::vector<size_t>& going, StopKind* kind,
+                                         const Inferred& inferred) const {
   // Others failed at the op this rank never issued: the transport lost it, so it is gone. One is
   // enough: the others may still be waiting to notice (a run analyzed 0.2 s after the kill had
   // rank 0 pending and ranks 1-2 failed).
@@ -67,18 +70,20 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
   // together: exited first, then died, then not running, then alive.
   std::vector<size_t> order = ended;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return stopKind(c, a, peers_lost_it) < stopKind(c, b, peers_lost_it);
+    return stopKind(c, a, peers_lost_it, inferred) < stopKind(c, b, peers_lost_it, inferred);
   });
-  *kind = stopKind(c, order.front(), peers_lost_it);
+  *kind = stopKind(c, order.front(), peers_lost_it, inferred);
   std::vector<size_t> culprits;
   for (size_t s : order) {
-    if (stopKind(c, s, peers_lost_it) == *kind) culprits.push_back(s);
+    if (stopKind(c, s, peers_lost_it, inferred) == *kind) culprits.push_back(s);
   }
-  return *kind == StopKind::kAlive && culprits.size() > 1 ? ownStops(c, std::move(culprits))
-                                                          : culprits;
+  return *kind == StopKind::kAlive && culprits.size() > 1
+             ? ownStops(c, std::move(culprits), inferred)
+             : culprits;
 }
 
-std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive) const {
+std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive,
+                                     const Inferred& inferred) const {
   // Of several ranks alive and gone from `c`, one blocked in another communicator for one of the
   // others (directly or through a chain of waits) merely waits: a waiter is never named beside
   // the rank it waits for. When every one of them waits, through its chain, for one and the same
@@ -89,8 +94,9 @@ std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> a
     const size_t rank = c.streams[s].rank;
     const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
     std::vector<ChainLink> links;
-    const std::optional<size_t> end =
-        at != nullptr && at->commId() != c.comm_id ? chainEnd(rank, at, links) : std::nullopt;
+    const std::optional<size_t> end = at != nullptr && at->commId() != c.comm_id
+                                          ? chainEnd(rank, at, links, inferred)
+                                          : std::nullopt;
     ends.insert(end);
     const bool waits_for_another = end && std::any_of(alive.begin(), alive.end(), [&](size_t o) {
                                      return o != s && c.streams[o].rank == *end;
@@ -102,9 +108,10 @@ std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> a
 }
 
 void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
-                                const std::vector<size_t>& going, Verdict& v) {
+                                const std::vector<size_t>& going, Verdict& v,
+                                Inferred& inferred) const {
   StopKind kind = StopKind::kAlive;
-  std::vector<size_t> culprits = stoppedAlike(c, p, ended, going, &kind);
+  std::vector<size_t> culprits = stoppedAlike(c, p, ended, going, &kind, inferred);
   const Stream& stopped = c.streams[culprits.front()];
   const Op& waited = c.streams[going.front()].ops[p];
   Truncation t{c,
@@ -120,10 +127,11 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                {},
                0,
                {},
-               {}};
-  const bool stale = dead(stopped.rank);  // before the ranks below are marked dead
+               {},
+               inferred};
+  const bool stale = dead(stopped.rank, inferred);  // before the ranks below join the dead
   if (kind == StopKind::kDied) {
-    for (size_t s : t.culprits) inferred_dead_.insert(c.streams[s].rank);
+    for (size_t s : t.culprits) inferred.dead.insert(c.streams[s].rank);
   }
   v.ranks = ranksOf(c, t.culprits);
   v.comm_id = c.comm_id;
@@ -145,7 +153,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   if (!stopped.ops.empty()) v.site = siteAt(t.rd, *stopped.ops.back().e);
   if (failedOnItsOwnCall(t, v)) return;
   if (kind == StopKind::kExited) {
-    if (exitedOnALostPeer(t.rd, v)) return;
+    if (exitedOnALostPeer(t.rd, v, inferred)) return;
     v.cls = VerdictClass::kRankExited;
     v.headline =
         t.who + " exited after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
@@ -236,7 +244,7 @@ void Engine::stillInsideTheirOp(const Truncation& t, const EventRecord& pending,
                       "transport counters");
 }
 
-void Engine::classifyAlive(const Truncation& t, Verdict& v) {
+void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
   // Alive: either waiting in an op of another communicator, or in host code.
   const std::string wait_word = t.others.size() == 1 ? " waits" : " wait";
   const EventRecord* pending = newestPendingCommOp(t.rd);
@@ -246,7 +254,8 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) {
                               std::string(format::opName(t.waited.e->op)) + " #" +
                               std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
                               " from " + describeCallSite(t.waited_site);
-    if (t.culprits.size() == 1 && blameChainEnd(t.stopped.rank, *pending, outer, v)) return;
+    if (t.culprits.size() == 1 && blameChainEnd(t.stopped.rank, *pending, outer, v, t.inferred))
+      return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(t.rd, *pending);
     v.headline = t.who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
@@ -254,7 +263,7 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) {
                  " from " + describeCallSite(v.site) + " while " + ranksWord(t.others) + wait_word +
                  " for it in " + std::string(format::opName(t.waited.e->op)) + " #" +
                  std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
-                 waitsThereFor(*pending, t.stopped.rank);
+                 waitsThereFor(*pending, t.stopped.rank, t.inferred);
     return;
   }
   if (pending != nullptr && format::isCollective(pending->op)) {
@@ -269,7 +278,8 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) {
 }
 
 bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
-                         std::vector<std::pair<size_t, size_t>>& stopped) const {
+                         std::vector<std::pair<size_t, size_t>>& stopped,
+                         const Inferred& inferred) const {
   constexpr size_t kMaxNodes = 64;
   const ChainNode node = nodes[i];
   const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
@@ -301,7 +311,7 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
     const size_t x = next->rank;
     const RankData& rx = set_.ranks[x];
     const EventRecord* its_pending = newestPendingCommOp(rx);
-    if (rx.exited || rx.fatal_signal != 0 || dead(x) || its_pending == nullptr) {
+    if (rx.exited || rx.fatal_signal != 0 || dead(x, inferred) || its_pending == nullptr) {
       if (std::none_of(stopped.begin(), stopped.end(),
                        [&](const auto& e) { return e.first == x; })) {
         stopped.emplace_back(x, i);
@@ -323,13 +333,14 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
 }
 
 std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
-                                       std::vector<ChainLink>& links) const {
+                                       std::vector<ChainLink>& links,
+                                       const Inferred& inferred) const {
   // The blocked ranks reached from `self`, breadth first (followChain).
   std::vector<ChainNode> nodes = {{self, at, SIZE_MAX}};
   std::set<size_t> seen = {self};
   std::vector<std::pair<size_t, size_t>> stopped;  // (rank, the node whose op waits for it)
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!followChain(i, nodes, seen, stopped)) return std::nullopt;
+    if (!followChain(i, nodes, seen, stopped, inferred)) return std::nullopt;
   }
   // Two ranks stopped: the end is the one that left on its own when every other one only reacted
   // (its newest call failed because a peer left: a rank that fails a group with a killed rank
@@ -357,10 +368,10 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
 }
 
 bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,
-                           Verdict& v) {
+                           Verdict& v, Inferred& inferred) const {
   std::vector<ChainLink> links;  // outermost first
   const EventRecord* at = &pending;
-  const std::optional<size_t> end = chainEnd(self, at, links);
+  const std::optional<size_t> end = chainEnd(self, at, links, inferred);
   if (!end) return false;
   const size_t x = *end;
   const RankData& rx = set_.ranks[x];
@@ -379,7 +390,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
   };
   // The rank at the end stopped only because a peer it lost left first: that one is the verdict
   // (a rank that failed a group with a rank that returned from main, and exited, is its victim).
-  if (Verdict cause; reacted(x) && exitedOnALostPeer(rx, cause)) {
+  if (Verdict cause; reacted(x) && exitedOnALostPeer(rx, cause, inferred)) {
     v = std::move(cause);
     v.headline += chain(SIZE_MAX);
     return true;
@@ -393,9 +404,9 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
   } else if (notRunning(x)) {
     v.cls = VerdictClass::kRankNotRunning;
     head = who + " stopped running (" + notRunningWhy(x) + "): ";
-  } else if (rx.fatal_signal != 0 || dead(x)) {
+  } else if (rx.fatal_signal != 0 || dead(x, inferred)) {
     v.cls = VerdictClass::kRankCrashed;
-    inferred_dead_.insert(x);
+    inferred.dead.insert(x);
     head = who + (rx.fatal_signal != 0
                       ? " crashed (" + base::signalName(rx.fatal_signal) + "): "
                       : " died without an exit mark (killed, e.g. SIGKILL or out of memory): ");
@@ -419,7 +430,8 @@ std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) co
          (last->endNs() > 0 ? " completed " + seconds(now_ - last->endNs()) + " ago" : "");
 }
 
-std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const {
+std::string Engine::waitsThereFor(const EventRecord& pending, size_t self,
+                                  const Inferred& inferred) const {
   if (!format::isCollective(pending.op)) return "";  // p2p pairs by peer, not by seq
   const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
     return c.comm_id == pending.commId();
@@ -439,7 +451,7 @@ std::string Engine::waitsThereFor(const EventRecord& pending, size_t self) const
   if (rd.exited) return out + ", which exited";
   if (rd.fatal_signal != 0)
     return out + ", which crashed (" + base::signalName(rd.fatal_signal) + ")";
-  if (dead(rank)) return out + ", which died without an exit mark";
+  if (dead(rank, inferred)) return out + ", which died without an exit mark";
   const EventRecord* its_pending = newestPendingCommOp(rd);
   const EventRecord* its_last = newestCommOp(rd);
   if (its_pending != nullptr && its_pending->commId() != pending.commId()) {

@@ -16,10 +16,10 @@ namespace {
 // communicators the leaver held and others it did not; one leaver for all of them, or none is
 // named (P2pBlameTest.SenderThatFailedAGroupWhenAPeerExitedIsNotTheCulprit).
 std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
-                                const format::EventRecord& failed) {
+                                const format::EventRecord& failed, const Inferred& inferred) {
   Verdict cause;
   if (failed.commId() != 0) {
-    if (en.leaverExplains(failed, cause)) return cause;
+    if (en.leaverExplains(failed, cause, inferred)) return cause;
     return std::nullopt;
   }
   if (failed.op != format::OpType::kGroupEnd) return std::nullopt;
@@ -29,7 +29,7 @@ std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
     const format::EventRecord& e = rd.events[i];
     depth += e.op == format::OpType::kGroupEnd ? 1 : e.op == format::OpType::kGroupStart ? -1 : 0;
     if (depth == 0) break;  // its ncclGroupStart
-    if (e.commId() == 0 || !en.leaverExplains(e, cause)) continue;
+    if (e.commId() == 0 || !en.leaverExplains(e, cause, inferred)) continue;
     if (found && found->ranks != cause.ranks) return std::nullopt;
     if (!found) found = cause;
   }
@@ -40,7 +40,7 @@ std::optional<Verdict> leaverOf(const Engine& en, const RankData& rd,
 // rank's newest call failed because a peer left on its own (killed, exited), which is the cause
 // (P2pBlameTest.ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit: the receiver failed a
 // collective with the rank that was killed, so it never posted its next receive).
-std::optional<Verdict> leaverBehind(Engine& en, const Verdict& v) {
+std::optional<Verdict> leaverBehind(const Engine& en, const Inferred& inferred, const Verdict& v) {
   if (v.cls != VerdictClass::kP2pMismatch) return std::nullopt;
   for (size_t r = 0; r < en.set().ranks.size(); ++r) {
     const RankData& rd = en.set().ranks[r];
@@ -48,15 +48,16 @@ std::optional<Verdict> leaverBehind(Engine& en, const Verdict& v) {
                                        [&](const auto& e) { return e.commId() == v.comm_id; })) {
       continue;
     }
-    if (std::optional<Verdict> cause = leaverOf(en, rd, *newestPeerCall(rd))) return cause;
+    if (std::optional<Verdict> cause = leaverOf(en, rd, *newestPeerCall(rd), inferred))
+      return cause;
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-bool leaverBehindP2pWait(Engine& en, Verdict& v) {
-  std::optional<Verdict> leaver = leaverBehind(en, v);
+bool leaverBehindP2pWait(const Engine& en, Inferred& inferred, Verdict& v) {
+  std::optional<Verdict> leaver = leaverBehind(en, inferred, v);
   if (!leaver) return false;
   becomeCause(v, std::move(*leaver));
   return true;

@@ -23,7 +23,7 @@ std::optional<Verdict> findFailedCall(const Engine& en) {
   }
   if (failed == nullptr) return std::nullopt;
   Verdict v;
-  if (en.leaverExplains(*failed, v)) return v;
+  if (en.leaverExplains(*failed, v, Inferred{})) return v;  // a rule: nothing inferred yet
   v.cls = VerdictClass::kNcclError;
   v.ranks = {en.globalRank(failed_rank)};
   v.comm_id = failed->commId();

@@ -18,7 +18,7 @@
 
 namespace ncclrec::analyzer::engine {
 
-std::optional<Verdict> findP2pStop(Engine& en) {
+std::optional<Verdict> findP2pStop(const Engine& en, Inferred& inferred) {
   const format::LoadedSet& set = en.set();
   std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> set index
   // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
@@ -58,7 +58,7 @@ std::optional<Verdict> findP2pStop(Engine& en) {
     // (Engine::vanished(): a rank that wrote a dump was alive then, and what failed that call is
     // not this rule's).
     const bool gone = failed && en.vanished(x);
-    if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !en.dead(x)) continue;
+    if (failed && !gone && !rd.exited && rd.fatal_signal == 0 && !en.dead(x, inferred)) continue;
     Verdict v;
     v.ranks = {en.globalRank(x)};
     v.comm_id = e->commId();
@@ -80,9 +80,9 @@ std::optional<Verdict> findP2pStop(Engine& en) {
       v.cls = VerdictClass::kRankExited;
       v.headline =
           who + " exited without ending the communicator: " + en.lastOpPhrase(rd, last) + then;
-    } else if (rd.fatal_signal != 0 || en.dead(x) || gone) {
+    } else if (rd.fatal_signal != 0 || en.dead(x, inferred) || gone) {
       v.cls = VerdictClass::kRankCrashed;
-      en.markDead(x);
+      inferred.dead.insert(x);
       const std::string how =
           rd.fatal_signal != 0
               ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
