@@ -52,6 +52,25 @@ void writeStuckRank(const TempDir& dir, const std::string& host, int rank, int p
   ASSERT_TRUE(b.writeTo(dir.file(host + "." + std::to_string(pid) + ".bbox")));
 }
 
+// Node 0 (hostA) ran ranks 0-1, stuck in their 2nd all-reduce of 4 ranks, recorded in `dir`;
+// node 1 (hostB), ranks 2-3, sent nothing, and was not heard from for `silent_s` (0: it was).
+HangReportInput nodeOneSentNothing(const TempDir& dir, double silent_s = 0) {
+  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
+  writeStuckRank(dir, "hostA", 1, 701, 4, 4096);
+  HangReportInput in;
+  in.run_id = "r";
+  in.reason = ReportReason::kHang;
+  in.dump_dir = dir.path();
+  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 701, "", "hostA", 0)};
+  for (int rank : {2, 3}) {
+    WorkerInfo w = worker(rank, 0, "", "hostB", 1);
+    w.no_data = true;
+    in.workers.push_back(w);
+  }
+  in.nodes = {{0, "hostA", dir.path(), 0, false}, {1, "hostB", "", 0, true, silent_s}};
+  return in;
+}
+
 TEST(HangReport, FindsDumpsAndBlackBoxesByPid) {
   TempDir dir;
   std::ofstream(dir.file("node.a.b.4242.bbox")) << "";
@@ -133,20 +152,8 @@ TEST(HangReport, JobWideReportMatchesWorkersByHostAndNamesSilentNodes) {
 // ranks' black boxes are there, so they are in the verdict and report.json says so, rank by rank.
 TEST(HangReport, ANodeThatSentNothingIsStillReadFromASharedDirectory) {
   TempDir dir;
-  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
-  writeStuckRank(dir, "hostA", 1, 701, 4, 4096);
   writeStuckRank(dir, "hostB", 2, 700, 4, 4096);  // node 1's, on the shared directory
-  HangReportInput in;
-  in.run_id = "r";
-  in.reason = ReportReason::kHang;
-  in.dump_dir = dir.path();
-  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 701, "", "hostA", 0)};
-  for (int rank : {2, 3}) {
-    WorkerInfo w = worker(rank, 0, "", "hostB", 1);
-    w.no_data = true;
-    in.workers.push_back(w);
-  }
-  in.nodes = {{0, "hostA", dir.path(), 0, false}, {1, "hostB", "", 0, true}};
+  HangReportInput in = nodeOneSentNothing(dir);
   std::ostringstream out;
   auto path = writeHangReport(in, out);
   ASSERT_TRUE(path.ok()) << path.status().message();
@@ -179,19 +186,7 @@ TEST(HangReport, ANodeThatSentNothingIsStillReadFromASharedDirectory) {
 // the verdict names that node from the launcher's fact, which report.json keeps for later readers.
 TEST(HangReport, ASilentNodeWhoseRanksTheOthersWaitForIsTheVerdict) {
   TempDir dir;
-  writeStuckRank(dir, "hostA", 0, 700, 4, 4096);
-  writeStuckRank(dir, "hostA", 1, 701, 4, 4096);
-  HangReportInput in;
-  in.run_id = "r";
-  in.reason = ReportReason::kHang;
-  in.dump_dir = dir.path();
-  in.workers = {worker(0, 700, "", "hostA", 0), worker(1, 701, "", "hostA", 0)};
-  for (int rank : {2, 3}) {
-    WorkerInfo w = worker(rank, 0, "", "hostB", 1);
-    w.no_data = true;
-    in.workers.push_back(w);
-  }
-  in.nodes = {{0, "hostA", dir.path(), 0, false}, {1, "hostB", "", 0, true, 3.2}};
+  HangReportInput in = nodeOneSentNothing(dir, 3.2);
   std::ostringstream out;
   auto path = writeHangReport(in, out);
   ASSERT_TRUE(path.ok()) << path.status().message();
