@@ -258,12 +258,14 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
       return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(t.rd, *pending);
-    v.headline = t.who + " is blocked in " + std::string(format::opName(pending->op)) + " #" +
-                 std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->commId()) +
-                 " from " + describeCallSite(v.site) + " while " + ranksWord(t.others) + wait_word +
-                 " for it in " + std::string(format::opName(t.waited.e->op)) + " #" +
-                 std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
-                 waitsThereFor(*pending, t.stopped.rank, t.inferred);
+    const bool one = t.culprits.size() == 1;
+    v.headline =
+        t.who + (one ? " is" : " are") + " blocked in " + std::string(format::opName(pending->op)) +
+        " #" + std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->commId()) +
+        " from " + describeCallSite(v.site) + " while " + ranksWord(t.others) + wait_word +
+        (one ? " for it in " : " for them in ") + std::string(format::opName(t.waited.e->op)) +
+        " #" + std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
+        waitsThereFor(*pending, t.stopped.rank, t.inferred);
     return;
   }
   if (pending != nullptr && format::isCollective(pending->op)) {
@@ -272,7 +274,8 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
   }
   v.cls = VerdictClass::kRankStuckInHost;
   if (last != nullptr) v.site = siteAt(t.rd, *last);
-  v.headline = t.who + " is alive but stuck in host code: " + lastOpPhrase(t.rd, last) + "; " +
+  v.headline = t.who + (t.culprits.size() == 1 ? " is" : " are") +
+               " alive but stuck in host code: " + lastOpPhrase(t.rd, last) + "; " +
                ranksWord(t.others) + wait_word + " in " + std::string(format::opName(v.op)) + " #" +
                std::to_string(v.seq);
 }

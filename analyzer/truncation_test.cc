@@ -107,6 +107,31 @@ TEST(DiagnoseTest, AliveRankWhoseLastOpEndedLongAgoIsStuckInHost) {
   EXPECT_NE(v.headline.find("completed"), std::string::npos) << v.headline;
 }
 
+TEST(DiagnoseTest, SeveralRanksStoppedAlikeAreNamedInThePlural) {
+  // Ranks 1 and 3 both stopped after 4 all-reduces, in host code; ranks 0 and 2 wait in the 5th.
+  Job host(4);
+  host.ops(0, repeat({kTrain}, 5), true).ops(1, repeat({kTrain}, 4));
+  host.ops(2, repeat({kTrain}, 5), true).ops(3, repeat({kTrain}, 4));
+  const Verdict v = host.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(v.headline.rfind("ranks 1,3 are alive but stuck in host code: ", 0), 0u) << v.headline;
+
+  // Both blocked in the same op of another communicator, which nobody else holds.
+  Op side{kLoss, 1};
+  side.comm = kOtherComm;
+  Job blocked(4);
+  blocked.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
+  for (int r : {1, 3}) blocked.ops(r, repeat({kTrain}, 2)).ops(r, {side}, true);
+  const Verdict b = blocked.diagnose();
+  EXPECT_EQ(b.cls, VerdictClass::kRankBlockedElsewhere) << b.headline;
+  EXPECT_EQ(b.ranks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(b.headline.rfind("ranks 1,3 are blocked in ", 0), 0u) << b.headline;
+  EXPECT_NE(b.headline.find(" while ranks 0,2 wait for them in ncclAllReduce #3"),
+            std::string::npos)
+      << b.headline;
+}
+
 TEST(DiagnoseTest, RankBlockedInAnotherCommunicator) {
   Op side{kLoss, 1};
   side.comm = kOtherComm;
