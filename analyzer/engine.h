@@ -244,8 +244,9 @@ class Engine {
   };
   // The rank where the chain from `self`, blocked in `at`, ends: one that stopped (exited,
   // crashed, or in no NCCL op) and that every branch leads to (a link may wait for several ranks,
-  // blocked in turn for that one); nullopt when two ranks stopped, a link waits for a new call
-  // site, or a branch comes back (a cycle). `at` becomes the op the last link waits in; `links`
+  // blocked in turn for that one; a rank in an unfinished group waits in each op of the group a
+  // peer has not issued); nullopt when two ranks stopped, a link waits for a new call site, or a
+  // branch comes back (a cycle). `at` becomes the op the last link waits in; `links`
   // gets the links from `self` to it.
   std::optional<size_t> chainEnd(size_t self, const EventRecord*& at, std::vector<ChainLink>& links,
                                  const Inferred& inferred) const;
@@ -254,6 +255,9 @@ class Engine {
     size_t rank;
     const EventRecord* op;
     size_t parent;
+    // One of several ops of the rank's unfinished group (pendingGroupOps): one that every peer
+    // issued is not what holds the rank, and leads nowhere rather than breaking the chain.
+    bool in_group = false;
   };
   // chainEnd's step from node `i`: appends the blocked ranks its op waits for to `nodes` and the
   // stopped ones to `stopped` (rank, i); false when the chain breaks (a new call site, a cycle, a
@@ -273,6 +277,9 @@ class Engine {
   std::vector<size_t> stoppedAlike(const CommStreams& c, size_t p, const std::vector<size_t>& ended,
                                    const std::vector<size_t>& going, StopKind* kind,
                                    const Inferred& inferred) const;
+  // The process (index into LoadedSet::ranks) that is rank e.peer() of e's communicator;
+  // nullopt when no recording shows it.
+  std::optional<size_t> peerProcess(const EventRecord& e) const;
   // Of several ranks alive and gone from `c`, those not merely waiting for another of them.
   std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive,
                                const Inferred& inferred) const;

@@ -4,6 +4,8 @@
 // blame.cc, evidence.cc). Pure functions over format's records.
 #pragma once
 
+#include <vector>
+
 #include "format/nccl_result.h"
 #include "format/reader.h"
 
@@ -49,6 +51,11 @@ const format::EventRecord* newestCommOp(const format::RankData& r);
 
 // The rank's newest collective or point-to-point call still pending, nullptr when none.
 const format::EventRecord* newestPendingCommOp(const format::RankData& r);
+
+// The calls the rank waits in: newestPendingCommOp() and, when it was issued in a group, every
+// collective or send/receive of that group (since the ncclGroupStart that opened it, same thread)
+// still pending, in issue order; a group ends only when all of them do. Empty when none pends.
+std::vector<const format::EventRecord*> pendingGroupOps(const format::RankData& r);
 
 // The rank's newest call that creates a communicator (format::isCommCreation) still pending,
 // nullptr when none.

@@ -82,12 +82,24 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
              : culprits;
 }
 
+std::optional<size_t> Engine::peerProcess(const EventRecord& e) const {
+  for (size_t r = 0; r < set_.ranks.size(); ++r) {
+    const RankData& rd = set_.ranks[r];
+    for (const format::Comm& c : rd.comms)
+      if (c.comm_id == e.commId() && c.rank == e.peer()) return r;
+    for (const EventRecord& x : rd.events)
+      if (x.commId() == e.commId() && x.rank() == e.peer()) return r;
+  }
+  return std::nullopt;
+}
+
 std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive,
                                      const Inferred& inferred) const {
   // Of several ranks alive and gone from `c`, one blocked in another communicator for one of the
-  // others (directly or through a chain of waits) merely waits: a waiter is never named beside
-  // the rank it waits for. When every one of them waits, through its chain, for one and the same
-  // rank elsewhere, that rank ends them all: one of them stands for the others.
+  // others (directly, through a chain of waits, or in a send or receive with it) merely waits: a
+  // waiter is never named beside the rank it waits for. When every one of them waits, through its
+  // chain, for one and the same rank elsewhere, that rank ends them all: one of them stands for the
+  // others.
   std::vector<size_t> own;
   std::set<std::optional<size_t>> ends;
   for (size_t s : alive) {
@@ -98,9 +110,13 @@ std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> a
                                           ? chainEnd(rank, at, links, inferred)
                                           : std::nullopt;
     ends.insert(end);
-    const bool waits_for_another = end && std::any_of(alive.begin(), alive.end(), [&](size_t o) {
-                                     return o != s && c.streams[o].rank == *end;
-                                   });
+    // A send or receive pairs by peer, not by a slot a chain could follow: its peer.
+    const std::optional<size_t> peer =
+        at != nullptr && at->commId() != c.comm_id && format::isP2p(at->op) ? peerProcess(*at)
+                                                                            : std::nullopt;
+    const bool waits_for_another = std::any_of(alive.begin(), alive.end(), [&](size_t o) {
+      return o != s && (c.streams[o].rank == end || c.streams[o].rank == peer);
+    });
     if (!waits_for_another) own.push_back(s);
   }
   if (ends.size() == 1 && *ends.begin() && own.size() == alive.size()) own.resize(1);
@@ -298,7 +314,9 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
       behind.push_back(&st);
     }
   }
-  if (behind.empty() || mine == nullptr) return false;
+  if (mine == nullptr) return false;
+  // Every peer issued it: in a group, the rank waits for its other ops; alone, no one holds it.
+  if (behind.empty()) return node.in_group;
   const auto pos =
       std::find_if(mine->ops.begin(), mine->ops.end(), [&](const Op& o) { return o.e == node.op; });
   if (pos == mine->ops.end()) return false;
@@ -313,15 +331,18 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
     }
     const size_t x = next->rank;
     const RankData& rx = set_.ranks[x];
-    const EventRecord* its_pending = newestPendingCommOp(rx);
-    if (rx.exited || rx.fatal_signal != 0 || dead(x, inferred) || its_pending == nullptr) {
+    const std::vector<const EventRecord*> its_ops = pendingGroupOps(rx);
+    if (rx.exited || rx.fatal_signal != 0 || dead(x, inferred) || its_ops.empty()) {
       if (std::none_of(stopped.begin(), stopped.end(),
                        [&](const auto& e) { return e.first == x; })) {
         stopped.emplace_back(x, i);
       }
       continue;
     }
-    if (its_pending->commId() == node.op->commId()) return false;
+    if (std::any_of(its_ops.begin(), its_ops.end(),
+                    [&](const EventRecord* o) { return o->commId() == node.op->commId(); })) {
+      return false;
+    }
     if (!seen.insert(x).second) {
       // Reached twice: a cycle when it leads back to a rank on the way here.
       for (size_t j = i; j != SIZE_MAX; j = nodes[j].parent) {
@@ -329,8 +350,8 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
       }
       continue;
     }
-    if (nodes.size() >= kMaxNodes) return false;
-    nodes.push_back({x, its_pending, i});
+    if (nodes.size() + its_ops.size() > kMaxNodes) return false;
+    for (const EventRecord* o : its_ops) nodes.push_back({x, o, i, its_ops.size() > 1});
   }
   return true;
 }
@@ -338,8 +359,12 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
 std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
                                        std::vector<ChainLink>& links,
                                        const Inferred& inferred) const {
-  // The blocked ranks reached from `self`, breadth first (followChain).
-  std::vector<ChainNode> nodes = {{self, at, SIZE_MAX}};
+  // The blocked ranks reached from `self`, breadth first (followChain); from each op of its
+  // unfinished group when `at` is one of them.
+  std::vector<const EventRecord*> start = pendingGroupOps(set_.ranks[self]);
+  if (std::find(start.begin(), start.end(), at) == start.end()) start = {at};
+  std::vector<ChainNode> nodes;
+  for (const EventRecord* o : start) nodes.push_back({self, o, SIZE_MAX, start.size() > 1});
   std::set<size_t> seen = {self};
   std::vector<std::pair<size_t, size_t>> stopped;  // (rank, the node whose op waits for it)
   for (size_t i = 0; i < nodes.size(); ++i) {

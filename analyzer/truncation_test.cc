@@ -241,6 +241,39 @@ TEST(DiagnoseTest, RanksBlockedElsewhereThatAllWaitForOneStoppedRankNameIt) {
   EXPECT_EQ(v.waiting, (std::vector<int>{1, 2, 3}));
 }
 
+TEST(DiagnoseTest, RanksWaitingInAGroupOrInAReceiveForTheRankInHostCodeAreNotNamedWithIt) {
+  // Faultgen seed 9118, reduced: rank 1 waits in W#2 for ranks 0, 2 and 3. Rank 3 sleeps in host
+  // code. Rank 0 waits in a group {A#2 with rank 3, which never issued it; B#2 with rank 2, which
+  // finished it}: a group ends only when all its ops do, so rank 0 waits for rank 3 (its newest
+  // op, B#2, holds it for no one). Rank 2 waits in a receive on B from rank 0. Only rank 3 stopped
+  // of its own accord.
+  Op on_a{kLoss, 1}, on_b{kPair, 1};
+  on_a.comm = kOtherComm;
+  on_b.comm = 0xdead0000;
+  Op recv{kPair, 16, OpType::kRecv};
+  recv.comm = on_b.comm;
+  recv.root = 0;  // the peer
+  Job job(4);
+  job.ops(0, {{kTrain}, on_a, on_b});
+  format::EventRecord start;
+  start.op = OpType::kGroupStart;
+  start.state = EventState::kCompleted;
+  job.rank(0).events.push_back(start);
+  job.ops(0, {on_a, on_b}, true);
+  for (auto it = job.rank(0).events.end() - 2; it != job.rank(0).events.end(); ++it) {
+    it->flags |= format::kEventInGroup;
+    it->state = EventState::kEnqueued;
+    it->setEndNs(0);
+  }
+  job.ops(1, repeat({kTrain}, 2), true);
+  job.ops(2, {{kTrain}, on_b, on_b}).ops(2, {recv}, true);
+  job.ops(3, {{kTrain}, on_a});
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankStuckInHost) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.waiting, (std::vector<int>{0, 1, 2}));
+}
+
 TEST(DiagnoseTest, ChainEndingInARankThatOnlyReactedNamesTheRankItLost) {
   // Faultgen seed 813: rank 0 waits in A#2 for rank 1, blocked in B#2 for rank 2; rank 2 exited
   // after its C#2 failed (remote error) because rank 3, its partner there, had returned from main
