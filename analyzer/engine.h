@@ -324,6 +324,10 @@ class Engine {
   } last_site_;
   std::map<std::pair<OpType, std::string>, uint32_t> sites_;
   std::vector<uint32_t> loc_of_site_;
+  // (communicator, rank in it) -> the process (index into LoadedSet::ranks) that holds it, from
+  // the comm records and the events; built by the first peerProcess() (one pass over every
+  // event, which most analyses never need), a cache of the recordings' facts.
+  mutable std::optional<std::map<std::pair<uint64_t, int>, size_t>> process_of_;
   std::map<std::string, uint32_t> locs_;
   std::unordered_map<ShapeKey, uint32_t, ShapeKeyHash> keys_;
   std::vector<uint32_t> site_of_key_;  // opSite()

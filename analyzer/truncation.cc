@@ -83,14 +83,25 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
 }
 
 std::optional<size_t> Engine::peerProcess(const EventRecord& e) const {
-  for (size_t r = 0; r < set_.ranks.size(); ++r) {
-    const RankData& rd = set_.ranks[r];
-    for (const format::Comm& c : rd.comms)
-      if (c.comm_id == e.commId() && c.rank == e.peer()) return r;
-    for (const EventRecord& x : rd.events)
-      if (x.commId() == e.commId() && x.rank() == e.peer()) return r;
+  if (!process_of_) {
+    process_of_.emplace();
+    for (size_t i = 0; i < set_.ranks.size(); ++i) {
+      const RankData& r = set_.ranks[i];
+      for (const format::Comm& c : r.comms)
+        if (c.comm_id != 0 && c.rank >= 0) process_of_->try_emplace({c.comm_id, c.rank}, i);
+      std::pair<uint64_t, int> last{0, -1};  // consecutive events mostly repeat it
+      for (const EventRecord& x : r.events) {
+        if (x.commId() == 0 || x.rank() < 0 ||
+            (x.commId() == last.first && x.rank() == last.second))
+          continue;
+        last = {x.commId(), x.rank()};
+        process_of_->try_emplace(last, i);
+      }
+    }
   }
-  return std::nullopt;
+  const auto it = process_of_->find({e.commId(), e.peer()});
+  if (it == process_of_->end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive,
