@@ -182,6 +182,28 @@ bool Engine::dead(size_t rank) const {
   return latest_exit_ns_ - r.heartbeat_ns > kExitMarginNs;
 }
 
+std::optional<size_t> Engine::peerProcess(const EventRecord& e) const {
+  if (!process_of_) {
+    process_of_.emplace();
+    for (size_t i = 0; i < set_.ranks.size(); ++i) {
+      const RankData& r = set_.ranks[i];
+      for (const format::Comm& c : r.comms)
+        if (c.comm_id != 0 && c.rank >= 0) process_of_->try_emplace({c.comm_id, c.rank}, i);
+      std::pair<uint64_t, int> last{0, -1};  // consecutive events mostly repeat it
+      for (const EventRecord& x : r.events) {
+        if (x.commId() == 0 || x.rank() < 0 ||
+            (x.commId() == last.first && x.rank() == last.second))
+          continue;
+        last = {x.commId(), x.rank()};
+        process_of_->try_emplace(last, i);
+      }
+    }
+  }
+  const auto it = process_of_->find({e.commId(), e.peer()});
+  if (it == process_of_->end()) return std::nullopt;
+  return it->second;
+}
+
 bool Engine::staleHeartbeat(size_t rank) const {
   const RankData& r = set_.ranks[rank];
   // A dump is a snapshot written by the live process; only a black box goes on beating.

@@ -82,28 +82,6 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
              : culprits;
 }
 
-std::optional<size_t> Engine::peerProcess(const EventRecord& e) const {
-  if (!process_of_) {
-    process_of_.emplace();
-    for (size_t i = 0; i < set_.ranks.size(); ++i) {
-      const RankData& r = set_.ranks[i];
-      for (const format::Comm& c : r.comms)
-        if (c.comm_id != 0 && c.rank >= 0) process_of_->try_emplace({c.comm_id, c.rank}, i);
-      std::pair<uint64_t, int> last{0, -1};  // consecutive events mostly repeat it
-      for (const EventRecord& x : r.events) {
-        if (x.commId() == 0 || x.rank() < 0 ||
-            (x.commId() == last.first && x.rank() == last.second))
-          continue;
-        last = {x.commId(), x.rank()};
-        process_of_->try_emplace(last, i);
-      }
-    }
-  }
-  const auto it = process_of_->find({e.commId(), e.peer()});
-  if (it == process_of_->end()) return std::nullopt;
-  return it->second;
-}
-
 std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> alive,
                                      const Inferred& inferred) const {
   // Of several ranks alive and gone from `c`, one blocked in another communicator for one of the
