@@ -79,6 +79,58 @@ bool wentPastOnOtherComms(const Stream& ds, const std::vector<EventRecord>& even
                      [&](const Sig& s) { return after.contains(s) && !before.contains(s); });
 }
 
+using Sigs = std::multiset<std::tuple<uint64_t, OpType, uint64_t, int, uint32_t>>;
+
+// The ops of the outermost group around events[k] (ncclGroupStart to its ncclGroupEnd, at most
+// kDiffWindow events each way), but events[skip], as (comm, op, shape, call site); empty when
+// events[k] is not in a complete group.
+Sigs groupAround(const std::vector<EventRecord>& events, size_t k, size_t skip) {
+  Sigs out;
+  size_t start = k, depth = 0;
+  bool found = false;
+  for (size_t j = k; j-- > 0 && k - j <= kDiffWindow;) {
+    if (events[j].op == OpType::kGroupEnd) ++depth;
+    if (events[j].op != OpType::kGroupStart) continue;
+    if (depth == 0) {
+      start = j;
+      found = true;
+      break;
+    }
+    --depth;
+  }
+  if (!found) return out;
+  depth = 0;
+  for (size_t j = start + 1; j < events.size() && j - start <= 2 * kDiffWindow; ++j) {
+    const EventRecord& e = events[j];
+    if (e.op == OpType::kGroupStart) ++depth;
+    if (e.op == OpType::kGroupEnd && depth-- == 0) return out;
+    if (j != skip && (format::isCollective(e.op) || format::isP2p(e.op))) {
+      out.insert({e.commId(), e.op, e.count, e.dtype, e.stackId()});
+    }
+  }
+  return {};
+}
+
+// Whether the rank of `ds`, between its op before slot p and the op at p, ended a group holding
+// exactly what its history's group with an op keyed `skipped` held besides it: it closed the group
+// the op belongs to without issuing it. After a swap the op would still be in the group.
+bool closedGroupWithout(const Stream& ds, const std::vector<EventRecord>& events, size_t p,
+                        uint32_t skipped) {
+  if (p == 0 || p >= ds.ops.size()) return false;
+  const auto pos = [&](size_t i) { return static_cast<size_t>(ds.ops[i].e - events.data()); };
+  std::set<Sigs> with;  // each group of the history that held the op, without it
+  for (size_t i = 0; i + 1 < p; ++i) {
+    if (ds.ops[i].key != skipped || !(ds.ops[i].e->flags & format::kEventInGroup)) continue;
+    if (Sigs g = groupAround(events, pos(i), pos(i)); !g.empty()) with.insert(std::move(g));
+  }
+  if (with.empty()) return false;
+  for (size_t k = pos(p - 1) + 1; k < pos(p) && k < events.size(); ++k) {
+    if (events[k].op != OpType::kGroupEnd) continue;
+    if (with.contains(groupAround(events, k, SIZE_MAX))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // The streams stop too soon to line up again (a hang stops them): judge the slot by the history.
@@ -101,11 +153,15 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
   if (d.e->op != n.e->op) {
     // Another collective where the others issued theirs: skipped, or two collectives swapped.
     // Only a stream that went on tells: after a skip the rank goes on as the history does, after a
-    // swap it issues the op it swapped. A stream that stops here is left a mismatch.
-    // Or, before the slot, what the history does after n on other communicators.
+    // swap it issues the op it swapped. A stream that stops here is left a mismatch, even where
+    // the others went past the slot to the op it issued (they do after a swap too:
+    // samples/op_order). Or, before the slot, what the rank did besides: an op on another
+    // communicator that the history places after n, or the group that holds n closed without it.
+    const auto& events = set_.ranks[ds.rank].events;
     const bool went_on = (p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
                           usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key) ||
-                         wentPastOnOtherComms(ds, set_.ranks[ds.rank].events, p, n.key);
+                         wentPastOnOtherComms(ds, events, p, n.key) ||
+                         closedGroupWithout(ds, events, p, n.key);
     return follows && went_on ? Edit::kDeletion : Edit::kSubstitution;
   }
   if (predictNext(ns, p + 1) == d.key || (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {
@@ -263,7 +319,14 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   std::vector<bool> known;
   const auto [normal_index, dev_index] = normalAndDeviant(c, p, groups, &known);
   const Group& dev = groups[dev_index];
-  const Stream& ns = c.streams[groups[normal_index].streams[0]];
+  // The normal group's rank that went furthest past the slot (the ranks of a rooted op that only
+  // receive may have gone on while its root waits), so that the judgement does not depend on
+  // which rank the root is.
+  size_t normal_stream = groups[normal_index].streams[0];
+  for (size_t s : groups[normal_index].streams) {
+    if (c.streams[s].ops.size() > c.streams[normal_stream].ops.size()) normal_stream = s;
+  }
+  const Stream& ns = c.streams[normal_stream];
   const Stream& ds = c.streams[dev.streams[0]];
   const Op& n = ns.ops[p];
   const Op& d = ds.ops[p];
@@ -279,6 +342,9 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
   x.same_site = loc_of_site_[opSite(n)] == loc_of_site_[opSite(d)];
   x.comm = " on comm " + shortCommId(c.comm_id);
   Edit edit = diffEdit(ns, ds, p);
+  // A deviant that stopped at the slot lines up with the others' next op after a skip and after
+  // a swap alike: the history decides (judgeByHistory).
+  if (edit == Edit::kDeletion && ds.ops.size() == p + 1) edit = Edit::kNone;
   // The same collective on a buffer of the same length with another datatype, reduction or root:
   // the same call with other arguments, even when a branch inside the caller issued it from
   // another line (an extra, gated op is rarely the same length as the one it meets).

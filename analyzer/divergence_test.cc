@@ -135,5 +135,79 @@ TEST(DivergenceTest, ARankThatWentPastTheSlotOnAnotherCommunicatorSkippedIt) {
   EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kOpMismatch) << swapped.diagnose().headline;
 }
 
+// Ops between ncclGroupStart and ncclGroupEnd, marked as issued in the group.
+void grouped(Job& job, int rank, const std::vector<Op>& ops, bool last_pending = false) {
+  Op start{kEmaReduce, 0, OpType::kGroupStart}, end{kEmaReduce, 0, OpType::kGroupEnd};
+  start.comm = end.comm = 0;  // a group names no communicator
+  job.ops(rank, {start});
+  const size_t first = job.rank(rank).events.size();
+  job.ops(rank, ops);
+  auto& events = job.rank(rank).events;
+  for (size_t i = first; i < events.size(); ++i) events[i].flags |= format::kEventInGroup;
+  if (last_pending) pendingTail(job, rank, 1);
+  job.ops(rank, {end});
+}
+
+TEST(DivergenceTest, ARankThatClosedTheGroupHoldingTheSlotWithoutItSkippedIt) {
+  // faultgen seeds 579 and 712: each step both ranks all-gather and reduce on another
+  // communicator and all-gather on this one in one group, then broadcast here. In step 3 rank 0's
+  // group ends without its all-gather here, and its broadcast meets rank 1's all-gather. A swap
+  // would have kept the all-gather in the group; the rank closed the group without it.
+  Op other_gather{kGrads, 256, OpType::kAllGather}, other_reduce = reduce(kEmaBcast, 4);
+  other_gather.comm = other_reduce.comm = kOtherComm;
+  const Op gather{kEmaScatter, 64, OpType::kAllGather}, bcast = broadcast(kParams, 4);
+  const auto twoSteps = [&] {
+    Job job(2);
+    for (int step = 0; step < 2; ++step) {
+      for (int r = 0; r < 2; ++r) {
+        grouped(job, r, {other_gather, other_reduce, gather});
+        job.ops(r, {bcast});
+      }
+    }
+    return job;
+  };
+  Job job = twoSteps();
+  grouped(job, 0, {other_gather, other_reduce});
+  job.ops(0, {bcast}, true);
+  grouped(job, 1, {other_gather, other_reduce, gather}, true);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0});
+  EXPECT_EQ(v.seq, 5u);
+  EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights") << v.headline;
+
+  // Had it broadcast inside the group, before its all-gather, the records would be a swap's.
+  Job swapped = twoSteps();
+  grouped(swapped, 0, {other_gather, other_reduce, bcast}, true);
+  grouped(swapped, 1, {other_gather, other_reduce, gather}, true);
+  EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kOpMismatch) << swapped.diagnose().headline;
+}
+
+TEST(DivergenceTest, OthersThatWentPastARootedSlotDoNotTellASkipFromASwap) {
+  // faultgen seeds 35 and 327, samples/op_order: rank 3 all-reduces where the others broadcast
+  // from a root; the ranks that only receive went on to the all-reduce, the root waits for rank
+  // 3. Rank 3 skipped the broadcast or swapped the two: the same records, whichever rank the
+  // root is (the verdict once depended on whether the lowest other rank was the root).
+  for (int root : {0, 1}) {
+    Op bcast = broadcast(kParams, 1);
+    bcast.root = root;
+    const std::vector<Op> step = {bcast, allReduce(kMergeReduce, 4096)};
+    Job job(4);
+    for (int r = 0; r < 4; ++r) {
+      job.ops(r, concat(step, step));
+      if (r == 3) {
+        job.ops(r, {allReduce(kMergeReduce, 4096)}, true);
+      } else if (r == root) {
+        job.ops(r, {bcast}, true);
+      } else {
+        job.ops(r, step, true);
+      }
+    }
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kOpMismatch) << "root " << root << ": " << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{3}) << "root " << root;
+  }
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer
