@@ -164,14 +164,11 @@ std::optional<SkipSeenAsMismatch> skipSeenAsMismatch(const Program& p) {
   if (next.call.comm != skipped.call.comm || isP2pOp(next.call.op) || next.grouped ||
       skipped.grouped || isP2pOp(skipped.call.op))
     return std::nullopt;
-  // And only where every peer blocks at the slot: a broadcast or reduce whose root is another
-  // rank lets the peers that only talk to the root go on, and their next call shows the skip —
-  // unless the root of a reduce is the only peer (a group of two): it waits for the culprit's
-  // data at the slot. The root of a broadcast only sends, and goes on (seed 782).
-  const bool rooted = skipped.call.op == Op::kBroadcast || skipped.call.op == Op::kReduce;
-  int me = -1;
-  const bool pair = groupOf(p, skipped.call.comm, f.rank, &me).size() == 2;
-  if (rooted && me != skipped.call.root && !(pair && skipped.call.op == Op::kReduce)) {
+  // Two collectives of one kind and another length from two functions: the analyzer's history
+  // says the culprit's call is the one that follows the skipped one (every fault comes after two
+  // steps of history), and reads the slot as the skip (docs/analyzer.md, "deletion").
+  if (next.call.op == skipped.call.op && next.call.count != skipped.call.count &&
+      next.site != skipped.site) {
     return std::nullopt;
   }
   const char* cls = mismatchClass(next.call, skipped.call);

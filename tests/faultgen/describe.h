@@ -15,11 +15,13 @@ namespace ncclrec::faultgen {
 const char* expectedClass(FaultKind k);
 
 // A skipped collective that the culprit follows at once with another lone collective on the same
-// communicator, where every peer blocks at the slot (not a broadcast or reduce rooted at another
-// rank): its stream records exactly what two collectives issued in swapped order (or a call of
-// another shape) record, the next call in the skipped call's slot. The expectation is
-// then the mismatch those records show, at either function (docs/accuracy.md, "Equivalent
-// classes"). Nothing for any other fault.
+// communicator: the culprit blocks there, its next call in the skipped call's slot, and its stream
+// records exactly what two collectives issued in swapped order (or a call of another shape)
+// record, even where peers that only receive from a root went past the slot (they do after a
+// swap too). The expectation is then the mismatch those records show, at either function
+// (docs/accuracy.md, "Equivalent classes") — except for two collectives of one kind and another
+// length from two functions, which the analyzer's history reads as the skip itself. Nothing for
+// any other fault.
 struct SkipSeenAsMismatch {
   std::string cls;                 // op_mismatch, size_mismatch, ...
   std::vector<std::string> sites;  // the culprit's next call's function, the skipped call's

@@ -225,6 +225,29 @@ TEST(FaultgenDescribe, ASkippedRootedCollectiveWhoseRootIsTheOnlyPeerIsSeenAsAMi
   EXPECT_EQ(seen->sites, (std::vector<std::string>{"reduceScatterGrads", "reduceLoss"}));
 }
 
+// Seed 327: rank 2 skips broadcastParameters()' broadcast (root 0), then all-reduces on the same
+// communicator. The ranks that only receive from the root go on, but they would after a swap too:
+// the culprit's stream stops at the slot, so the records show the mismatch (samples/op_order).
+TEST(FaultgenDescribe, ASkippedBroadcastOfAnotherRootIsSeenAsTheMismatchItRecords) {
+  const Program p = generate(327, 0, FaultKind::kNone, false);  // the seed's own fault
+  ASSERT_EQ(p.fault.kind, FaultKind::kSkipped);
+  ASSERT_NE(p.fault.rank, 0);
+  const auto seen = skipSeenAsMismatch(p);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->cls, "op_mismatch");
+  EXPECT_EQ(seen->sites, (std::vector<std::string>{"allReduceGradients", "broadcastParameters"}));
+}
+
+// Seed 9198: rank 0 skips syncBatchNorm()'s all-reduce of 4 floats and goes on to
+// allReduceMoments()' all-reduce of 64 ints. The history has the second follow the first, so the
+// analyzer reads the slot as the skip itself (docs/analyzer.md, "deletion").
+TEST(FaultgenDescribe, ASkipFollowedByACollectiveOfTheSameKindFromElsewhereStaysASkip) {
+  const Program p = generate(9198, 0, FaultKind::kNone, false);
+  ASSERT_EQ(p.fault.kind, FaultKind::kSkipped);
+  EXPECT_FALSE(skipSeenAsMismatch(p).has_value());
+  EXPECT_EQ(describe(p)["expected"]["class"], "skipped_collective");
+}
+
 // Any skip whose culprit goes on elsewhere first (another communicator, a send or receive, a
 // group) keeps the fault kind's own class.
 TEST(FaultgenDescribe, OtherSkipsKeepSkippedCollective) {
