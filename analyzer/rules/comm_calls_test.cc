@@ -190,6 +190,33 @@ TEST(LifecycleRulesTest, ASkipperThatDestroyedTheParentAndLeftIsNamed) {
             "from shutDown() train.cc:90 instead");
 }
 
+TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstThenLeftIsNamed) {
+  // faultgen seed 9037: the others split the world twice (data, then tensor parallel); rank 3
+  // skips the first, so its one split (tensor parallel) pairs with their first, and it works
+  // alone on what it made, destroys the world and exits. The others' second split has no partner
+  // and fails when it leaves (remote error): read as an NCCL error of rank 2 before.
+  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 71};
+  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 72};
+  const Site finish{"(anonymous namespace)::shutDown(ncclComm*)", 90};
+  Job job(4);
+  for (int r = 0; r < 4; ++r) {
+    job.ops(r, repeat({kTrain}, 2));
+    if (r != 3) {
+      call(job, r, OpType::kCommSplit, kComm, data);
+      call(job, r, OpType::kCommSplit, kComm, tensor, EventState::kFailed);
+    } else {
+      call(job, r, OpType::kCommSplit, kComm, tensor);
+      call(job, r, OpType::kCommDestroy, kComm, finish);
+    }
+    job.rank(r).exited = true;
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3});
+  EXPECT_EQ(v.op, OpType::kCommSplit);
+  EXPECT_EQ(shortFunctionName(v.site.function), "makeDataParallelGroup") << v.headline;
+}
+
 TEST(LifecycleRulesTest, AbortWhilePeersSendOrReceiveNamesTheAbortingRank) {
   // faultgen seeds 11 and 33: rank 1 aborts the pipeline's communicator where it would receive;
   // its predecessor's send and its successor's receive fail with a remote error. The first failed

@@ -105,7 +105,12 @@ std::optional<PartialSplit> partialSplitOf(const format::LoadedSet& set, const C
       ps.call = &c;
       ps.caller = i;
     }
-    unfinished |= isIncomplete(*c.e) || c.e->state == EventState::kFailed;
+    // That split or a later one never completed: the skippers' splits paired with the callers'
+    // earlier ones, so the callers' last has no partner (it waits, or failed when they left).
+    const std::vector<SplitCall>& made = by_rank.at(i);
+    for (size_t k = ps.skipped; k < made.size(); ++k) {
+      unfinished |= isIncomplete(*made[k].e) || made[k].e->state == EventState::kFailed;
+    }
   }
   // The skippers went on past that point on the parent (a rank that stopped before it is a rank
   // that exited or is stuck: other rules say so).
