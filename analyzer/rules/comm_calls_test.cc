@@ -19,6 +19,10 @@ const Site kAbortSite{"(anonymous namespace)::handleBadBatch(ncclComm*)", 50};
 const Site kEndEval{"(anonymous namespace)::finishEvaluation(ncclComm*)", 60};
 const Site kSplitSite{"(anonymous namespace)::buildExpertGroup(ncclComm*, int)", 70};
 const Site kDispatch{"(anonymous namespace)::dispatchTokens(ncclComm*, int)", 80};
+// Three splits of the world, in the order a program makes them.
+const Site kDataSplit{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
+const Site kTensorSplit{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
+const Site kExpertSplit{"(anonymous namespace)::makeExpertGroup(ncclComm*)", 92};
 
 // A call that takes no sequence number (life cycle, group marks), appended to `rank`'s stream:
 // Job::ops numbers every op it appends.
@@ -195,17 +199,15 @@ TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstThenLeftIs
   // skips the first, so its one split (tensor parallel) pairs with their first, and it works
   // alone on what it made, destroys the world and exits. The others' second split has no partner
   // and fails when it leaves (remote error): read as an NCCL error of rank 2 before.
-  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 71};
-  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 72};
   const Site finish{"(anonymous namespace)::shutDown(ncclComm*)", 90};
   Job job(4);
   for (int r = 0; r < 4; ++r) {
     job.ops(r, repeat({kTrain}, 2));
     if (r != 3) {
-      call(job, r, OpType::kCommSplit, kComm, data);
-      call(job, r, OpType::kCommSplit, kComm, tensor, EventState::kFailed);
+      call(job, r, OpType::kCommSplit, kComm, kDataSplit);
+      call(job, r, OpType::kCommSplit, kComm, kTensorSplit, EventState::kFailed);
     } else {
-      call(job, r, OpType::kCommSplit, kComm, tensor);
+      call(job, r, OpType::kCommSplit, kComm, kTensorSplit);
       call(job, r, OpType::kCommDestroy, kComm, finish);
     }
     job.rank(r).exited = true;
@@ -241,14 +243,11 @@ TEST(LifecycleRulesTest, TheSkippedSplitIsTheOneMissingFromTheRanksCalls) {
   // faultgen seed 77: three splits of the world; rank 2 does not make the first (data parallel),
   // makes the other two, then broadcasts on the world where its peers wait. It made two splits to
   // their three, but the one it lacks is the first, not the third.
-  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
-  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
-  const Site expert{"(anonymous namespace)::makeExpertGroup(ncclComm*)", 92};
   Job job(4);
   for (int r = 0; r < 4; ++r) {
-    if (r != 2) call(job, r, OpType::kCommSplit, kComm, data);
-    call(job, r, OpType::kCommSplit, kComm, tensor);
-    call(job, r, OpType::kCommSplit, kComm, expert);
+    if (r != 2) call(job, r, OpType::kCommSplit, kComm, kDataSplit);
+    call(job, r, OpType::kCommSplit, kComm, kTensorSplit);
+    call(job, r, OpType::kCommSplit, kComm, kExpertSplit);
     job.ops(r, {{kTrain}}, true);
   }
   const Verdict v = job.diagnose();
@@ -261,11 +260,10 @@ TEST(LifecycleRulesTest, TheSkippedSplitIsTheOneMissingFromTheRanksCalls) {
 TEST(LifecycleRulesTest, ASkipperThatWentOnToPointToPointWorkIsNamed) {
   // faultgen seed 110: rank 2 does not split the world and receives from rank 1, which waits for
   // it in the split (read as p2p_mismatch before: rank 1 "posted no send").
-  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
   const Site recv{"(anonymous namespace)::recvActivations(ncclComm*)", 96};
   Job job(4);
   for (int r = 0; r < 4; ++r) {
-    if (r != 2) call(job, r, OpType::kCommSplit, kComm, data, EventState::kEnqueued);
+    if (r != 2) call(job, r, OpType::kCommSplit, kComm, kDataSplit, EventState::kEnqueued);
   }
   job.ops(2, {{recv, 16, OpType::kRecv, kFloat, -1, 1}}, true);
   const Verdict v = job.diagnose();
@@ -281,17 +279,15 @@ TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstIsNamed) {
   // faultgen seed 189: rank 3 skips the first of two splits; its one split pairs with the
   // others' first and completes, it reduces on the communicator that made while the others wait
   // in their second split (read as undecided before: no op on the parent after the split).
-  const Site data{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
-  const Site tensor{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
   const Site reduce{"(anonymous namespace)::reduceLoss(ncclComm*)", 97};
   Job job(5);
   for (int r = 0; r < 5; ++r) {
     if (r == 3) {
-      call(job, r, OpType::kCommSplit, kComm, tensor);
+      call(job, r, OpType::kCommSplit, kComm, kTensorSplit);
       job.ops(r, {{reduce, 1024, OpType::kReduce, kFloat, kSum, 1, kOtherComm}}, true);
     } else {
-      call(job, r, OpType::kCommSplit, kComm, data);
-      call(job, r, OpType::kCommSplit, kComm, tensor, EventState::kEnqueued);
+      call(job, r, OpType::kCommSplit, kComm, kDataSplit);
+      call(job, r, OpType::kCommSplit, kComm, kTensorSplit, EventState::kEnqueued);
     }
   }
   const Verdict v = job.diagnose();
