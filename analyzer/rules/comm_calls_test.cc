@@ -23,6 +23,8 @@ const Site kDispatch{"(anonymous namespace)::dispatchTokens(ncclComm*, int)", 80
 const Site kDataSplit{"(anonymous namespace)::makeDataParallelGroup(ncclComm*)", 90};
 const Site kTensorSplit{"(anonymous namespace)::makeTensorParallelGroup(ncclComm*)", 91};
 const Site kExpertSplit{"(anonymous namespace)::makeExpertGroup(ncclComm*)", 92};
+// Where a rank that is done destroys the world before it exits.
+const Site kShutDown{"(anonymous namespace)::shutDown(ncclComm*)", 90};
 
 // A call that takes no sequence number (life cycle, group marks), appended to `rank`'s stream:
 // Job::ops numbers every op it appends.
@@ -172,7 +174,6 @@ TEST(LifecycleRulesTest, ASkipperThatDestroyedTheParentAndLeftIsNamed) {
   // faultgen seed 482: rank 3 never calls the split the others call after collective #2; it
   // destroys the parent communicator and exits, and the others' splits fail (remote error). Read
   // as an NCCL error of rank 0 before.
-  const Site finish{"(anonymous namespace)::shutDown(ncclComm*)", 90};
   Job job(4);
   for (int r = 0; r < 4; ++r) {
     job.ops(r, repeat({kTrain}, 2));
@@ -180,7 +181,7 @@ TEST(LifecycleRulesTest, ASkipperThatDestroyedTheParentAndLeftIsNamed) {
       call(job, r, OpType::kCommSplit, kComm, kSplitSite, EventState::kFailed);
       job.rank(r).exited = true;
     } else {
-      call(job, r, OpType::kCommDestroy, kComm, finish);
+      call(job, r, OpType::kCommDestroy, kComm, kShutDown);
       job.rank(r).exited = true;
     }
   }
@@ -199,7 +200,6 @@ TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstThenLeftIs
   // skips the first, so its one split (tensor parallel) pairs with their first, and it works
   // alone on what it made, destroys the world and exits. The others' second split has no partner
   // and fails when it leaves (remote error): read as an NCCL error of rank 2 before.
-  const Site finish{"(anonymous namespace)::shutDown(ncclComm*)", 90};
   Job job(4);
   for (int r = 0; r < 4; ++r) {
     job.ops(r, repeat({kTrain}, 2));
@@ -208,7 +208,7 @@ TEST(LifecycleRulesTest, ASkipperWhoseOneSplitPairedWithTheOthersFirstThenLeftIs
       call(job, r, OpType::kCommSplit, kComm, kTensorSplit, EventState::kFailed);
     } else {
       call(job, r, OpType::kCommSplit, kComm, kTensorSplit);
-      call(job, r, OpType::kCommDestroy, kComm, finish);
+      call(job, r, OpType::kCommDestroy, kComm, kShutDown);
     }
     job.rank(r).exited = true;
   }
