@@ -111,9 +111,10 @@ Sigs groupAround(const std::vector<EventRecord>& events, size_t k, size_t skip) 
   return {};
 }
 
-// Whether the rank of `ds`, between its op before slot p and the op at p, ended a group holding
-// exactly what its history's group with an op keyed `skipped` held besides it: it closed the group
-// the op belongs to without issuing it. After a swap the op would still be in the group.
+// Whether the rank of `ds`, after its op before slot p, ended a group holding exactly what its
+// history's group with an op keyed `skipped` held besides it (a group before the op at p, or the
+// one that holds it): it closed the group the op belongs to without issuing it. After a swap the
+// op would still be in the group.
 bool closedGroupWithout(const Stream& ds, const std::vector<EventRecord>& events, size_t p,
                         uint32_t skipped) {
   if (p == 0 || p >= ds.ops.size()) return false;
@@ -128,7 +129,8 @@ bool closedGroupWithout(const Stream& ds, const std::vector<EventRecord>& events
     if (events[k].op != OpType::kGroupEnd) continue;
     if (with.contains(groupAround(events, k, SIZE_MAX))) return true;
   }
-  return false;
+  return (ds.ops[p].e->flags & format::kEventInGroup) &&
+         with.contains(groupAround(events, pos(p), SIZE_MAX));
 }
 
 }  // namespace
@@ -138,6 +140,9 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
                             bool other_args, bool same_function) const {
   const Op& n = ns.ops[p];
   const Op& d = ds.ops[p];
+  const auto& events = set_.ranks[ds.rank].events;
+  // The rank closed the group that holds n without it: it skipped n, whatever took its place.
+  if (closedGroupWithout(ds, events, p, n.key)) return Edit::kDeletion;
   if (other_args) return Edit::kSubstitution;
   // Another collective of the same length from the same function: the call was changed, not
   // added (an extra, gated op is rarely the length of the one it meets, nor issued beside it).
@@ -156,12 +161,10 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
     // swap it issues the op it swapped. A stream that stops here is left a mismatch, even where
     // the others went past the slot to the op it issued (they do after a swap too:
     // samples/op_order). Or, before the slot, what the rank did besides: an op on another
-    // communicator that the history places after n, or the group that holds n closed without it.
-    const auto& events = set_.ranks[ds.rank].events;
+    // communicator that the history places after n (or the group above).
     const bool went_on = (p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
                           usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key) ||
-                         wentPastOnOtherComms(ds, events, p, n.key) ||
-                         closedGroupWithout(ds, events, p, n.key);
+                         wentPastOnOtherComms(ds, events, p, n.key);
     return follows && went_on ? Edit::kDeletion : Edit::kSubstitution;
   }
   if (predictNext(ns, p + 1) == d.key || (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {

@@ -183,6 +183,44 @@ TEST(DivergenceTest, ARankThatClosedTheGroupHoldingTheSlotWithoutItSkippedIt) {
   EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kOpMismatch) << swapped.diagnose().headline;
 }
 
+TEST(DivergenceTest, ARankWhoseGroupHoldsTheNextOpButNotTheSlotsSkippedIt) {
+  // faultgen seeds 91 and 250: each step's group holds two collectives on this communicator; in
+  // step 3 rank 1's group holds only the second, which meets the others' first. The same
+  // all-reduce with another datatype reads as a datatype mismatch, a broadcast's next op as an op
+  // mismatch, when nothing else tells; the group, closed without the first, does.
+  Op ints = allReduce(kMergeReduce, 16);
+  ints.dtype = 2;  // ncclInt32
+  const Op floats = allReduce(kEmaReduce, 16);
+  const auto twoSteps = [&] {
+    Job job(3);
+    for (int step = 0; step < 2; ++step) {
+      for (int r = 0; r < 3; ++r) grouped(job, r, {floats, ints});
+    }
+    return job;
+  };
+  Job job = twoSteps();
+  for (int r = 0; r < 3; ++r) {
+    if (r == 1) {
+      grouped(job, r, {ints}, true);
+    } else {
+      grouped(job, r, {floats, ints});
+      pendingTail(job, r, 3);
+    }
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1});
+  EXPECT_EQ(shortFunctionName(v.site.function), "syncEmaWeights") << v.headline;
+
+  // With the two in the group in the other order, the rank passed another datatype.
+  Job swapped = twoSteps();
+  for (int r = 0; r < 3; ++r) {
+    grouped(swapped, r, r == 1 ? std::vector<Op>{ints, floats} : std::vector<Op>{floats, ints});
+    pendingTail(swapped, r, 3);
+  }
+  EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kDtypeMismatch) << swapped.diagnose().headline;
+}
+
 TEST(DivergenceTest, OthersThatWentPastARootedSlotDoNotTellASkipFromASwap) {
   // faultgen seeds 35 and 327, samples/op_order: rank 3 all-reduces where the others broadcast
   // from a root; the ranks that only receive went on to the all-reduce, the root waits for rank
