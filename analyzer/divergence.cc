@@ -133,6 +133,30 @@ bool closedGroupWithout(const Stream& ds, const std::vector<EventRecord>& events
          with.contains(groupAround(events, pos(p), SIZE_MAX));
 }
 
+// Whether the op at slot p of `ds` is in a complete group that also holds an op on another
+// communicator, and its history issued that same group (ops, shapes, call sites) right after an op
+// keyed `skipped`: the rank went on to the step after that op's. The calls inside a group are one
+// unit, not an order of operations: this is wentPastOnOtherComms() for the group's ops issued
+// after the slot's.
+bool wentOnWithItsGroup(const Stream& ds, const std::vector<EventRecord>& events, size_t p,
+                        uint32_t skipped) {
+  if (p == 0 || p >= ds.ops.size() || !(ds.ops[p].e->flags & format::kEventInGroup)) return false;
+  const auto pos = [&](size_t i) { return static_cast<size_t>(ds.ops[i].e - events.data()); };
+  const Sigs now = groupAround(events, pos(p), SIZE_MAX);
+  const uint64_t comm = ds.ops[p].e->commId();
+  if (std::none_of(now.begin(), now.end(), [&](const auto& s) { return std::get<0>(s) != comm; })) {
+    return false;
+  }
+  for (size_t i = 1; i < p; ++i) {
+    if (ds.ops[i].key != ds.ops[p].key || ds.ops[i - 1].key != skipped) continue;
+    if ((ds.ops[i].e->flags & format::kEventInGroup) &&
+        groupAround(events, pos(i), SIZE_MAX) == now) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 // The streams stop too soon to line up again (a hang stops them): judge the slot by the history.
@@ -160,11 +184,13 @@ Edit Engine::judgeByHistory(const Stream& ns, const Stream& ds, size_t p, bool d
     // Only a stream that went on tells: after a skip the rank goes on as the history does, after a
     // swap it issues the op it swapped. A stream that stops here is left a mismatch, even where
     // the others went past the slot to the op it issued (they do after a swap too:
-    // samples/op_order). Or, before the slot, what the rank did besides: an op on another
-    // communicator that the history places after n (or the group above).
+    // samples/op_order). Or what the rank did besides: before the slot, an op on another
+    // communicator that the history places after n (or the group above); or the group that
+    // holds d, with ops on other communicators, as the history issues it after n.
     const bool went_on = (p + 1 < ds.ops.size() && ds.ops[p + 1].key != n.key &&
                           usuallyAfter(ns, p, d.key) == ds.ops[p + 1].key) ||
-                         wentPastOnOtherComms(ds, events, p, n.key);
+                         wentPastOnOtherComms(ds, events, p, n.key) ||
+                         wentOnWithItsGroup(ds, events, p, n.key);
     return follows && went_on ? Edit::kDeletion : Edit::kSubstitution;
   }
   if (predictNext(ns, p + 1) == d.key || (p + 1 < ns.ops.size() && ns.ops[p + 1].key == d.key)) {

@@ -221,6 +221,56 @@ TEST(DivergenceTest, ARankWhoseGroupHoldsTheNextOpButNotTheSlotsSkippedIt) {
   EXPECT_EQ(swapped.diagnose().cls, VerdictClass::kDtypeMismatch) << swapped.diagnose().headline;
 }
 
+TEST(DivergenceTest, ARankThatWentOnToTheNextStepsGroupSkippedTheSlot) {
+  // faultgen seed 5007: each step ranks 0 and 1 reduce to rank 1 on their communicator, then
+  // issue one group: an all-reduce there and a reduce on another communicator. In step 3 rank 1
+  // skips the reduce; its group's all-reduce meets rank 0's reduce. The group's reduce on the
+  // other communicator is what the rank did besides, whether it comes before the all-reduce in
+  // the group or after (the calls inside a group are not an order of operations): the rank went
+  // on to the next step.
+  const Site loss{"reduceLoss(NcclBlock const&)", 25};
+  const Site ema{"syncEmaWeights(NcclBlock const&)", 25};
+  Op red = reduce(loss, 16), other = reduce(ema, 1024), ints = allReduce(kEmaReduce, 16);
+  red.root = other.root = 1;
+  red.redop = kMax;
+  ints.dtype = kInt32;
+  other.comm = kOtherComm;
+  for (bool all_reduce_first : {true, false}) {
+    const std::vector<Op> group =
+        all_reduce_first ? std::vector<Op>{ints, other} : std::vector<Op>{other, ints};
+    Job job(2);
+    for (int step = 0; step < 2; ++step) {
+      for (int r = 0; r < 2; ++r) {
+        job.ops(r, {red});
+        grouped(job, r, group);
+      }
+    }
+    job.ops(0, {red}, true);
+    grouped(job, 1, group);
+    pendingTail(job, 1, 3);
+    const Verdict v = job.diagnose();
+    EXPECT_EQ(v.cls, VerdictClass::kSkippedCollective) << all_reduce_first << ": " << v.headline;
+    EXPECT_EQ(v.ranks, std::vector<int>{1}) << all_reduce_first;
+    EXPECT_EQ(shortFunctionName(v.site.function), "reduceLoss") << v.headline;
+  }
+
+  // A group its history never issued after the reduce tells nothing: the slot's op stays what
+  // the rank passed there.
+  Job job(2);
+  for (int step = 0; step < 2; ++step) {
+    for (int r = 0; r < 2; ++r) {
+      job.ops(r, {red});
+      grouped(job, r, {ints, other});
+    }
+  }
+  job.ops(0, {red}, true);
+  Op smaller = other;
+  smaller.count = 512;
+  grouped(job, 1, {ints, smaller});
+  pendingTail(job, 1, 3);
+  EXPECT_EQ(job.diagnose().cls, VerdictClass::kOpMismatch) << job.diagnose().headline;
+}
+
 TEST(DivergenceTest, OthersThatWentPastARootedSlotDoNotTellASkipFromASwap) {
   // faultgen seeds 35 and 327, samples/op_order: rank 3 all-reduces where the others broadcast
   // from a root; the ranks that only receive went on to the all-reduce, the root waits for rank
