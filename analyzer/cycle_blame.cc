@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "analyzer/headlines.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
@@ -20,8 +21,6 @@ constexpr size_t kMinAgreeingPeers = 2;
 
 // The most members of a cycle for which the own-history and new-op tests run.
 constexpr size_t kMaxMembersForOwnTests = 64;
-
-std::string opName(const EventRecord& e) { return std::string(format::opName(e.op)); }
 
 // A member of the cycle that did not issue an op its communicator's other members all issued.
 struct Deviation {
@@ -344,28 +343,18 @@ Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTabl
   const CallSite my_site = callSiteOf(me, mine, f.sites);
   const CallSite their_site = callSiteOf(peer, theirs, f.sites);
   // The ranks it waits for in its own op, and whether they all wait for it in the op it missed.
-  std::vector<int> its_peers;
-  bool they_wait_for_it = true;
+  Instead instead;
+  instead.others = found.peers;
+  instead.they_wait_for_it = true;
   for (size_t j : f.waits_for[found.rank]) {
-    its_peers.push_back(f.set.ranks[j].global_rank);
-    they_wait_for_it = they_wait_for_it && f.blocked[j] != nullptr &&
-                       f.blocked[j]->commId() == theirs.commId() &&
-                       f.blocked[j]->op_seq == theirs.op_seq;
+    instead.waits_for.push_back(f.set.ranks[j].global_rank);
+    instead.they_wait_for_it = instead.they_wait_for_it && f.blocked[j] != nullptr &&
+                               f.blocked[j]->commId() == theirs.commId() &&
+                               f.blocked[j]->op_seq == theirs.op_seq;
   }
-  std::sort(its_peers.begin(), its_peers.end());
-  const std::string there =
-      "waits in " + opName(mine) + " #" + std::to_string(mine.op_seq) + " on comm " +
-      shortCommId(mine.commId()) + " from " + describeCallSite(my_site) + " for " +
-      ranksWord(its_peers) +
-      (they_wait_for_it ? std::string(its_peers.size() == 1 ? ", which waits" : ", which wait") +
-                              " for it on comm " + shortCommId(theirs.commId())
-                        : std::string());
+  std::sort(instead.waits_for.begin(), instead.waits_for.end());
   Verdict v;
   v.ranks = {me.global_rank};
-  const std::string who = "rank " + std::to_string(me.global_rank);
-  const std::string their_op = opName(theirs) + " #" + std::to_string(theirs.op_seq) + " on comm " +
-                               shortCommId(theirs.commId()) + " from " +
-                               describeCallSite(their_site);
   if (!knownBefore(f, me, mine)) {
     // An op of its own, new to that communicator, issued where its peers issue theirs.
     v.cls = VerdictClass::kRankGatedCollective;
@@ -373,10 +362,10 @@ Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTabl
     v.seq = mine.op_seq;
     v.op = mine.op;
     v.site = my_site;
-    v.headline = who + " alone issued " + opName(mine) + " #" + std::to_string(mine.op_seq) +
-                 " on comm " + shortCommId(mine.commId()) + " from " + describeCallSite(my_site) +
-                 " before " + their_op + " that " + ranksWord(found.peers) + " issued; there it " +
-                 there;
+    instead.kind = Instead::Kind::kBeforeTheirs;
+    instead.op = evidenceOpOf(theirs, their_site);
+    instead.comm_id = theirs.commId();
+    v.headline = aloneHeadline(v, {}, instead);
     v.stacks = {my_site, their_site};
   } else {
     // Skipped, or put off after its next op (two ops swapped): the same until it issues it.
@@ -385,8 +374,10 @@ Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTabl
     v.seq = theirs.op_seq;
     v.op = theirs.op;
     v.site = their_site;
-    v.headline = who + " skipped " + their_op + " that " + ranksWord(found.peers) +
-                 " issued, or put it off: it " + there;
+    instead.kind = Instead::Kind::kOrPutOff;
+    instead.op = evidenceOpOf(mine, my_site);
+    instead.comm_id = mine.commId();
+    v.headline = skippedHeadline(v, instead);
     v.stacks = {their_site, my_site};
   }
   v.tables.push_back(std::move(table));

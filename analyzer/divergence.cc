@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "analyzer/engine.h"
+#include "analyzer/headlines.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -234,19 +235,19 @@ struct Divergence {
   CallSite d_site;
   CallSite n_site;
   bool same_site = false;
-  std::string comm;  // " on comm ab12"
 };
+
+// What the ranks that did not deviate issued in the slot, as the headlines name it.
+Instead theirs(const Divergence& x, Instead::Kind kind) {
+  return Instead::of(kind, x.normal_ranks, evidenceOpOf(x.n, x.n_site));
+}
 
 void gatedVerdict(const Divergence& x, Verdict& v) {
   v.cls = VerdictClass::kRankGatedCollective;
   v.seq = x.d.op_seq;
   v.op = x.d.op;
   v.site = x.d_site;
-  v.headline = ranksWord(x.dev_ranks) + " alone (" + subsetCondition(x.dev_ranks, x.all) +
-               ") issued " + std::string(format::opName(x.d.op)) + " #" + std::to_string(v.seq) +
-               x.comm + " from " + describeCallSite(x.d_site) + "; " + ranksWord(x.normal_ranks) +
-               " issued " + std::string(format::opName(x.n.op)) + " from " +
-               describeCallSite(x.n_site) + " as their #" + std::to_string(x.n.op_seq);
+  v.headline = aloneHeadline(v, x.all, theirs(x, Instead::Kind::kOthersIssued));
   v.stacks = {x.d_site, x.n_site};
 }
 
@@ -255,52 +256,24 @@ void skippedVerdict(const Divergence& x, Verdict& v) {
   v.seq = x.n.op_seq;
   v.op = x.n.op;
   v.site = x.n_site;
-  v.headline = ranksWord(x.dev_ranks) + " skipped " + std::string(format::opName(x.n.op)) + " #" +
-               std::to_string(v.seq) + x.comm + " from " + describeCallSite(x.n_site) + " that " +
-               ranksWord(x.normal_ranks) + " issued; " + (x.dev_ranks.size() == 1 ? "it" : "they") +
-               " issued " + std::string(format::opName(x.d.op)) + " from " +
-               describeCallSite(x.d_site) + " instead";
+  Instead instead = theirs(x, Instead::Kind::kCulpritsIssued);
+  instead.op = evidenceOpOf(x.d, x.d_site);
+  v.headline = skippedHeadline(v, instead);
   v.stacks = {x.n_site, x.d_site};
 }
 
 // Substitution: the same slot with different arguments. False when only the call sites differ,
 // and NCCL pairs such ops cleanly.
 bool substitutionVerdict(const Divergence& x, Verdict& v) {
-  const EventRecord& a = x.d;
-  const EventRecord& b = x.n;
-  const std::string dev_who =
-      ranksWord(x.dev_ranks) + (x.dev_ranks.size() == 1 ? " passes " : " pass ");
-  const std::string norm_who = ranksWord(x.normal_ranks) + " ";
-  std::string diff;
-  if (a.op != b.op) {
-    v.cls = VerdictClass::kOpMismatch;
-    diff = ranksWord(x.dev_ranks) + " issued " + std::string(format::opName(a.op)) + ", " +
-           norm_who + "issued " + std::string(format::opName(b.op));
-  } else if (a.count != b.count) {
-    v.cls = VerdictClass::kSizeMismatch;
-    diff = dev_who + "count " + std::to_string(a.count) + ", " + norm_who + "pass " +
-           std::to_string(b.count) + " (" + std::string(format::dataTypeName(b.dtype)) + ")";
-  } else if (a.dtype != b.dtype) {
-    v.cls = VerdictClass::kDtypeMismatch;
-    diff = dev_who + std::string(format::dataTypeName(a.dtype)) + ", " + norm_who + "pass " +
-           std::string(format::dataTypeName(b.dtype));
-  } else if (a.redop != b.redop) {
-    v.cls = VerdictClass::kRedopMismatch;
-    diff = dev_who + "redop " + std::string(format::redOpName(a.redop)) + ", " + norm_who +
-           "pass " + std::string(format::redOpName(b.redop));
-  } else if (hasRoot(a.op) && a.peer() != b.peer()) {
-    v.cls = VerdictClass::kRootMismatch;
-    diff = dev_who + "root " + std::to_string(a.peer()) + ", " + norm_who + "pass root " +
-           std::to_string(b.peer());
-  } else {
-    return false;
-  }
-  v.seq = a.op_seq;
-  v.op = a.op;
+  const EvidenceOp mine = evidenceOpOf(x.d, x.d_site);
+  const Instead instead = theirs(x, Instead::Kind::kOthersPassed);
+  const VerdictClass cls = mismatchOf(mine, instead.op);
+  if (cls == VerdictClass::kNoHang) return false;
+  v.cls = cls;
+  v.seq = x.d.op_seq;
+  v.op = x.d.op;
   v.site = x.d_site;
-  v.headline = std::string(format::opName(b.op)) + " #" + std::to_string(v.seq) + x.comm + ": " +
-               diff + " (" + describeCallSite(x.d_site) +
-               (x.same_site ? "" : " vs " + describeCallSite(x.n_site)) + ")";
+  v.headline = mismatchHeadline(v, mine, instead, x.same_site);
   v.stacks =
       x.same_site ? std::vector<CallSite>{x.d_site} : std::vector<CallSite>{x.d_site, x.n_site};
   return true;
@@ -366,10 +339,8 @@ bool Engine::classifyKeyDivergence(const CommStreams& c, size_t p, const std::ve
                *n.e,
                siteAt(set_.ranks[ds.rank], *d.e),
                siteAt(set_.ranks[ns.rank], *n.e),
-               false,
-               {}};
+               false};
   x.same_site = loc_of_site_[opSite(n)] == loc_of_site_[opSite(d)];
-  x.comm = " on comm " + shortCommId(c.comm_id);
   Edit edit = diffEdit(ns, ds, p);
   // A deviant that stopped at the slot lines up with the others' next op after a skip and after
   // a swap alike: the history decides (judgeByHistory).

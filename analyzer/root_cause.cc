@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "analyzer/engine.h"
+#include "analyzer/headlines.h"
 #include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
@@ -140,10 +141,8 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
   v.stacks = {v.site};
   std::vector<size_t> all(c.streams.size());
   for (size_t s = 0; s < all.size(); ++s) all[s] = s;
-  v.headline = ranksWord(v.ranks) + " alone (" + subsetCondition(v.ranks, ranksOf(c, all)) +
-               ") issued " + std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) +
-               " on comm " + shortCommId(c.comm_id) + " from " + describeCallSite(v.site) + "; " +
-               ranksWord(ranksOf(c, ended)) + " issued no collective there";
+  v.headline = aloneHeadline(v, ranksOf(c, all),
+                             Instead::of(Instead::Kind::kOthersIssuedNone, ranksOf(c, ended)));
   return true;
 }
 

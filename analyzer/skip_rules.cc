@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
@@ -100,12 +101,9 @@ std::optional<Verdict> skippedBeforeP2p(const Engine& en, const Inferred& inferr
     v.site = en.siteAt(en.set().ranks[c.streams[going.front()].rank], *waited.e);
     const CallSite then = en.siteAt(rd, *pending);
     v.stacks = {v.site, then};
-    v.headline = ranksWord(v.ranks) + " skipped " + std::string(format::opName(v.op)) + " #" +
-                 std::to_string(v.seq) + " on comm " + shortCommId(c.comm_id) + " from " +
-                 describeCallSite(v.site) + " that " + ranksWord(en.ranksOf(c, going)) +
-                 " issued; it went on to " + std::string(format::opName(pending->op)) + " #" +
-                 std::to_string(pending->op_seq) + " with rank " + std::to_string(pending->peer()) +
-                 " from " + describeCallSite(then) + ", which its peers reach only after it";
+    v.headline =
+        skippedHeadline(v, Instead::of(Instead::Kind::kCulpritWentOnToP2p, en.ranksOf(c, going),
+                                       evidenceOpOf(*pending, then), pending->peer()));
     en.addEvidence(c, p, v);
     return v;
   }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iterator>
+#include <utility>
 
 #include "analyzer/exit_codes.h"
 #include "base/text.h"
@@ -108,6 +109,10 @@ bool namesOnlyCulprits(VerdictClass c) {
 
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
                         const CallSites& sites) {
+  return evidenceOpOf(e, callSiteOf(rank, e, sites));
+}
+
+EvidenceOp evidenceOpOf(const format::EventRecord& e, CallSite site) {
   EvidenceOp o;
   o.seq = e.op_seq;
   o.op = e.op;
@@ -117,7 +122,7 @@ EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord&
   o.root = format::hasRoot(e.op) ? e.peer() : -1;
   o.state = e.state;
   o.result = e.result;
-  o.site = callSiteOf(rank, e, sites);
+  o.site = std::move(site);
   return o;
 }
 

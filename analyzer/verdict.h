@@ -171,6 +171,8 @@ struct Verdict {
 // has no names.
 EvidenceOp evidenceOpOf(const format::RankData& rank, const format::EventRecord& e,
                         const CallSites& sites);
+// The same, with its call site already known.
+EvidenceOp evidenceOpOf(const format::EventRecord& e, CallSite site);
 
 // "0", "1-3", "0,2,5-7".
 std::string formatRanks(const std::vector<int>& ranks);

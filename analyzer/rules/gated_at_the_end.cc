@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/phrases.h"
+#include "analyzer/headlines.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
@@ -62,12 +62,9 @@ std::optional<Verdict> gatedOn(const Engine& en, const CommStreams& c) {
   v.stacks = {v.site};
   std::vector<size_t> all(c.streams.size());
   for (size_t s = 0; s < all.size(); ++s) all[s] = s;
-  const std::vector<int> others = en.ranksOf(c, ended);
-  v.headline = ranksWord(v.ranks) + " alone (" + subsetCondition(v.ranks, en.ranksOf(c, all)) +
-               ") issued " + std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) +
-               " on comm " + shortCommId(c.comm_id) + " from " + describeCallSite(v.site) + "; " +
-               ranksWord(others) + " issued no collective there after #" +
-               std::to_string(v.seq - 1) + " and went no further on it";
+  v.headline =
+      aloneHeadline(v, en.ranksOf(c, all),
+                    Instead::of(Instead::Kind::kOthersWentNoFurther, en.ranksOf(c, ended)));
   en.addEvidence(c, p, v);
   return v;
 }

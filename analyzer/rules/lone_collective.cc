@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/phrases.h"
+#include "analyzer/headlines.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules/comm_calls.h"
 
@@ -71,10 +71,7 @@ std::optional<Verdict> findLoneCollective(const format::LoadedSet& set, const Ca
     v.op = first.op;
     v.site = callSiteOf(set.ranks[issuers.front()->rank], first, sites);
     v.stacks = {v.site};
-    v.headline = ranksWord(v.ranks) + " alone issued " + std::string(format::opName(v.op)) + " #" +
-                 std::to_string(v.seq) + " on comm " + shortCommId(comm) + " from " +
-                 describeCallSite(v.site) + "; " + ranksWord(others) +
-                 " never issued a collective on it (one destroyed it when done)";
+    v.headline = aloneHeadline(v, {}, Instead::of(Instead::Kind::kOthersNeverUsedIt, others));
     return v;
   }
   return std::nullopt;

@@ -1,0 +1,122 @@
+#include "analyzer/headlines.h"
+
+#include "analyzer/phrases.h"
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::opName;
+
+// "ncclAllReduce #7 on comm c0ffee00 from saveCheckpoint() train.cc:33": the verdict's own op.
+std::string verdictOp(const Verdict& v) {
+  return std::string(opName(v.op)) + " #" + std::to_string(v.seq) + " on comm " +
+         shortCommId(v.comm_id) + " from " + describeCallSite(v.site);
+}
+
+// "ncclBroadcast from f() a.cc:3".
+std::string opFrom(const EvidenceOp& o) {
+  return std::string(opName(o.op)) + " from " + describeCallSite(o.site);
+}
+
+// "ncclBroadcast #3 on comm beef0000 from f() a.cc:3": an op the verdict does not name.
+std::string otherOp(const Instead& i) {
+  return std::string(opName(i.op.op)) + " #" + std::to_string(i.op.seq) + " on comm " +
+         shortCommId(i.comm_id) + " from " + describeCallSite(i.op.site);
+}
+
+// "waits in <waited> for ranks 1,2, which wait for it on comm beef0000": where a culprit of a wait
+// cycle is, `waited` its own op, `missed_comm` the communicator of the op it did not issue.
+std::string waitsIn(const std::string& waited, const Instead& i, uint64_t missed_comm) {
+  std::string out = "waits in " + waited + " for " + ranksWord(i.waits_for);
+  if (i.they_wait_for_it) {
+    out += std::string(i.waits_for.size() == 1 ? ", which waits" : ", which wait") +
+           " for it on comm " + shortCommId(missed_comm);
+  }
+  return out;
+}
+
+std::string aloneTail(const Verdict& v, const Instead& i) {
+  const std::string others = ranksWord(i.others);
+  switch (i.kind) {
+    case Instead::Kind::kOthersIssued:
+      return "; " + others + " issued " + opFrom(i.op) + " as their #" + std::to_string(i.op.seq);
+    case Instead::Kind::kOthersWentNoFurther:
+      return "; " + others + " issued no collective there after #" + std::to_string(v.seq - 1) +
+             " and went no further on it";
+    case Instead::Kind::kOthersNeverUsedIt:
+      return "; " + others + " never issued a collective on it (one destroyed it when done)";
+    case Instead::Kind::kBeforeTheirs:
+      return " before " + otherOp(i) + " that " + others + " issued; there it " +
+             waitsIn(verdictOp(v), i, i.comm_id);
+    default:
+      return "; " + others + " issued no collective there";
+  }
+}
+
+std::string skippedTail(const Verdict& v, const Instead& i) {
+  const std::string who = v.ranks.size() == 1 ? "it" : "they";
+  if (i.kind == Instead::Kind::kOrPutOff) return who + " " + waitsIn(otherOp(i), i, v.comm_id);
+  if (i.kind == Instead::Kind::kCulpritWentOnToP2p) {
+    return who + " went on to " + std::string(opName(i.op.op)) + " #" + std::to_string(i.op.seq) +
+           " with rank " + std::to_string(i.peer) + " from " + describeCallSite(i.op.site) +
+           ", which its peers reach only after it";
+  }
+  return who + " issued " + opFrom(i.op) + " instead";
+}
+
+// "rank 3 passes count 64, ranks 0-2 pass 4096 (float32)": the argument that differs.
+std::string difference(const Verdict& v, const EvidenceOp& a, const Instead& i) {
+  const EvidenceOp& b = i.op;
+  const std::string dev_who = ranksWord(v.ranks) + (v.ranks.size() == 1 ? " passes " : " pass ");
+  const std::string norm_who = ranksWord(i.others) + " ";
+  switch (v.cls) {
+    case VerdictClass::kOpMismatch:
+      return ranksWord(v.ranks) + " issued " + std::string(opName(a.op)) + ", " + norm_who +
+             "issued " + std::string(opName(b.op));
+    case VerdictClass::kSizeMismatch:
+      return dev_who + "count " + std::to_string(a.count) + ", " + norm_who + "pass " +
+             std::to_string(b.count) + " (" + std::string(format::dataTypeName(b.dtype)) + ")";
+    case VerdictClass::kDtypeMismatch:
+      return dev_who + std::string(format::dataTypeName(a.dtype)) + ", " + norm_who + "pass " +
+             std::string(format::dataTypeName(b.dtype));
+    case VerdictClass::kRedopMismatch:
+      return dev_who + "redop " + std::string(format::redOpName(a.redop)) + ", " + norm_who +
+             "pass " + std::string(format::redOpName(b.redop));
+    default:
+      return dev_who + "root " + std::to_string(a.root) + ", " + norm_who + "pass root " +
+             std::to_string(b.root);
+  }
+}
+
+}  // namespace
+
+std::string aloneHeadline(const Verdict& v, const std::vector<int>& all, const Instead& instead) {
+  const std::string condition = all.empty() ? "" : " (" + subsetCondition(v.ranks, all) + ")";
+  return ranksWord(v.ranks) + " alone" + condition + " issued " + verdictOp(v) +
+         aloneTail(v, instead);
+}
+
+std::string skippedHeadline(const Verdict& v, const Instead& instead) {
+  return ranksWord(v.ranks) + " skipped " + verdictOp(v) + " that " + ranksWord(instead.others) +
+         (instead.kind == Instead::Kind::kOrPutOff ? " issued, or put it off: " : " issued; ") +
+         skippedTail(v, instead);
+}
+
+std::string mismatchHeadline(const Verdict& v, const EvidenceOp& mine, const Instead& instead,
+                             bool same_site) {
+  return std::string(opName(instead.op.op)) + " #" + std::to_string(v.seq) + " on comm " +
+         shortCommId(v.comm_id) + ": " + difference(v, mine, instead) + " (" +
+         describeCallSite(mine.site) +
+         (same_site ? "" : " vs " + describeCallSite(instead.op.site)) + ")";
+}
+
+VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {
+  if (mine.op != theirs.op) return VerdictClass::kOpMismatch;
+  if (mine.count != theirs.count) return VerdictClass::kSizeMismatch;
+  if (mine.dtype != theirs.dtype) return VerdictClass::kDtypeMismatch;
+  if (mine.redop != theirs.redop) return VerdictClass::kRedopMismatch;
+  if (mine.root != theirs.root) return VerdictClass::kRootMismatch;
+  return VerdictClass::kNoHang;
+}
+
+}  // namespace ncclrec::analyzer
