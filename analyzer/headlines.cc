@@ -1,6 +1,7 @@
 #include "analyzer/headlines.h"
 
 #include "analyzer/phrases.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -108,6 +109,39 @@ std::string mismatchHeadline(const Verdict& v, const EvidenceOp& mine, const Ins
          shortCommId(v.comm_id) + ": " + difference(v, mine, instead) + " (" +
          describeCallSite(mine.site) +
          (same_site ? "" : " vs " + describeCallSite(instead.op.site)) + ")";
+}
+
+std::string stopHeadline(const Verdict& v, const Stop& stop) {
+  const std::string who = ranksWord(v.ranks);
+  const std::string what =
+      opNoun(v.op) + "s from " +
+      (stop.waited_site.function.empty() ? describeCallSite(stop.waited_site)
+                                         : siteFunctionName(stop.waited_site) + "()");
+  const std::string after = std::to_string(stop.same) + " " + what;
+  const std::string others_at =
+      stop.others_failed ? ranksWord(stop.others) + " failed in their " + ordinal(stop.same + 1) +
+                               " (NCCL error " + std::to_string(stop.result) + ")"
+                         : ranksWord(stop.others) + (stop.others.size() == 1 ? " is" : " are") +
+                               " in their " + ordinal(stop.same + 1);
+  switch (stop.how) {
+    case Stop::How::kCrashed:
+      return who + " crashed (" + base::signalName(stop.signal) + ") after " + after + "; " +
+             others_at;
+    case Stop::How::kDiedUnseen:
+      return who +
+             " died without an exit mark (the connection to it broke: killed, e.g. SIGKILL or out "
+             "of memory) after " +
+             after + "; " + others_at;
+    case Stop::How::kDiedSilent:
+      return who + " died without an exit mark (heartbeat stopped " + seconds(stop.silent_ns) +
+             " before the newest recording: killed, e.g. SIGKILL or out of memory) after " + after +
+             "; " + others_at;
+    case Stop::How::kNotRunning:
+      return who + " stopped running between ops, after " + after + ": " + stop.why + "; " +
+             others_at;
+    default:
+      return who + " exited after " + after + "; " + others_at;
+  }
 }
 
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {

@@ -1,10 +1,13 @@
 // The headlines of the op-order verdicts (rank_gated_collective, skipped_collective and the five
-// mismatches): the one place their English is written. Each is made from the verdict its rule
-// filled (class, culprits, communicator, op, sequence number, call site: the fields the JSON
-// gives) and from what the other ranks did instead, so that the headline cannot name another op,
-// rank or place than the JSON does. blame.h then appends where the waiting ranks are.
+// mismatches) and of the ranks that stopped between ops (rank_exited, rank_crashed,
+// rank_not_running, from a stream that ended): the one place their English is written. Each is made
+// from the verdict its rule filled (class, culprits, communicator, op, sequence number, call site:
+// the fields the JSON gives) and from what the other ranks did instead, so that the headline cannot
+// name another op, rank or place than the JSON does. blame.h then appends where the waiting ranks
+// are.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,5 +84,30 @@ std::string mismatchHeadline(const Verdict& v, const EvidenceOp& mine, const Ins
 // The mismatch class of the culprits' op `mine` against the others' `theirs` in one slot, by the
 // first argument that differs (op, count, datatype, reduction, root); kNoHang when none does.
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs);
+
+// How the culprits' stream of a communicator ended while the others wait in the next op: the
+// part of a stopped-rank finding that the Verdict's fields (the culprits, the op the others wait
+// in) do not hold.
+struct Stop {
+  enum class How {
+    kExited,      // "rank 3 exited"
+    kCrashed,     // "rank 3 crashed (SIGSEGV)": `signal`
+    kDiedUnseen,  // no exit mark, and its peers lost the connection to it
+    kDiedSilent,  // no exit mark, heartbeat stopped `silent_ns` before the newest recording
+    kNotRunning,  // its process is there, not running: `why` (phrases.h notRunningPhrase)
+  };
+  How how = How::kExited;
+  int signal = 0;
+  int64_t silent_ns = 0;
+  std::string why;
+  uint64_t same = 0;     // ops like the one the others wait in that the culprits issued
+  CallSite waited_site;  // where the others issued theirs
+  std::vector<int> others;
+  bool others_failed = false;  // the others' op failed (`result`) rather than waits
+  int result = 0;
+};
+
+// "rank 3 exited after 99 all-reduces from train_step(); ranks 0-2 are in their 100th".
+std::string stopHeadline(const Verdict& v, const Stop& stop);
 
 }  // namespace ncclrec::analyzer

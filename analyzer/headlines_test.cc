@@ -126,5 +126,37 @@ TEST(HeadlinesTest, AMismatchNamesTheFirstArgumentThatDiffers) {
   EXPECT_EQ(mismatchOf(root1, root0), VerdictClass::kRootMismatch);
 }
 
+TEST(HeadlinesTest, AStopSaysHowTheCulpritsStoppedAndWhereTheOthersAre) {
+  const Verdict v = verdictOf(VerdictClass::kRankExited, {3});
+  Stop stop;
+  stop.same = 99;
+  stop.waited_site = at("logLoss", 40);
+  stop.others = {0, 1, 2};
+  const std::string after = " after 99 all-reduces from logLoss(); ranks 0-2 are in their 100th";
+  EXPECT_EQ(stopHeadline(v, stop), "rank 3 exited" + after);
+  stop.how = Stop::How::kCrashed;
+  stop.signal = 11;
+  EXPECT_EQ(stopHeadline(v, stop), "rank 3 crashed (SIGSEGV)" + after);
+  stop.how = Stop::How::kDiedUnseen;
+  EXPECT_EQ(stopHeadline(v, stop),
+            "rank 3 died without an exit mark (the connection to it broke: killed, e.g. SIGKILL "
+            "or out of memory)" +
+                after);
+  stop.how = Stop::How::kDiedSilent;
+  stop.silent_ns = 2'300'000'000;
+  EXPECT_EQ(stopHeadline(v, stop),
+            "rank 3 died without an exit mark (heartbeat stopped 2.3s before the newest "
+            "recording: killed, e.g. SIGKILL or out of memory)" +
+                after);
+  stop.how = Stop::How::kNotRunning;
+  stop.why = "its process is stopped (SIGSTOP or a debugger)";
+  stop.others = {0};
+  stop.others_failed = true;
+  stop.result = 6;
+  EXPECT_EQ(stopHeadline(v, stop),
+            "rank 3 stopped running between ops, after 99 all-reduces from logLoss(): its process "
+            "is stopped (SIGSTOP or a debugger); rank 0 failed in their 100th (NCCL error 6)");
+}
+
 }  // namespace
 }  // namespace ncclrec::analyzer

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/engine.h"
+#include "analyzer/headlines.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -42,8 +43,6 @@ struct Engine::Truncation {
   std::vector<int> others;  // the waiting ranks
   std::string who;          // "rank 3", "ranks 3,5"
   uint64_t same = 0;        // how many ops like `waited` the stopped rank issued
-  std::string what;         // "all-reduces from train_step()"
-  std::string others_at;    // "ranks 0-2 are in their 100th"
   Inferred& inferred;       // the ranks found dead so far; the culprits join them when they died
 };
 
@@ -131,8 +130,6 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
                {},
                {},
                0,
-               {},
-               {},
                inferred};
   const bool stale = dead(stopped.rank, inferred);  // before the ranks below join the dead
   if (kind == StopKind::kDied) {
@@ -146,45 +143,38 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
   t.who = ranksWord(v.ranks);
   // "after 99 all-reduces from train_step()": the collectives like the one the others wait in.
   for (const Op& o : stopped.ops) t.same += opSite(o) == opSite(waited) ? 1 : 0;
-  t.what = opNoun(waited.e->op) + "s from " +
-           (t.waited_site.function.empty() ? describeCallSite(t.waited_site)
-                                           : siteFunctionName(t.waited_site) + "()");
-  t.others_at = ranksWord(t.others) + (t.others.size() == 1 ? " is" : " are") + " in their " +
-                ordinal(t.same + 1);
-  if (waited.e->state == EventState::kFailed) {
-    t.others_at = ranksWord(t.others) + " failed in their " + ordinal(t.same + 1) +
-                  " (NCCL error " + std::to_string(waited.e->result) + ")";
-  }
+  Stop stop;
+  stop.same = t.same;
+  stop.waited_site = t.waited_site;
+  stop.others = t.others;
+  stop.others_failed = waited.e->state == EventState::kFailed;
+  stop.result = waited.e->result;
   if (!stopped.ops.empty()) v.site = siteAt(t.rd, *stopped.ops.back().e);
   if (failedOnItsOwnCall(t, v)) return;
   if (kind == StopKind::kExited) {
     if (exitedOnALostPeer(t.rd, v, inferred)) return;
     v.cls = VerdictClass::kRankExited;
-    v.headline =
-        t.who + " exited after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
+    stop.how = Stop::How::kExited;
+    v.headline = stopHeadline(v, stop);
     return;
   }
   if (kind == StopKind::kDied) {
     v.cls = VerdictClass::kRankCrashed;
-    const RankData& rd = t.rd;
-    const std::string how =
-        rd.fatal_signal != 0 ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
-        : !stale             ? std::string(
-                                   "died without an exit mark (the connection to it broke: killed, e.g. "
-                                               "SIGKILL or out of memory)")
-                 : "died without an exit mark (heartbeat stopped " +
-                       seconds(now_ - lastSignOfLife(stopped.rank)) +
-                       " before the newest recording: killed, e.g. SIGKILL or out of memory)";
-    v.headline =
-        t.who + " " + how + " after " + std::to_string(t.same) + " " + t.what + "; " + t.others_at;
+    stop.how = t.rd.fatal_signal != 0 ? Stop::How::kCrashed
+               : stale                ? Stop::How::kDiedSilent
+                                      : Stop::How::kDiedUnseen;
+    stop.signal = t.rd.fatal_signal;
+    if (stale) stop.silent_ns = now_ - lastSignOfLife(stopped.rank);
+    v.headline = stopHeadline(v, stop);
     return;
   }
   if (kind == StopKind::kNotRunning) {
     // Between two ops: the launcher saw its process there but not running (stopped, in
     // uninterruptible sleep), not in host code of its own.
     v.cls = VerdictClass::kRankNotRunning;
-    v.headline = t.who + " stopped running between ops, after " + std::to_string(t.same) + " " +
-                 t.what + ": " + notRunningWhy(t.stopped.rank) + "; " + t.others_at;
+    stop.how = Stop::How::kNotRunning;
+    stop.why = notRunningWhy(t.stopped.rank);
+    v.headline = stopHeadline(v, stop);
     return;
   }
   classifyAlive(t, v);
