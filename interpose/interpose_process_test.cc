@@ -62,7 +62,7 @@ std::string procStatusField(int pid, const std::string& field) {
 }
 
 TEST(ShimProcessTest, ForkedChildRecordsIntoItsOwnBlackBox) {
-  if (std::string(testing::sanitizer()) == "thread") {
+  if (testing::sanitizedWith("thread")) {
     // The child's recorder starts a thread after a multi-threaded fork, which TSan does not
     // support ("dup thread with used id").
     GTEST_SKIP() << "ThreadSanitizer cannot follow threads created after a multi-threaded fork";
@@ -121,8 +121,8 @@ TEST(ShimProcessTest, FatalSignalIsMarkedAndStillKills) {
   ShimHarness h;
   // A sanitizer would turn the fault into a report and an exit status.
   Env env;
-  if (std::string(testing::sanitizer()) == "address") env["ASAN_OPTIONS"] = "handle_segv=0";
-  if (std::string(testing::sanitizer()) == "thread") env["TSAN_OPTIONS"] = "handle_segv=0";
+  if (testing::sanitizedWith("address")) env["ASAN_OPTIONS"] = "handle_segv=0";
+  if (testing::sanitizedWith("thread")) env["TSAN_OPTIONS"] = "handle_segv=0";
   const ProcessResult r = h.runCaller({"init:1:0", "allreduce:2", "segv", "exit:0"}, env);
   ASSERT_EQ(r.term_signal, SIGSEGV) << r.describe();
   EXPECT_EQ(r.out, "init:1:0 rc=0\nallreduce:2 rc=0\nsegv rc=0\n");
@@ -294,7 +294,7 @@ TEST(ShimRealNcclTest, RecordsTheRealLibrarysResults) {
   // LeakSanitizer's exit-time scan crashes ("Tracer caught signal 11") among the threads the real
   // (uninstrumented) NCCL leaves behind; its leaks are not ours to find anyway.
   Env env;
-  if (std::string(testing::sanitizer()) == "address") env["ASAN_OPTIONS"] = "detect_leaks=0";
+  if (testing::sanitizedWith("address")) env["ASAN_OPTIONS"] = "detect_leaks=0";
   ShimHarness plain;
   support::SpawnOptions o = plain.options({NCCLREC_TEST_REAL_NCCL_PROBE}, env, false);
   o.env.erase("LD_LIBRARY_PATH");  // the probe finds the real NCCL through its RUNPATH

@@ -478,7 +478,7 @@ TEST(ShimRecordTest, BuffersAndCountsAreForwardedUnchanged) {
 
 TEST(ShimRecordTest, ConcurrentThreadsGetUniqueSequenceNumbers) {
   // Under ThreadSanitizer 80000 recorded calls take ~30 s on two cores: fewer keep it short.
-  const int calls = std::string(testing::sanitizer()) == "thread" ? 2500 : 10000;
+  const int calls = testing::sanitizedWith("thread") ? 2500 : 10000;
   const uint64_t total = 8u * calls;
   ShimHarness h;
   const ProcessResult r = h.runCaller({"init:1:0", "threads:8:" + std::to_string(calls), "exit:0"},

@@ -15,15 +15,18 @@ namespace fs = std::filesystem;
 const char* shimPath() { return NCCLREC_TEST_SHIM; }
 const char* callerPath() { return NCCLREC_TEST_CALLER; }
 const char* stubNcclDir() { return NCCLREC_TEST_STUB_DIR; }
-const char* sanitizer() { return NCCLREC_TEST_SANITIZE; }
-bool sanitized() { return sanitizer()[0] != '\0'; }
+bool sanitizedWith(const char* name) {
+  const std::string list = std::string(",") + NCCLREC_TEST_SANITIZE + ",";
+  return list.find(std::string(",") + name + ",") != std::string::npos;
+}
+bool sanitized() { return NCCLREC_TEST_SANITIZE[0] != '\0'; }
 
 namespace {
 
 // Sanitizer runtimes check things that a preloaded instrumented library breaks on purpose.
 void addSanitizerOptions(Env* env) {
-  const std::string which = sanitizer();
-  const char* var = which == "address" ? "ASAN_OPTIONS" : which == "thread" ? "TSAN_OPTIONS" : "";
+  const bool address = sanitizedWith("address");
+  const char* var = address ? "ASAN_OPTIONS" : sanitizedWith("thread") ? "TSAN_OPTIONS" : "";
   if (*var == '\0') return;
   std::string value;
   if (auto it = env->find(var); it != env->end()) {
@@ -31,7 +34,7 @@ void addSanitizerOptions(Env* env) {
   } else if (const char* inherited = std::getenv(var)) {
     value = inherited;
   }
-  if (which == "address") {
+  if (address) {
     // libncclrec.so comes before the program's libasan in the initial library list.
     // intercept_tls_get_addr=0: GCC 12's LeakSanitizer guesses the bounds of a dlopen'ed
     // library's thread-local block from a glibc 2.19 header whenever the block starts 16 bytes

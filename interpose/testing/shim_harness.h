@@ -30,7 +30,9 @@ inline constexpr std::chrono::milliseconds kRunTimeout{30000};
 const char* shimPath();     // libncclrec.so
 const char* callerPath();   // nccl_caller, linked against the stub NCCL
 const char* stubNcclDir();  // the folder holding the stub libnccl.so.2 and nothing else
-const char* sanitizer();    // NCCLREC_SANITIZE of this build: "", "address", "thread", ...
+// Whether this build has `name` (address, thread, undefined) among its sanitizers
+// (NCCLREC_SANITIZE, e.g. "address,undefined").
+bool sanitizedWith(const char* name);
 bool sanitized();
 
 class ShimHarness {
