@@ -89,6 +89,36 @@ std::string difference(const Verdict& v, const EvidenceOp& a, const Instead& i) 
   }
 }
 
+format::OpType counterpartOf(format::OpType op) {
+  return op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
+}
+
+// "64 float32".
+std::string countOf(const EvidenceOp& o) {
+  return std::to_string(o.count) + " " + std::string(format::dataTypeName(o.dtype));
+}
+
+// "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
+std::string callAt(const P2pCall& c) {
+  return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
+         shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
+}
+
+// "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from f() a.cc:3": the verdict's waiting op.
+std::string waitOf(const Verdict& v, int peer) {
+  return "rank " + std::to_string(v.ranks.at(0)) + "'s " + std::string(opName(v.op)) + " #" +
+         std::to_string(v.seq) + (v.op == format::OpType::kSend ? " to" : " from") + " rank " +
+         std::to_string(peer) + " on comm " + shortCommId(v.comm_id) + " from " +
+         describeCallSite(v.site);
+}
+
+// " (the last, #3, from f() a.cc:3)", or nothing when there was none.
+std::string lastOf(const P2pTally& t) {
+  if (t.n == 0) return "";
+  return " (the last, #" + std::to_string(t.last_seq) + ", from " + describeCallSite(t.last_site) +
+         ")";
+}
+
 }  // namespace
 
 std::string aloneHeadline(const Verdict& v, const std::vector<int>& all, const Instead& instead) {
@@ -142,6 +172,54 @@ std::string stopHeadline(const Verdict& v, const Stop& stop) {
     default:
       return who + " exited after " + after + "; " + others_at;
   }
+}
+
+std::string p2pUnmatchedHeadline(const Verdict& v, int peer, const P2pTally& theirs) {
+  const format::OpType other = counterpartOf(v.op);
+  return waitOf(v, peer) + " has no matching " + std::string(opName(other)) + ": rank " +
+         std::to_string(peer) + " posted " + std::to_string(theirs.n) + " " +
+         std::string(opName(other)) + (other == format::OpType::kSend ? "s to" : "s from") +
+         " rank " + std::to_string(v.ranks.at(0)) + lastOf(theirs);
+}
+
+std::string p2pCountHeadline(const Verdict& v, int peer, const EvidenceOp& mine,
+                             const EvidenceOp& theirs) {
+  return waitOf(v, peer) + " moves " + countOf(mine) + "; rank " + std::to_string(peer) +
+         "'s matching " + std::string(opName(counterpartOf(v.op))) + " from " +
+         describeCallSite(theirs.site) + " moves " + countOf(theirs);
+}
+
+std::string p2pShortRunHeadline(const Verdict& v, const P2pCall& next, const P2pCall& met) {
+  return "rank " + std::to_string(v.ranks.at(0)) + " posted one " + std::string(opName(v.op)) +
+         " fewer from " + describeCallSite(v.site) + " than its loop does, so its next, " +
+         callAt(next) + " (" + countOf(next.op) + "), met " + callAt(met) + " (" + countOf(met.op) +
+         ")";
+}
+
+std::string p2pRelayHeadline(const Verdict& v, uint64_t received, const std::vector<int>& sources,
+                             int waiter, const P2pTally& sent) {
+  return "rank " + std::to_string(v.ranks.at(0)) + " completed " + std::to_string(received) +
+         " ncclRecvs from " + ranksWord(sources) + " but posted " + std::to_string(sent.n) +
+         " ncclSends to rank " + std::to_string(waiter) + " on comm " + shortCommId(v.comm_id) +
+         lastOf(sent);
+}
+
+std::string p2pShortfallHeadline(const Verdict& v, const P2pShortfall& s) {
+  const bool sends = v.op == format::OpType::kSend;
+  const std::string last = s.by_role ? " (those for " + describeCallSite(s.paired_with) + " from " +
+                                           describeCallSite(v.site) + ")"
+                                     : lastOf(s.posted);
+  std::string out =
+      "rank " + std::to_string(v.ranks.at(0)) + " posted " + std::to_string(s.posted.n) + " " +
+      std::string(opName(v.op)) + "s" + (sends ? " to" : " from") + " rank " +
+      std::to_string(s.waiter) + " on comm " + shortCommId(v.comm_id) + last + " but rank " +
+      std::to_string(s.waiter) + " posted " + std::to_string(s.waited) + " " +
+      std::string(opName(counterpartOf(v.op))) + "s" + (sends ? " from it" : " to it");
+  if (s.others_moved) {
+    out += " (the other pairs of the communicator moved up to " + std::to_string(*s.others_moved) +
+           ")";
+  }
+  return out;
 }
 
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {

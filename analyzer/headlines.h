@@ -1,13 +1,16 @@
 // The headlines of the op-order verdicts (rank_gated_collective, skipped_collective and the five
-// mismatches) and of the ranks that stopped between ops (rank_exited, rank_crashed,
-// rank_not_running, from a stream that ended): the one place their English is written. Each is made
+// mismatches), of the ranks that stopped between ops (rank_exited, rank_crashed, rank_not_running,
+// from a stream that ended) and of the sends and receives that do not pair (p2p_mismatch): the one
+// place their English is written. Each is made
 // from the verdict its rule filled (class, culprits, communicator, op, sequence number, call site:
 // the fields the JSON gives) and from what the other ranks did instead, so that the headline cannot
 // name another op, rank or place than the JSON does. blame.h then appends where the waiting ranks
 // are.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,5 +112,57 @@ struct Stop {
 
 // "rank 3 exited after 99 all-reduces from train_step(); ranks 0-2 are in their 100th".
 std::string stopHeadline(const Verdict& v, const Stop& stop);
+
+// What one side of a send/receive pair posted to its peer on a communicator: how many calls, and
+// the last of them when there is one.
+struct P2pTally {
+  uint64_t n = 0;
+  uint64_t last_seq = 0;
+  CallSite last_site;
+};
+
+// A send or receive that a headline names besides the verdict's own op: its op, sequence number,
+// count, datatype and call site, on `comm_id`.
+struct P2pCall {
+  EvidenceOp op;
+  uint64_t comm_id = 0;
+};
+
+// p2p_mismatch, a wait no call of the peer matches: "rank 1's ncclRecv #4 from rank 2 on comm
+// c0ffee00 from f() a.cc:3 has no matching ncclSend: rank 2 posted 3 ncclSends to rank 1 (the
+// last, #3, from g() b.cc:9)". The verdict is the waiting op; `theirs` what `peer` posted to it.
+std::string p2pUnmatchedHeadline(const Verdict& v, int peer, const P2pTally& theirs);
+
+// p2p_mismatch, a pair whose counts differ: "<the wait, as above> moves 64 float32; rank 2's
+// matching ncclSend from g() b.cc:9 moves 128 float32". `mine` is the waiting op, `theirs` the
+// peer's.
+std::string p2pCountHeadline(const Verdict& v, int peer, const EvidenceOp& mine,
+                             const EvidenceOp& theirs);
+
+// p2p_mismatch, a loop one call short (the verdict's site is the loop's): "rank 2 posted one
+// ncclSend fewer from f() a.cc:3 than its loop does, so its next, ncclSend #5 on comm c0ffee00
+// from g() b.cc:9 (64 float32), met ncclRecv #5 on comm c0ffee00 from h() c.cc:1 (128 float32)".
+std::string p2pShortRunHeadline(const Verdict& v, const P2pCall& next, const P2pCall& met);
+
+// p2p_mismatch, a relay that dropped a send (the verdict's op is the send it never posted):
+// "rank 2 completed 6 ncclRecvs from ranks 0,1 but posted 2 ncclSends to rank 3 on comm
+// c0ffee00 (the last, #2, from f() a.cc:3)".
+std::string p2pRelayHeadline(const Verdict& v, uint64_t received, const std::vector<int>& sources,
+                             int waiter, const P2pTally& sent);
+
+// p2p_mismatch, the side of a pair that posted fewer (the verdict's op is the first call it never
+// posted): "rank 2 posted 3 ncclSends to rank 1 on comm c0ffee00 (the last, #3, from f() a.cc:3)
+// but rank 1 posted 4 ncclRecvs from it (the other pairs of the communicator moved up to 4)".
+struct P2pShortfall {
+  int waiter = -1;
+  P2pTally posted;      // the culprit's calls to the waiter (the verdict's op)
+  uint64_t waited = 0;  // the waiter's calls to the culprit
+  // The verdict's site is the one whose calls paired with the waiter's from `paired_with` in the
+  // earlier steps, not that of the last call: "(those for g() b.cc:9 from f() a.cc:3)".
+  bool by_role = false;
+  CallSite paired_with;
+  std::optional<size_t> others_moved;  // how far the communicator's other pairs got
+};
+std::string p2pShortfallHeadline(const Verdict& v, const P2pShortfall& s);
 
 }  // namespace ncclrec::analyzer

@@ -1,4 +1,5 @@
-// The op-order headlines (headlines.h): each kind of "instead" in words, and the mismatch classes.
+// The headlines of headlines.h: each kind of "instead" of the op-order verdicts in words, the
+// mismatch classes, a stream that stopped, and the sends and receives that do not pair.
 #include "analyzer/headlines.h"
 
 #include <gtest/gtest.h>
@@ -156,6 +157,73 @@ TEST(HeadlinesTest, AStopSaysHowTheCulpritsStoppedAndWhereTheOthersAre) {
   EXPECT_EQ(stopHeadline(v, stop),
             "rank 3 stopped running between ops, after 99 all-reduces from logLoss(): its process "
             "is stopped (SIGSTOP or a debugger); rank 0 failed in their 100th (NCCL error 6)");
+}
+
+// rank 1 waits in ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50.
+Verdict p2pWait() {
+  Verdict v = verdictOf(VerdictClass::kP2pMismatch, {1});
+  v.op = OpType::kRecv;
+  v.seq = 4;
+  v.site = at("recvActivations", 50);
+  return v;
+}
+
+TEST(HeadlinesTest, AWaitWithNoCounterpartSaysWhatThePeerPosted) {
+  const std::string head =
+      "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50 has "
+      "no matching ncclSend: rank 2 posted ";
+  EXPECT_EQ(p2pUnmatchedHeadline(p2pWait(), 2, {}), head + "0 ncclSends to rank 1");
+  EXPECT_EQ(p2pUnmatchedHeadline(p2pWait(), 2, {3, 9, at("sendActivations", 61)}),
+            head + "3 ncclSends to rank 1 (the last, #9, from sendActivations() train.cc:61)");
+  Verdict send = p2pWait();
+  send.op = OpType::kSend;
+  EXPECT_EQ(p2pUnmatchedHeadline(send, 2, {}),
+            "rank 1's ncclSend #4 to rank 2 on comm c0ffee00 from recvActivations() train.cc:50 "
+            "has no matching ncclRecv: rank 2 posted 0 ncclRecvs from rank 1");
+}
+
+TEST(HeadlinesTest, APairThatMovesDifferentCountsNamesBoth) {
+  EvidenceOp mine = opOf(OpType::kRecv, 4, at("recvActivations", 50));
+  EvidenceOp theirs = opOf(OpType::kSend, 4, at("sendActivations", 61));
+  theirs.count = 64;
+  EXPECT_EQ(p2pCountHeadline(p2pWait(), 2, mine, theirs),
+            "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50 "
+            "moves 4096 float32; rank 2's matching ncclSend from sendActivations() train.cc:61 "
+            "moves 64 float32");
+  Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
+  v.op = OpType::kSend;
+  v.site = at("pipelineLoop", 70);
+  const uint64_t comm = v.comm_id;
+  EXPECT_EQ(p2pShortRunHeadline(v, {theirs, comm}, {mine, comm}),
+            "rank 2 posted one ncclSend fewer from pipelineLoop() train.cc:70 than its loop does, "
+            "so its next, ncclSend #4 on comm c0ffee00 from sendActivations() train.cc:61 (64 "
+            "float32), met ncclRecv #4 on comm c0ffee00 from recvActivations() train.cc:50 (4096 "
+            "float32)");
+}
+
+TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
+  Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
+  v.op = OpType::kSend;
+  v.seq = 3;
+  v.site = at("sendActivations", 61);
+  EXPECT_EQ(p2pRelayHeadline(v, 6, {0, 1}, 3, {2, 2, v.site}),
+            "rank 2 completed 6 ncclRecvs from ranks 0-1 but posted 2 ncclSends to rank 3 on comm "
+            "c0ffee00 (the last, #2, from sendActivations() train.cc:61)");
+  P2pShortfall s;
+  s.waiter = 1;
+  s.posted = {2, 7, v.site};
+  s.waited = 3;
+  EXPECT_EQ(p2pShortfallHeadline(v, s),
+            "rank 2 posted 2 ncclSends to rank 1 on comm c0ffee00 (the last, #7, from "
+            "sendActivations() train.cc:61) but rank 1 posted 3 ncclRecvs from it");
+  s.by_role = true;
+  s.paired_with = at("recvActivations", 50);
+  s.others_moved = 3;
+  v.op = OpType::kRecv;
+  EXPECT_EQ(p2pShortfallHeadline(v, s),
+            "rank 2 posted 2 ncclRecvs from rank 1 on comm c0ffee00 (those for recvActivations() "
+            "train.cc:50 from sendActivations() train.cc:61) but rank 1 posted 3 ncclSends to it "
+            "(the other pairs of the communicator moved up to 3)");
 }
 
 }  // namespace

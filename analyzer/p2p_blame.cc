@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 
@@ -321,12 +322,15 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
   v.seq = n + 1;  // the first one it never posted
   v.op = other;
   const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
-  std::string last;
+  P2pShortfall shortfall;
+  shortfall.waiter = w.rank->global_rank;
+  shortfall.posted.n = n;
+  shortfall.waited = k;
   if (n > 0) {
     const Located& l = theirs->second.rbegin()->second;
     v.site = callSiteOf(*l.rank, *l.event, sites);
-    last = " (the last, #" + std::to_string(l.event->op_seq) + ", from " +
-           describeCallSite(v.site) + ")";
+    shortfall.posted.last_seq = l.event->op_seq;
+    shortfall.posted.last_site = v.site;
     // The function that should have posted it: the one whose calls paired with the waiting
     // rank's calls from the same site in the earlier steps (the first such pair: later ones may
     // be shifted by the missing call).
@@ -336,25 +340,17 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
       const CallSite role = callSiteOf(*paired->rank, *paired->event, sites);
       if (describeCallSite(role) != describeCallSite(v.site)) {
         v.site = role;
-        last = " (those for " + waiting_at + " from " + describeCallSite(role) + ")";
+        shortfall.by_role = true;
+        shortfall.paired_with = waiter_site;
       }
     }
   }
   v.stacks = {v.site, waiter_site};
   if (!v.site.known()) v.stacks.erase(v.stacks.begin());
-  const std::string to = other == OpType::kSend ? " to" : " from";
-  const std::string back = other == OpType::kSend ? " from it" : " to it";
-  v.headline = "rank " + std::to_string(culprit) + " posted " + std::to_string(n) + " " +
-               std::string(format::opName(other)) + "s" + to + " rank " +
-               std::to_string(w.rank->global_rank) + " on comm " + shortCommId(e.commId()) + last +
-               " but rank " + std::to_string(w.rank->global_rank) + " posted " + std::to_string(k) +
-               " " + std::string(format::opName(e.op)) + "s" + back;
   const int from = e.op == OpType::kRecv ? e.peer() : e.rank();
   const int dest = e.op == OpType::kRecv ? e.rank() : e.peer();
-  if (const std::optional<size_t> others = otherPairsMoved(posted, e.commId(), from, dest)) {
-    v.headline +=
-        " (the other pairs of the communicator moved up to " + std::to_string(*others) + ")";
-  }
+  shortfall.others_moved = otherPairsMoved(posted, e.commId(), from, dest);
+  v.headline = p2pShortfallHeadline(v, shortfall);
   return v;
 }
 

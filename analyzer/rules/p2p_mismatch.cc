@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/p2p_blame.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
@@ -32,15 +33,6 @@ bool pending(const EventRecord& e) {
 }
 
 OpType counterpartOf(OpType op) { return op == OpType::kSend ? OpType::kRecv : OpType::kSend; }
-
-std::string opAt(const EventRecord& e, const CallSite& site) {
-  return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " on comm " +
-         shortCommId(e.commId()) + " from " + describeCallSite(site);
-}
-
-std::string countOf(const EventRecord& e) {
-  return std::to_string(e.count) + " " + std::string(format::dataTypeName(e.dtype));
-}
 
 int globalRankOf(const GlobalOf& global_of, uint64_t comm, int r) {
   const auto it = global_of.find({comm, r});
@@ -78,19 +70,16 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   v.seq = sent + 1;  // the send it never posted
   v.op = OpType::kSend;
   const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
-  std::string last_send;
+  P2pTally tally{sent, 0, {}};
   if (sends != posted.end()) {
     const Located& last = sends->second.rbegin()->second;
     v.site = callSiteOf(*last.rank, *last.event, sites);
-    last_send = " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
-                describeCallSite(v.site) + ")";
+    tally.last_seq = last.event->op_seq;
+    tally.last_site = v.site;
   }
   v.stacks = {v.site, waiter_site};
   if (!v.site.known()) v.stacks.erase(v.stacks.begin());
-  v.headline = "rank " + std::to_string(v.ranks[0]) + " completed " + std::to_string(received) +
-               " ncclRecvs from " + ranksWord(from_global) + " but posted " + std::to_string(sent) +
-               " ncclSends to rank " + std::to_string(w.rank->global_rank) + " on comm " +
-               shortCommId(e.commId()) + last_send;
+  v.headline = p2pRelayHeadline(v, received, from_global, w.rank->global_rank, tally);
   return v;
 }
 
@@ -142,8 +131,6 @@ class P2pWaits {
   bool blockedInP2p(uint64_t comm, int r) const;
   // p2p::heldByChainOn, computed once per (peer, comm).
   bool heldByChain(const RankData& peer, uint64_t comm);
-  // "rank 0's ncclSend #3 to rank 1 on comm ab12 from f() x.py:3".
-  std::string describeWait(const Located& w, int peer_global, const CallSite& site) const;
 
   const format::LoadedSet& set_;
   const CallSites& sites_;
@@ -228,14 +215,6 @@ bool P2pWaits::heldByChain(const RankData& peer, uint64_t comm) {
   return it->second;
 }
 
-std::string P2pWaits::describeWait(const Located& w, int peer_global, const CallSite& site) const {
-  const EventRecord& e = *w.event;
-  return "rank " + std::to_string(w.rank->global_rank) + "'s " + std::string(format::opName(e.op)) +
-         " #" + std::to_string(e.op_seq) + (e.op == OpType::kSend ? " to" : " from") + " rank " +
-         std::to_string(peer_global) + " on comm " + shortCommId(e.commId()) + " from " +
-         describeCallSite(site);
-}
-
 p2p::Standing P2pWaits::peerStanding(const Located& w, const RankData& peer) const {
   const EventRecord& e = *w.event;
   if (blockedInP2p(e.commId(), e.peer())) return p2p::Standing::kUnknown;
@@ -308,17 +287,12 @@ std::optional<Verdict> P2pWaits::unmatched(const Located& w, const RankData& pee
   const EventRecord& e = *w.event;
   const OpType other = counterpartOf(e.op);
   const auto list = posted_.find({e.commId(), other, e.peer(), e.rank()});
-  const size_t n = list == posted_.end() ? 0 : list->second.size();
-  v.headline = describeWait(w, peer_global, v.site) + " has no matching " +
-               std::string(format::opName(other)) + ": rank " + std::to_string(peer_global) +
-               " posted " + std::to_string(n) + " " + std::string(format::opName(other)) +
-               (other == OpType::kSend ? "s to" : "s from") + " rank " +
-               std::to_string(w.rank->global_rank);
-  if (n > 0) {
+  P2pTally theirs;
+  if (list != posted_.end() && !list->second.empty()) {
     const Located& last = list->second.rbegin()->second;
-    v.headline += " (the last, #" + std::to_string(last.event->op_seq) + ", from " +
-                  describeCallSite(callSiteOf(*last.rank, *last.event, sites_)) + ")";
+    theirs = {list->second.size(), last.event->op_seq, callSiteOf(*last.rank, *last.event, sites_)};
   }
+  v.headline = p2pUnmatchedHeadline(v, peer_global, theirs);
   if (blockedInP2p(e.commId(), e.peer()) || held_elsewhere) {
     if (!*symptom) *symptom = std::move(v);
     return std::nullopt;
@@ -361,17 +335,13 @@ std::optional<Verdict> P2pWaits::mismatched(const Located& w, const Located& mat
     s.op = c.op;
     s.site = run->site;
     s.stacks = {run->site, c_site, p_site};
-    s.headline = "rank " + std::to_string(run->culprit.rank->global_rank) + " posted one " +
-                 std::string(format::opName(c.op)) + " fewer from " + describeCallSite(run->site) +
-                 " than its loop does, so its next, " + opAt(c, c_site) + " (" + countOf(c) +
-                 "), met " + opAt(paired, p_site) + " (" + countOf(paired) + ")";
+    s.headline = p2pShortRunHeadline(s, {evidenceOpOf(c, c_site), c.commId()},
+                                     {evidenceOpOf(paired, p_site), paired.commId()});
     return s;
   }
   const CallSite other_site = callSiteOf(*match.rank, *match.event, sites_);
-  v.headline = describeWait(w, peer_global, v.site) + " moves " + countOf(e) + "; rank " +
-               std::to_string(peer_global) + "'s matching " +
-               std::string(format::opName(counterpartOf(e.op))) + " from " +
-               describeCallSite(other_site) + " moves " + countOf(*match.event);
+  v.headline = p2pCountHeadline(v, peer_global, evidenceOpOf(e, v.site),
+                                evidenceOpOf(*match.event, other_site));
   v.stacks.push_back(other_site);
   return v;
 }
