@@ -17,6 +17,7 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
+#include "analyzer/headlines.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
@@ -155,9 +156,10 @@ class Engine {
   // diagnoseComm()'s verdict on `c` when it is a divergence (isDivergence); else nullopt, with
   // `inferred` left as it was.
   std::optional<Verdict> divergenceOn(const CommStreams& c, Inferred& inferred) const;
-  // "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago" for `last`,
-  // the rank's newest collective or p2p call (newestCommOp).
-  std::string lastOpPhrase(const RankData& rd, const EventRecord* last) const;
+  // `last`, the rank's newest collective or p2p call (newestCommOp), as a headline tells it
+  // (headlines.h lastOpPhrase): "its last NCCL op (ncclBroadcast #2 from main() main.cc:52)
+  // completed 2.3s ago".
+  LastOp lastOp(const RankData& rd, const EventRecord* last) const;
 
   // Root cause across communicators and time (root_cause.cc): when `v` is a symptom (a stream
   // that stopped, a wait cycle) and another communicator's alignment shows an earlier insertion,

@@ -222,6 +222,51 @@ std::string p2pShortfallHeadline(const Verdict& v, const P2pShortfall& s) {
   return out;
 }
 
+std::string lastOpPhrase(const LastOp& last) {
+  if (!last.any) return "its last NCCL op never came";
+  return "its last NCCL op (" + std::string(opName(last.op.op)) + " #" +
+         std::to_string(last.op.seq) + " from " + describeCallSite(last.op.site) + ")" +
+         (last.completed ? " completed " + seconds(last.ago_ns) + " ago" : "");
+}
+
+std::string peerGoneHeadline(const Verdict& v, const Gone& gone, int waiter,
+                             const CallSite& waited_site, bool failed, int result) {
+  const std::string who = "rank " + std::to_string(v.ranks.at(0));
+  const std::string waited = std::string(opName(v.op)) + " #" + std::to_string(v.seq) +
+                             (v.op == format::OpType::kSend ? " to " : " from ") + who +
+                             " on comm " + shortCommId(v.comm_id) + " from " +
+                             describeCallSite(waited_site);
+  const std::string then =
+      "; rank " + std::to_string(waiter) +
+      (failed ? " failed in its " + waited + " (NCCL error " + std::to_string(result) + ")"
+              : " waits in its " + waited);
+  const std::string last = lastOpPhrase(gone.last);
+  switch (gone.how) {
+    case Gone::How::kExited:
+      return who + " exited without ending the communicator: " + last + then;
+    case Gone::How::kCrashed:
+      return who + " crashed (" + base::signalName(gone.signal) + "): " + last + then;
+    case Gone::How::kDied:
+      return who + " died without an exit mark (killed, e.g. SIGKILL or out of memory): " + last +
+             then;
+    default:
+      return who + " is alive but stuck in host code: " + last + then;
+  }
+}
+
+std::string leftFirstHeadline(const Verdict& v, const Gone& gone, const std::vector<int>& victims,
+                              int result) {
+  const std::string how = gone.how == Gone::How::kExited ? " exited"
+                          : gone.how == Gone::How::kCrashed
+                              ? " crashed (" + base::signalName(gone.signal) + ")"
+                              : " died without an exit mark";
+  return ranksWord(v.ranks) + how + " with nothing pending: " + lastOpPhrase(gone.last) + "; " +
+         ranksWord(victims) + " then failed (NCCL error " + std::to_string(result) +
+         ": the peer was gone), " + std::string(opName(v.op)) +
+         (v.seq != 0 ? " #" + std::to_string(v.seq) : "") + " on comm " + shortCommId(v.comm_id) +
+         " first";
+}
+
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {
   if (mine.op != theirs.op) return VerdictClass::kOpMismatch;
   if (mine.count != theirs.count) return VerdictClass::kSizeMismatch;

@@ -1,7 +1,8 @@
 // The headlines of the op-order verdicts (rank_gated_collective, skipped_collective and the five
 // mismatches), of the ranks that stopped between ops (rank_exited, rank_crashed, rank_not_running,
-// from a stream that ended) and of the sends and receives that do not pair (p2p_mismatch): the one
-// place their English is written. Each is made
+// from a stream that ended, or with nothing pending while its peers' calls then failed), of the
+// sends and receives that do not pair (p2p_mismatch) and of a rank gone while its peer waits in a
+// send or receive: the one place their English is written. Each is made
 // from the verdict its rule filled (class, culprits, communicator, op, sequence number, call site:
 // the fields the JSON gives) and from what the other ranks did instead, so that the headline cannot
 // name another op, rank or place than the JSON does. blame.h then appends where the waiting ranks
@@ -164,5 +165,44 @@ struct P2pShortfall {
   std::optional<size_t> others_moved;  // how far the communicator's other pairs got
 };
 std::string p2pShortfallHeadline(const Verdict& v, const P2pShortfall& s);
+
+// A rank's newest collective or send/receive (newestCommOp), as a stop headline tells it.
+struct LastOp {
+  bool any = false;        // false: "its last NCCL op never came"
+  EvidenceOp op;           // op, sequence number, call site
+  bool completed = false;  // then `ago_ns` before the newest recording
+  int64_t ago_ns = 0;
+};
+
+// "its last NCCL op (ncclBroadcast #2 from main() main.cc:52) completed 2.3s ago".
+std::string lastOpPhrase(const LastOp& last);
+
+// A rank that stopped while another waits for it in a send or receive (p2p_stop), or that left
+// with nothing pending before its peers' calls failed (leavers): how, and its last op.
+struct Gone {
+  enum class How {
+    kExited,   // "exited"
+    kCrashed,  // "crashed (SIGSEGV)": `signal`
+    kDied,     // no exit mark, dead by the recordings
+    kInHost,   // alive, in host code
+  };
+  How how = How::kExited;
+  int signal = 0;
+  LastOp last;
+};
+
+// p2p_stop, the verdict being the gone rank with the waiting send or receive (op, sequence
+// number, communicator): "rank 2 exited without ending the communicator: its last NCCL op (...);
+// rank 1 waits in its ncclRecv #4 from rank 2 on comm c0ffee00 from f() a.cc:3", or "... rank 1
+// failed in its ... (NCCL error 6)" when `failed` with `result`.
+std::string peerGoneHeadline(const Verdict& v, const Gone& gone, int waiter,
+                             const CallSite& waited_site, bool failed, int result);
+
+// leavers, the verdict being the rank that left with the first call that failed for it (op,
+// sequence number, communicator): "rank 2 exited with nothing pending: its last NCCL op (...);
+// ranks 0-1 then failed (NCCL error 6: the peer was gone), ncclAllReduce #4 on comm c0ffee00
+// first".
+std::string leftFirstHeadline(const Verdict& v, const Gone& gone, const std::vector<int>& victims,
+                              int result);
 
 }  // namespace ncclrec::analyzer

@@ -1,5 +1,6 @@
 // The headlines of headlines.h: each kind of "instead" of the op-order verdicts in words, the
-// mismatch classes, a stream that stopped, and the sends and receives that do not pair.
+// mismatch classes, a stream that stopped, the sends and receives that do not pair, a rank gone
+// from a send or receive or before its peers' calls failed.
 #include "analyzer/headlines.h"
 
 #include <gtest/gtest.h>
@@ -224,6 +225,66 @@ TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
             "rank 2 posted 2 ncclRecvs from rank 1 on comm c0ffee00 (those for recvActivations() "
             "train.cc:50 from sendActivations() train.cc:61) but rank 1 posted 3 ncclSends to it "
             "(the other pairs of the communicator moved up to 3)");
+}
+
+LastOp lastBroadcast() {
+  LastOp last;
+  last.any = true;
+  last.op = opOf(OpType::kBroadcast, 2, at("main", 52));
+  last.completed = true;
+  last.ago_ns = 2'300'000'000;
+  return last;
+}
+
+TEST(HeadlinesTest, ARanksLastOpIsToldWithWhenItCompleted) {
+  EXPECT_EQ(lastOpPhrase({}), "its last NCCL op never came");
+  LastOp last = lastBroadcast();
+  EXPECT_EQ(lastOpPhrase(last),
+            "its last NCCL op (ncclBroadcast #2 from main() train.cc:52) completed 2.3s ago");
+  last.completed = false;
+  EXPECT_EQ(lastOpPhrase(last), "its last NCCL op (ncclBroadcast #2 from main() train.cc:52)");
+}
+
+TEST(HeadlinesTest, APeerGoneFromASendOrReceiveSaysHowAndWhoWaits) {
+  Verdict v = verdictOf(VerdictClass::kRankExited, {2});
+  v.op = OpType::kRecv;
+  v.seq = 4;
+  Gone gone;
+  gone.last = lastBroadcast();
+  const std::string last =
+      ": its last NCCL op (ncclBroadcast #2 from main() train.cc:52) completed 2.3s ago; rank 1 ";
+  const std::string waited =
+      "in its ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50";
+  const CallSite site = at("recvActivations", 50);
+  EXPECT_EQ(peerGoneHeadline(v, gone, 1, site, false, 0),
+            "rank 2 exited without ending the communicator" + last + "waits " + waited);
+  gone.how = Gone::How::kCrashed;
+  gone.signal = 11;
+  EXPECT_EQ(peerGoneHeadline(v, gone, 1, site, true, 6),
+            "rank 2 crashed (SIGSEGV)" + last + "failed " + waited + " (NCCL error 6)");
+  gone.how = Gone::How::kDied;
+  EXPECT_EQ(peerGoneHeadline(v, gone, 1, site, false, 0),
+            "rank 2 died without an exit mark (killed, e.g. SIGKILL or out of memory)" + last +
+                "waits " + waited);
+  gone.how = Gone::How::kInHost;
+  EXPECT_EQ(peerGoneHeadline(v, gone, 1, site, false, 0),
+            "rank 2 is alive but stuck in host code" + last + "waits " + waited);
+}
+
+TEST(HeadlinesTest, ARankThatLeftFirstNamesTheCallThatFailedForIt) {
+  Verdict v = verdictOf(VerdictClass::kRankCrashed, {2});
+  Gone gone;
+  gone.how = Gone::How::kDied;
+  EXPECT_EQ(leftFirstHeadline(v, gone, {0, 1, 3}, 6),
+            "rank 2 died without an exit mark with nothing pending: its last NCCL op never came; "
+            "ranks 0-1,3 then failed (NCCL error 6: the peer was gone), ncclAllReduce #6 on comm "
+            "c0ffee00 first");
+  v.seq = 0;
+  v.op = OpType::kCommDestroy;
+  gone.how = Gone::How::kExited;
+  EXPECT_EQ(leftFirstHeadline(v, gone, {0}, 6),
+            "rank 2 exited with nothing pending: its last NCCL op never came; rank 0 then failed "
+            "(NCCL error 6: the peer was gone), ncclCommDestroy on comm c0ffee00 first");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/engine.h"
+#include "analyzer/headlines.h"
 #include "analyzer/p2p_blame.h"
 
 namespace ncclrec::analyzer::engine {
@@ -111,16 +112,13 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v, const Inferre
   v.op = failed.op;
   v.site = last != nullptr ? siteAt(rd, *last) : CallSite{};
   if (v.site.known()) v.stacks = {v.site};
-  const std::string how = rd.exited ? " exited"
-                          : rd.fatal_signal != 0
-                              ? " crashed (" + base::signalName(rd.fatal_signal) + ")"
-                              : " died without an exit mark";
-  v.headline = ranksWord(v.ranks) + how + " with nothing pending: " + lastOpPhrase(rd, last) +
-               "; " + ranksWord(victims) + " then failed (NCCL error " +
-               std::to_string(failed.result) + ": the peer was gone), " +
-               std::string(format::opName(failed.op)) +
-               (failed.op_seq != 0 ? " #" + std::to_string(failed.op_seq) : "") + " on comm " +
-               shortCommId(failed.commId()) + " first";
+  Gone gone;
+  gone.how = rd.exited              ? Gone::How::kExited
+             : rd.fatal_signal != 0 ? Gone::How::kCrashed
+                                    : Gone::How::kDied;
+  gone.signal = rd.fatal_signal;
+  gone.last = lastOp(rd, last);
+  v.headline = leftFirstHeadline(v, gone, victims, failed.result);
   return true;
 }
 

@@ -270,7 +270,7 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
   v.cls = VerdictClass::kRankStuckInHost;
   if (last != nullptr) v.site = siteAt(t.rd, *last);
   v.headline = t.who + (t.culprits.size() == 1 ? " is" : " are") +
-               " alive but stuck in host code: " + lastOpPhrase(t.rd, last) + "; " +
+               " alive but stuck in host code: " + lastOpPhrase(lastOp(t.rd, last)) + "; " +
                ranksWord(t.others) + wait_word + " in " + std::string(format::opName(v.op)) + " #" +
                std::to_string(v.seq);
 }
@@ -426,15 +426,18 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
   v.seq = at->op_seq;
   v.op = at->op;
   v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
-  v.headline = head + lastOpPhrase(rx, last) + chain(x);
+  v.headline = head + lastOpPhrase(lastOp(rx, last)) + chain(x);
   return true;
 }
 
-std::string Engine::lastOpPhrase(const RankData& rd, const EventRecord* last) const {
-  if (last == nullptr) return "its last NCCL op never came";
-  return "its last NCCL op (" + std::string(format::opName(last->op)) + " #" +
-         std::to_string(last->op_seq) + " from " + describeCallSite(siteAt(rd, *last)) + ")" +
-         (last->endNs() > 0 ? " completed " + seconds(now_ - last->endNs()) + " ago" : "");
+LastOp Engine::lastOp(const RankData& rd, const EventRecord* last) const {
+  LastOp o;
+  if (last == nullptr) return o;
+  o.any = true;
+  o.op = evidenceOpOf(*last, siteAt(rd, *last));
+  o.completed = last->endNs() > 0;
+  if (o.completed) o.ago_ns = now_ - last->endNs();
+  return o;
 }
 
 std::string Engine::waitsThereFor(const EventRecord& pending, size_t self,
@@ -465,7 +468,7 @@ std::string Engine::waitsThereFor(const EventRecord& pending, size_t self,
     return out + ", itself blocked in " + std::string(format::opName(its_pending->op)) + " #" +
            std::to_string(its_pending->op_seq) + " on comm " + shortCommId(its_pending->commId());
   }
-  return out + ", in host code: " + lastOpPhrase(rd, its_last);
+  return out + ", in host code: " + lastOpPhrase(lastOp(rd, its_last));
 }
 
 }  // namespace ncclrec::analyzer::engine

@@ -43,13 +43,15 @@ Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
   const EventRecord* last = newestCommOp(rd);
   if (rd.exited) {
     a.how = Away::kExited;
-    a.where = "exited; " + en.lastOpPhrase(rd, last);
+    a.where = "exited; " + lastOpPhrase(en.lastOp(rd, last));
   } else if (rd.fatal_signal != 0) {
     a.how = Away::kCrashed;
-    a.where = "crashed (" + base::signalName(rd.fatal_signal) + "); " + en.lastOpPhrase(rd, last);
+    a.where =
+        "crashed (" + base::signalName(rd.fatal_signal) + "); " + lastOpPhrase(en.lastOp(rd, last));
   } else if (en.dead(*r)) {
     a.how = Away::kDead;
-    a.where = "died without an exit mark (killed from outside); " + en.lastOpPhrase(rd, last);
+    a.where =
+        "died without an exit mark (killed from outside); " + lastOpPhrase(en.lastOp(rd, last));
   } else if (const EventRecord* p = newestBlock(rd)) {
     a.how = Away::kBlocked;
     a.where = "is blocked in " + std::string(format::opName(p->op)) +
@@ -58,7 +60,7 @@ Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
               " from " + describeCallSite(en.siteAt(rd, *p));
   } else {
     a.how = Away::kHost;
-    a.where = "is in host code: " + en.lastOpPhrase(rd, last);
+    a.where = "is in host code: " + lastOpPhrase(en.lastOp(rd, last));
   }
   return a;
 }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/p2p_blame.h"
 #include "analyzer/rules.h"
 
@@ -67,31 +68,21 @@ std::optional<Verdict> findP2pStop(const Engine& en, Inferred& inferred) {
     const EventRecord* last = newestCommOp(rd);
     if (last != nullptr) v.site = en.siteAt(rd, *last);
     if (v.site.known()) v.stacks = {v.site};
-    const std::string who = "rank " + std::to_string(en.globalRank(x));
-    const std::string waiter = "rank " + std::to_string(en.globalRank(w));
-    const std::string waited =
-        std::string(format::opName(e->op)) + " #" + std::to_string(e->op_seq) +
-        (e->op == OpType::kSend ? " to " : " from ") + who + " on comm " +
-        shortCommId(e->commId()) + " from " + describeCallSite(en.siteAt(set.ranks[w], *e));
-    const std::string then = failed ? "; " + waiter + " failed in its " + waited + " (NCCL error " +
-                                          std::to_string(e->result) + ")"
-                                    : "; " + waiter + " waits in its " + waited;
+    Gone how_gone;
+    how_gone.last = en.lastOp(rd, last);
     if (rd.exited) {
       v.cls = VerdictClass::kRankExited;
-      v.headline =
-          who + " exited without ending the communicator: " + en.lastOpPhrase(rd, last) + then;
     } else if (rd.fatal_signal != 0 || en.dead(x, inferred) || gone) {
       v.cls = VerdictClass::kRankCrashed;
       inferred.dead.insert(x);
-      const std::string how =
-          rd.fatal_signal != 0
-              ? "crashed (" + base::signalName(rd.fatal_signal) + ")"
-              : "died without an exit mark (killed, e.g. SIGKILL or out of memory)";
-      v.headline = who + " " + how + ": " + en.lastOpPhrase(rd, last) + then;
+      how_gone.how = rd.fatal_signal != 0 ? Gone::How::kCrashed : Gone::How::kDied;
+      how_gone.signal = rd.fatal_signal;
     } else {
       v.cls = VerdictClass::kRankStuckInHost;
-      v.headline = who + " is alive but stuck in host code: " + en.lastOpPhrase(rd, last) + then;
+      how_gone.how = Gone::How::kInHost;
     }
+    v.headline = peerGoneHeadline(v, how_gone, en.globalRank(w), en.siteAt(set.ranks[w], *e),
+                                  failed, e->result);
     return v;
   }
   return std::nullopt;
