@@ -99,9 +99,28 @@ std::string countOf(const EvidenceOp& o) {
 }
 
 // "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
-std::string callAt(const P2pCall& c) {
+std::string callAt(const OpOn& c) {
   return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
          shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
+}
+
+// "ncclAllReduce #7 from f() a.py:3" for a collective or a send or receive; "ncclCommSplit on
+// comm c0ffee00 from f() a.py:3" for a call without a number.
+std::string opAt(const OpOn& o) {
+  const bool numbered = format::isCollective(o.op.op) || format::isP2p(o.op.op);
+  return std::string(opName(o.op.op)) +
+         (numbered ? " #" + std::to_string(o.op.seq) : " on comm " + shortCommId(o.comm_id)) +
+         " from " + describeCallSite(o.op.site);
+}
+
+// How the others stand in the op they issued past a communicator's end.
+std::string standing(const EvidenceOp& o) {
+  if (o.state == format::EventState::kFailed) {
+    return "failed in it (NCCL error " + std::to_string(o.result) + ")";
+  }
+  const bool incomplete =
+      o.state == format::EventState::kEnqueued || o.state == format::EventState::kStarted;
+  return incomplete ? "wait in it" : "completed it without that rank";
 }
 
 // "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from f() a.cc:3": the verdict's waiting op.
@@ -189,7 +208,7 @@ std::string p2pCountHeadline(const Verdict& v, int peer, const EvidenceOp& mine,
          describeCallSite(theirs.site) + " moves " + countOf(theirs);
 }
 
-std::string p2pShortRunHeadline(const Verdict& v, const P2pCall& next, const P2pCall& met) {
+std::string p2pShortRunHeadline(const Verdict& v, const OpOn& next, const OpOn& met) {
   return "rank " + std::to_string(v.ranks.at(0)) + " posted one " + std::string(opName(v.op)) +
          " fewer from " + describeCallSite(v.site) + " than its loop does, so its next, " +
          callAt(next) + " (" + countOf(next.op) + "), met " + callAt(met) + " (" + countOf(met.op) +
@@ -265,6 +284,51 @@ std::string leftFirstHeadline(const Verdict& v, const Gone& gone, const std::vec
          ": the peer was gone), " + std::string(opName(v.op)) +
          (v.seq != 0 ? " #" + std::to_string(v.seq) : "") + " on comm " + shortCommId(v.comm_id) +
          " first";
+}
+
+std::string commEndHeadline(const Verdict& v, const CommEnd& end) {
+  std::string out = "rank " + std::to_string(v.ranks.at(0)) +
+                    (v.op == format::OpType::kCommAbort ? " aborted" : " destroyed") + " comm " +
+                    shortCommId(v.comm_id) + " (" + std::string(opName(v.op)) + " from " +
+                    describeCallSite(v.site) + ")";
+  out += end.last ? " after its " + opAt(*end.last) : " before any collective on it";
+  if (end.went_on) {
+    out += " and went on (" + std::string(opName(end.went_on->op.op)) + " on comm " +
+           shortCommId(end.went_on->comm_id) + " from " + describeCallSite(end.went_on->op.site) +
+           ")";
+  }
+  return out + "; " + ranksWord(end.others) + " issued " + opAt(end.theirs) + " on it and " +
+         standing(end.theirs.op);
+}
+
+std::string partialSplitHeadline(const Verdict& v, const SplitTaken& s) {
+  const std::string split =
+      "ncclCommSplit of comm " + shortCommId(v.comm_id) + " from " + describeCallSite(v.site);
+  const std::string instead = " issued " + opAt(s.instead) + " instead";
+  if (v.cls == VerdictClass::kSkippedCollective) {
+    return ranksWord(s.skippers) + " skipped " + split + " that " + ranksWord(s.callers) +
+           " called" +
+           (s.after_seq > 0 ? " after collective #" + std::to_string(s.after_seq) : std::string()) +
+           "; " + (s.skippers.size() == 1 ? "it" : "they") + instead;
+  }
+  return ranksWord(s.callers) + (s.callers.size() == 1 ? " alone (" : " (") +
+         subsetCondition(s.callers, s.all) + ") called " + split + "; " + ranksWord(s.skippers) +
+         instead;
+}
+
+std::string groupLeftOutHeadline(const Verdict& v, const GroupLeftOut& g) {
+  const std::string culprit = std::to_string(v.ranks.at(0));
+  std::string waiting;  // "ncclRecv #3 from rank 1 and ncclSend #3 to rank 1"
+  for (const EvidenceOp& o : g.waits) {
+    waiting += std::string(waiting.empty() ? "" : " and ") + std::string(opName(o.op)) + " #" +
+               std::to_string(o.seq) + (o.op == format::OpType::kSend ? " to" : " from") +
+               " rank " + culprit;
+  }
+  return "rank " + culprit + " left rank " + std::to_string(g.left) +
+         " out of its grouped sends and receives #" + std::to_string(g.group) + " on comm " +
+         shortCommId(v.comm_id) + " from " + describeCallSite(v.site) + ": that group posts to " +
+         ranksWord(g.posts_to) + " only, while rank " + std::to_string(g.left) + "'s group #" +
+         std::to_string(g.group) + " waits in " + waiting;
 }
 
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {

@@ -1,8 +1,10 @@
 // The headlines of the op-order verdicts (rank_gated_collective, skipped_collective and the five
 // mismatches), of the ranks that stopped between ops (rank_exited, rank_crashed, rank_not_running,
 // from a stream that ended, or with nothing pending while its peers' calls then failed), of the
-// sends and receives that do not pair (p2p_mismatch) and of a rank gone while its peer waits in a
-// send or receive: the one place their English is written. Each is made
+// sends and receives that do not pair (p2p_mismatch), of a rank gone while its peer waits in a
+// send or receive, and of the communicator calls that left others waiting (comm_aborted,
+// comm_destroyed, a split not every member called, a group that left a peer out): the one place
+// their English is written. Each is made
 // from the verdict its rule filled (class, culprits, communicator, op, sequence number, call site:
 // the fields the JSON gives) and from what the other ranks did instead, so that the headline cannot
 // name another op, rank or place than the JSON does. blame.h then appends where the waiting ranks
@@ -122,9 +124,9 @@ struct P2pTally {
   CallSite last_site;
 };
 
-// A send or receive that a headline names besides the verdict's own op: its op, sequence number,
-// count, datatype and call site, on `comm_id`.
-struct P2pCall {
+// An op that a headline names besides the verdict's own: its op, sequence number, count,
+// datatype, state, result and call site, on `comm_id`.
+struct OpOn {
   EvidenceOp op;
   uint64_t comm_id = 0;
 };
@@ -143,7 +145,7 @@ std::string p2pCountHeadline(const Verdict& v, int peer, const EvidenceOp& mine,
 // p2p_mismatch, a loop one call short (the verdict's site is the loop's): "rank 2 posted one
 // ncclSend fewer from f() a.cc:3 than its loop does, so its next, ncclSend #5 on comm c0ffee00
 // from g() b.cc:9 (64 float32), met ncclRecv #5 on comm c0ffee00 from h() c.cc:1 (128 float32)".
-std::string p2pShortRunHeadline(const Verdict& v, const P2pCall& next, const P2pCall& met);
+std::string p2pShortRunHeadline(const Verdict& v, const OpOn& next, const OpOn& met);
 
 // p2p_mismatch, a relay that dropped a send (the verdict's op is the send it never posted):
 // "rank 2 completed 6 ncclRecvs from ranks 0,1 but posted 2 ncclSends to rank 3 on comm
@@ -204,5 +206,42 @@ std::string peerGoneHeadline(const Verdict& v, const Gone& gone, int waiter,
 // first".
 std::string leftFirstHeadline(const Verdict& v, const Gone& gone, const std::vector<int>& victims,
                               int result);
+
+// comm_aborted, comm_destroyed (the verdict: the rank, its abort or destroy and its call site):
+// "rank 1 destroyed comm c0ffee00 (ncclCommDestroy from f() a.cc:3) after its ncclAllReduce #4
+// from g() b.cc:9 and went on (ncclAllReduce on comm beef0000 from h() c.cc:1); ranks 0,2 issued
+// ncclAllReduce #5 from g() b.cc:9 on it and wait in it".
+struct CommEnd {
+  std::optional<OpOn> last;     // its last collective on it; none: "before any collective on it"
+  std::optional<OpOn> went_on;  // after a destroy, its first NCCL op
+  std::vector<int> others;      // the ranks that issued `theirs` on it
+  OpOn theirs;                  // its state and result tell how they stand in it
+};
+std::string commEndHeadline(const Verdict& v, const CommEnd& end);
+
+// A split that not every member of the communicator called (the verdict: the split's
+// communicator and call site; skipped_collective when the callers are more, the skippers named,
+// else rank_gated_collective, the callers named): "rank 3 skipped ncclCommSplit of comm c0ffee00
+// from f() a.cc:3 that ranks 0-2 called after collective #4; it issued ncclAllReduce #5 from
+// g() b.cc:9 instead", "rank 0 alone (rank == 0) called ncclCommSplit of comm ...; ranks 1-3
+// issued ... instead".
+struct SplitTaken {
+  std::vector<int> callers, skippers, all;  // ascending
+  uint64_t after_seq = 0;                   // the collective the callers called it after (0: none)
+  OpOn instead;                             // what the first skipper issued instead
+};
+std::string partialSplitHeadline(const Verdict& v, const SplitTaken& s);
+
+// p2p_mismatch, a group of sends and receives that left a peer out (the verdict: the rank that
+// left it out, the call it did not post, the group's call site): "rank 2 left rank 1 out of its
+// grouped sends and receives #4 on comm c0ffee00 from f() a.cc:3: that group posts to rank 0
+// only, while rank 1's group #4 waits in ncclSend #4 to rank 2".
+struct GroupLeftOut {
+  int left = -1;                  // the rank left out
+  uint64_t group = 0;             // the groups' number, from 1
+  std::vector<int> posts_to;      // the peers the culprit's group posts to
+  std::vector<EvidenceOp> waits;  // the left-out rank's pending calls with the culprit
+};
+std::string groupLeftOutHeadline(const Verdict& v, const GroupLeftOut& g);
 
 }  // namespace ncclrec::analyzer

@@ -1,6 +1,6 @@
 // The headlines of headlines.h: each kind of "instead" of the op-order verdicts in words, the
 // mismatch classes, a stream that stopped, the sends and receives that do not pair, a rank gone
-// from a send or receive or before its peers' calls failed.
+// from a send or receive or before its peers' calls failed, and the communicator calls.
 #include "analyzer/headlines.h"
 
 #include <gtest/gtest.h>
@@ -285,6 +285,73 @@ TEST(HeadlinesTest, ARankThatLeftFirstNamesTheCallThatFailedForIt) {
   EXPECT_EQ(leftFirstHeadline(v, gone, {0}, 6),
             "rank 2 exited with nothing pending: its last NCCL op never came; rank 0 then failed "
             "(NCCL error 6: the peer was gone), ncclCommDestroy on comm c0ffee00 first");
+}
+
+TEST(HeadlinesTest, AnEarlyEndSaysWhatTheRankDidAroundItAndHowTheOthersStand) {
+  Verdict v = verdictOf(VerdictClass::kCommDestroyed, {1});
+  v.op = OpType::kCommDestroy;
+  v.site = at("shutdown", 90);
+  CommEnd end;
+  end.others = {0, 2};
+  end.theirs = {opOf(OpType::kAllReduce, 5, at("logLoss", 40)), v.comm_id};
+  end.theirs.op.state = format::EventState::kStarted;
+  const std::string head =
+      "rank 1 destroyed comm c0ffee00 (ncclCommDestroy from shutdown() train.cc:90) ";
+  const std::string theirs =
+      "; ranks 0,2 issued ncclAllReduce #5 from logLoss() train.cc:40 on it ";
+  EXPECT_EQ(commEndHeadline(v, end),
+            head + "before any collective on it" + theirs + "and wait in it");
+  end.last = OpOn{opOf(OpType::kAllReduce, 4, at("logLoss", 40)), v.comm_id};
+  end.went_on = OpOn{opOf(OpType::kAllReduce, 9, at("trainStep", 27)), 0xbeef000000000002ull};
+  end.theirs.op.state = format::EventState::kFailed;
+  end.theirs.op.result = 6;
+  EXPECT_EQ(commEndHeadline(v, end),
+            head +
+                "after its ncclAllReduce #4 from logLoss() train.cc:40 and went on (ncclAllReduce "
+                "on comm beef0000 from trainStep() train.cc:27)" +
+                theirs + "and failed in it (NCCL error 6)");
+  v.op = OpType::kCommAbort;
+  end = {};
+  end.others = {0};
+  end.theirs = {opOf(OpType::kCommSplit, 0, at("makeGroups", 12)), v.comm_id};
+  end.theirs.op.state = format::EventState::kCompleted;
+  EXPECT_EQ(commEndHeadline(v, end),
+            "rank 1 aborted comm c0ffee00 (ncclCommAbort from shutdown() train.cc:90) before any "
+            "collective on it; rank 0 issued ncclCommSplit on comm c0ffee00 from makeGroups() "
+            "train.cc:12 on it and completed it without that rank");
+}
+
+TEST(HeadlinesTest, ASplitNotEveryMemberCalledNamesTheFewerSide) {
+  Verdict v = verdictOf(VerdictClass::kSkippedCollective, {3});
+  v.op = OpType::kCommSplit;
+  v.site = at("makeGroups", 12);
+  SplitTaken s{
+      {0, 1, 2}, {3}, {0, 1, 2, 3}, 4, {opOf(OpType::kAllReduce, 5, at("logLoss", 40)), v.comm_id}};
+  EXPECT_EQ(partialSplitHeadline(v, s),
+            "rank 3 skipped ncclCommSplit of comm c0ffee00 from makeGroups() train.cc:12 that "
+            "ranks 0-2 called after collective #4; it issued ncclAllReduce #5 from logLoss() "
+            "train.cc:40 instead");
+  v.cls = VerdictClass::kRankGatedCollective;
+  s = {{0}, {1, 2, 3}, {0, 1, 2, 3}, 0, s.instead};
+  EXPECT_EQ(partialSplitHeadline(v, s),
+            "rank 0 alone (rank == 0) called ncclCommSplit of comm c0ffee00 from makeGroups() "
+            "train.cc:12; ranks 1-3 issued ncclAllReduce #5 from logLoss() train.cc:40 instead");
+}
+
+TEST(HeadlinesTest, AGroupThatLeftAPeerOutSaysWhoItPostsToAndWhatThePeerWaitsIn) {
+  Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
+  v.op = OpType::kRecv;
+  v.seq = 4;
+  v.site = at("exchangeHalo", 31);
+  GroupLeftOut g;
+  g.left = 1;
+  g.group = 4;
+  g.posts_to = {0};
+  g.waits = {opOf(OpType::kRecv, 4, {}), opOf(OpType::kSend, 4, {})};
+  EXPECT_EQ(groupLeftOutHeadline(v, g),
+            "rank 2 left rank 1 out of its grouped sends and receives #4 on comm c0ffee00 from "
+            "exchangeHalo() train.cc:31: that group posts to rank 0 only, while rank 1's group #4 "
+            "waits in ncclRecv #4 from rank 2 and ncclSend #4 to rank 2");
 }
 
 }  // namespace

@@ -18,13 +18,6 @@ bool countedCollective(const EventRecord& e) {
          !rejected(e);
 }
 
-std::string opAt(const EventRecord& e, const CallSite& site) {
-  const bool numbered = format::isCollective(e.op) || format::isP2p(e.op);
-  return std::string(format::opName(e.op)) +
-         (numbered ? " #" + std::to_string(e.op_seq) : " on comm " + shortCommId(e.commId())) +
-         " from " + describeCallSite(site);
-}
-
 // A rank's earliest collective on `comm` past `seq`, or nullptr.
 const EventRecord* firstPast(const RankData& r, uint64_t comm, uint64_t seq) {
   const EventRecord* best = nullptr;

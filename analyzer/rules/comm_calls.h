@@ -13,8 +13,6 @@ namespace ncclrec::analyzer {
 
 // A collective with a slot on a communicator that NCCL took (not rejected).
 bool countedCollective(const format::EventRecord& e);
-// "ncclAllReduce #7 from f() a.py:3"; a call without a number names its communicator instead.
-std::string opAt(const format::EventRecord& e, const CallSite& site);
 // A rank's earliest collective on `comm` past `seq`, or nullptr.
 const format::EventRecord* firstPast(const format::RankData& r, uint64_t comm, uint64_t seq);
 // Where a rank that skipped a split of `comm` went on: its first collective on `comm` past

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules/comm_calls.h"
@@ -21,14 +22,6 @@ using format::OpType;
 using format::RankData;
 
 namespace {
-
-// How the others stand in the op they issued past the culprit's end.
-std::string standing(const EventRecord& e) {
-  if (e.state == EventState::kFailed) {
-    return "failed in it (NCCL error " + std::to_string(e.result) + ")";
-  }
-  return isIncomplete(e) ? "wait in it" : "completed it without that rank";
-}
 
 // A rank's first send or receive on `comm` that never completed (pending, or failed after it was
 // issued: the peer left), or nullptr. After a peer's abort, hostnccl and NCCL fail these with a
@@ -150,22 +143,19 @@ std::optional<Verdict> findEarlyCommEnd(const format::LoadedSet& set, const Call
   v.site = callSiteOf(rd, end, sites);
   const CallSite their_site = callSiteOf(set.ranks[their_rank], *theirs, sites);
   v.stacks = {v.site, their_site};
-  v.headline = "rank " + std::to_string(rd.global_rank) +
-               (end.op == OpType::kCommAbort ? " aborted" : " destroyed") + " comm " +
-               shortCommId(end.commId()) + " (" + std::string(format::opName(end.op)) + " from " +
-               describeCallSite(v.site) + ")";
+  CommEnd words;
+  const auto onItsComm = [&](const EventRecord& e, const CallSite& site) {
+    return OpOn{evidenceOpOf(e, site), e.commId()};
+  };
   if (found->last != nullptr) {
-    v.headline += " after its " + opAt(*found->last, callSiteOf(rd, *found->last, sites));
-  } else {
-    v.headline += " before any collective on it";
+    words.last = onItsComm(*found->last, callSiteOf(rd, *found->last, sites));
   }
   if (found->went_on != nullptr) {
-    v.headline += " and went on (" + std::string(format::opName(found->went_on->op)) + " on comm " +
-                  shortCommId(found->went_on->commId()) + " from " +
-                  describeCallSite(callSiteOf(rd, *found->went_on, sites)) + ")";
+    words.went_on = onItsComm(*found->went_on, callSiteOf(rd, *found->went_on, sites));
   }
-  v.headline += "; " + ranksWord(others) + " issued " + opAt(*theirs, their_site) + " on it and " +
-                standing(*theirs);
+  words.others = others;
+  words.theirs = onItsComm(*theirs, their_site);
+  v.headline = commEndHeadline(v, words);
   v.tables.push_back(endsTable(set, sites, end.commId(), found->rank));
   return v;
 }

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
@@ -46,10 +48,6 @@ std::map<uint64_t, std::vector<Group>> groupsOf(const RankData& r) {
 
 bool pending(const EventRecord& e) {
   return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-std::string peersWord(const std::vector<int>& ranks) {
-  return ranks.size() == 1 ? "rank " + std::to_string(ranks[0]) : "ranks " + formatRanks(ranks);
 }
 
 // Every process's groups per communicator, and which process holds each (comm, comm rank).
@@ -166,12 +164,12 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   for (const EventRecord* o : theirs) peers.push_back(f.globalOf(best->commId(), o->peer()));
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-  std::string waiting;  // "ncclRecv #3 from rank 1 and ncclSend #3 to rank 1"
+  GroupLeftOut words;
+  words.left = ra.global_rank;
+  words.group = l.g + 1;
+  words.posts_to = peers;
   for (const EventRecord* o : mine) {
-    if (o->peer() != best->peer() || !pending(*o)) continue;
-    waiting += std::string(waiting.empty() ? "" : " and ") + std::string(format::opName(o->op)) +
-               " #" + std::to_string(o->op_seq) + (o->op == OpType::kSend ? " to" : " from") +
-               " rank " + std::to_string(rb.global_rank);
+    if (o->peer() == best->peer() && pending(*o)) words.waits.push_back(evidenceOpOf(*o, {}));
   }
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
@@ -181,12 +179,7 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   v.op = missing;
   v.site = callSiteOf(rb, site_op, sites);
   v.stacks = {v.site, callSiteOf(ra, *best, sites)};
-  v.headline = "rank " + std::to_string(rb.global_rank) + " left rank " +
-               std::to_string(ra.global_rank) + " out of its grouped sends and receives #" +
-               std::to_string(l.g + 1) + " on comm " + shortCommId(best->commId()) + " from " +
-               describeCallSite(v.site) + ": that group posts to " + peersWord(peers) +
-               " only, while rank " + std::to_string(ra.global_rank) + "'s group #" +
-               std::to_string(l.g + 1) + " waits in " + waiting;
+  v.headline = groupLeftOutHeadline(v, words);
   v.tables.push_back(groupTable(f, l, sites));
   return v;
 }

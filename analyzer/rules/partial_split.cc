@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules/comm_calls.h"
@@ -163,26 +164,21 @@ std::optional<Verdict> findPartialSplit(const format::LoadedSet& set, const Call
     v.site = callSiteOf(set.ranks[ps->caller], *ps->call->e, sites);
     const CallSite other_site = callSiteOf(set.ranks[ps->skippers[0]], *ps->instead[0], sites);
     v.stacks = {v.site, other_site};
-    const std::string split =
-        "ncclCommSplit of comm " + shortCommId(comm) + " from " + describeCallSite(v.site);
-    const std::string next = opAt(*ps->instead[0], other_site);
+    const SplitTaken words{caller_ranks,
+                           skipper_ranks,
+                           all,
+                           ps->call->after_seq,
+                           {evidenceOpOf(*ps->instead[0], other_site), ps->instead[0]->commId()}};
     // The fewer side deviated: skippers fewer than callers skipped it, callers fewer than
     // skippers made a split of their own.
     if (ps->callers.size() >= ps->skippers.size()) {
       v.cls = VerdictClass::kSkippedCollective;
       v.ranks = skipper_ranks;
-      v.headline =
-          ranksWord(skipper_ranks) + " skipped " + split + " that " + ranksWord(caller_ranks) +
-          " called" +
-          (ps->call->after_seq > 0 ? " after collective #" + std::to_string(ps->call->after_seq)
-                                   : std::string()) +
-          "; " + (skipper_ranks.size() == 1 ? "it" : "they") + " issued " + next + " instead";
+      v.headline = partialSplitHeadline(v, words);
     } else {
       v.cls = VerdictClass::kRankGatedCollective;
       v.ranks = caller_ranks;
-      v.headline = ranksWord(caller_ranks) + (caller_ranks.size() == 1 ? " alone (" : " (") +
-                   subsetCondition(caller_ranks, all) + ") called " + split + "; " +
-                   ranksWord(skipper_ranks) + " issued " + next + " instead";
+      v.headline = partialSplitHeadline(v, words);
     }
     v.tables.push_back(splitTable(set, sites, *ps, by_rank, v.ranks));
     return v;
