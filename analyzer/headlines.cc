@@ -331,6 +331,16 @@ std::string groupLeftOutHeadline(const Verdict& v, const GroupLeftOut& g) {
          std::to_string(g.group) + " waits in " + waiting;
 }
 
+std::string deadlockHeadline(const Verdict& v, const std::vector<CycleStep>& cycle) {
+  std::string out = ranksWord(v.ranks) + " deadlock across communicators: ";
+  for (size_t k = 0; k < cycle.size(); ++k) {
+    out += k == 0 ? "rank " + std::to_string(cycle[k].rank) + " waits in "
+                  : std::string(", which waits in ");
+    out += callAt(cycle[k].waits_in) + " for rank " + std::to_string(cycle[k].waits_for);
+  }
+  return out;
+}
+
 VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {
   if (mine.op != theirs.op) return VerdictClass::kOpMismatch;
   if (mine.count != theirs.count) return VerdictClass::kSizeMismatch;

@@ -3,12 +3,12 @@
 // from a stream that ended, or with nothing pending while its peers' calls then failed), of the
 // sends and receives that do not pair (p2p_mismatch), of a rank gone while its peer waits in a
 // send or receive, and of the communicator calls that left others waiting (comm_aborted,
-// comm_destroyed, a split not every member called, a group that left a peer out): the one place
-// their English is written. Each is made
-// from the verdict its rule filled (class, culprits, communicator, op, sequence number, call site:
-// the fields the JSON gives) and from what the other ranks did instead, so that the headline cannot
-// name another op, rank or place than the JSON does. blame.h then appends where the waiting ranks
-// are.
+// comm_destroyed, a split not every member called, a group that left a peer out), and of a wait
+// cycle across communicators (cross_comm_deadlock): the one place their English is written. Each is
+// made from the verdict its rule filled (class, culprits, communicator, op, sequence number, call
+// site: the fields the JSON gives) and from what the other ranks did instead, so that the headline
+// cannot name another op, rank or place than the JSON does. blame.h then appends where the waiting
+// ranks are.
 #pragma once
 
 #include <cstddef>
@@ -243,5 +243,16 @@ struct GroupLeftOut {
   std::vector<EvidenceOp> waits;  // the left-out rank's pending calls with the culprit
 };
 std::string groupLeftOutHeadline(const Verdict& v, const GroupLeftOut& g);
+
+// cross_comm_deadlock (the verdict: the ranks of the cycle): "ranks 0-1 deadlock across
+// communicators: rank 0 waits in ncclAllReduce #3 on comm c0ffee00 from f() a.cc:3 for rank 1,
+// which waits in ncclBroadcast #2 on comm beef0000 from g() b.cc:9 for rank 0". One step per rank
+// of the cycle, in its order.
+struct CycleStep {
+  int rank = -1;
+  OpOn waits_in;
+  int waits_for = -1;
+};
+std::string deadlockHeadline(const Verdict& v, const std::vector<CycleStep>& cycle);
 
 }  // namespace ncclrec::analyzer

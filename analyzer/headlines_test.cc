@@ -1,6 +1,7 @@
 // The headlines of headlines.h: each kind of "instead" of the op-order verdicts in words, the
 // mismatch classes, a stream that stopped, the sends and receives that do not pair, a rank gone
-// from a send or receive or before its peers' calls failed, and the communicator calls.
+// from a send or receive or before its peers' calls failed, the communicator calls,
+// and a deadlock across communicators.
 #include "analyzer/headlines.h"
 
 #include <gtest/gtest.h>
@@ -352,6 +353,17 @@ TEST(HeadlinesTest, AGroupThatLeftAPeerOutSaysWhoItPostsToAndWhatThePeerWaitsIn)
             "rank 2 left rank 1 out of its grouped sends and receives #4 on comm c0ffee00 from "
             "exchangeHalo() train.cc:31: that group posts to rank 0 only, while rank 1's group #4 "
             "waits in ncclRecv #4 from rank 2 and ncclSend #4 to rank 2");
+}
+
+TEST(HeadlinesTest, ADeadlockWalksItsCycle) {
+  Verdict v = verdictOf(VerdictClass::kCrossCommDeadlock, {0, 1});
+  const std::vector<CycleStep> cycle = {
+      {0, {opOf(OpType::kAllReduce, 3, at("logLoss", 40)), v.comm_id}, 1},
+      {1, {opOf(OpType::kBroadcast, 2, at("syncWeights", 22)), 0xbeef000000000002ull}, 0}};
+  EXPECT_EQ(deadlockHeadline(v, cycle),
+            "ranks 0-1 deadlock across communicators: rank 0 waits in ncclAllReduce #3 on comm "
+            "c0ffee00 from logLoss() train.cc:40 for rank 1, which waits in ncclBroadcast #2 on "
+            "comm beef0000 from syncWeights() train.cc:22 for rank 0");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/cycle_blame.h"
+#include "analyzer/headlines.h"
 #include "analyzer/p2p_blame.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
@@ -23,11 +24,6 @@ using format::RankData;
 
 bool pending(const EventRecord& e) {
   return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-std::string opAt(const EventRecord& e, const CallSite& site) {
-  return std::string(format::opName(e.op)) + " #" + std::to_string(e.op_seq) + " on comm " +
-         shortCommId(e.commId()) + " from " + describeCallSite(site);
 }
 
 // The wait-for graph of the processes blocked in a collective (or, through addP2pWaits, in a send
@@ -213,17 +209,17 @@ Verdict deadlockVerdict(const CycleFacts& facts, const std::vector<size_t>& cycl
   v.seq = e.op_seq;
   v.op = e.op;
   v.site = callSiteOf(first, e, facts.sites);
-  v.headline = ranksWord(v.ranks) + " deadlock across communicators: ";
+  std::vector<CycleStep> steps;
   for (size_t k = 0; k < cycle.size(); ++k) {
     const RankData& r = set.ranks[cycle[k]];
     const RankData& next = set.ranks[cycle[(k + 1) % cycle.size()]];
-    const CallSite site = callSiteOf(r, *facts.blocked[cycle[k]], facts.sites);
+    const EventRecord& blocked = *facts.blocked[cycle[k]];
+    const CallSite site = callSiteOf(r, blocked, facts.sites);
     v.stacks.push_back(site);
-    v.headline += k == 0 ? "rank " + std::to_string(r.global_rank) + " waits in "
-                         : std::string(", which waits in ");
-    v.headline +=
-        opAt(*facts.blocked[cycle[k]], site) + " for rank " + std::to_string(next.global_rank);
+    steps.push_back(
+        {r.global_rank, {evidenceOpOf(blocked, site), blocked.commId()}, next.global_rank});
   }
+  v.headline = deadlockHeadline(v, steps);
   v.tables.push_back(cycleTable(facts, cycle));
   return v;
 }
