@@ -201,7 +201,7 @@ std::optional<Verdict> memberMissing(const Engine& en, const Creation& c) {
   }
   Verdict v;
   fromCreation(en, c, v);
-  const std::string what = creationPhrase(en, c) + lazyPhrase(en, c);
+  const std::string what = creationPhrase(creationOf(en, c)) + lazyPhrase(en, c);
   if (gone.empty() && all_blocked && joined.size() < away.size()) {
     // The joiners are the few: they began a creation the others, busy elsewhere, never make.
     v.cls = VerdictClass::kRankGatedCollective;
@@ -287,7 +287,7 @@ std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>&
       for (int r : ranks) (deviant ? culprits : waiting).insert(r);
       if (!majority && x->maker != nullptr) culprits.insert(x->maker->global_rank);
       groups += (groups.empty() ? "" : "; ") + ranksWord(ranks) + " joined the id " +
-                madeByPhrase(en, *x);
+                madeByPhrase(makerOf(en, *x));
     }
     if (!majority && culprits.empty()) culprits = waiting;  // no maker recorded: every joiner
     if (!majority) {
@@ -296,7 +296,7 @@ std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>&
     v.ranks.assign(culprits.begin(), culprits.end());
     v.waiting.assign(waiting.begin(), waiting.end());
     v.headline = "one communicator of " + std::to_string(c.agreedSize()) + " ranks (" +
-                 creationPhrase(en, c) + ") was given " + std::to_string(ids.size()) +
+                 creationPhrase(creationOf(en, c)) + ") was given " + std::to_string(ids.size()) +
                  " unique ids, and none can fill: " + groups +
                  (majority ? "" : "; no id is shared by a majority of its members") +
                  ": one rank must make the id and every member use that one";
@@ -321,28 +321,24 @@ std::vector<int> joinerRanks(const Creation& c) {
   return out;
 }
 
-std::string creationPhrase(const Engine& en, const Creation& c) {
+CreationRef creationOf(const Engine& en, const Creation& c) {
   const Joiner& j = c.joiners.front();
-  return std::string(format::opName(j.event->op)) + " of comm " + shortCommId(c.id) + " (" +
-         std::to_string(c.agreedSize()) + " ranks) from " +
-         describeCallSite(en.siteAt(en.set().ranks[j.rank], *j.event));
+  return {j.event->op, c.id, c.agreedSize(), en.siteAt(en.set().ranks[j.rank], *j.event)};
 }
 
-std::string madeByPhrase(const Engine& en, const Creation& c) {
-  std::string s;
-  if (c.maker != nullptr) {
-    // The process too, when another one runs as the same rank.
-    const auto& ranks = en.set().ranks;
-    const bool shared = std::count_if(ranks.begin(), ranks.end(), [&](const RankData& r) {
-                          return r.global_rank == c.maker->global_rank;
-                        }) > 1;
-    s = "made by rank " + std::to_string(c.maker->global_rank) +
-        (shared ? " (pid " + std::to_string(c.maker->pid) + ")" : "") + " (ncclGetUniqueId from " +
-        describeCallSite(en.siteAt(*c.maker, *c.made_by)) + ")";
-  } else {
-    s = "made by no recorded rank";
-  }
-  return s;
+IdMaker makerOf(const Engine& en, const Creation& c) {
+  IdMaker m;
+  if (c.maker == nullptr) return m;
+  m.recorded = true;
+  m.rank = c.maker->global_rank;
+  // The process too, when another one runs as the same rank.
+  const auto& ranks = en.set().ranks;
+  m.shared = std::count_if(ranks.begin(), ranks.end(), [&](const RankData& r) {
+               return r.global_rank == c.maker->global_rank;
+             }) > 1;
+  m.pid = c.maker->pid;
+  m.site = en.siteAt(*c.maker, *c.made_by);
+  return m;
 }
 
 void fromCreation(const Engine& en, const Creation& c, Verdict& v) {
@@ -356,7 +352,7 @@ void fromCreation(const Engine& en, const Creation& c, Verdict& v) {
 EvidenceTable creationTable(const Engine& en, const Creation& c, const std::vector<size_t>& away,
                             const std::vector<int>& marked) {
   EvidenceTable t;
-  t.title = "creation of comm " + shortCommId(c.id) + " (id " + madeByPhrase(en, c) +
+  t.title = "creation of comm " + shortCommId(c.id) + " (id " + madeByPhrase(makerOf(en, c)) +
             (c.root.empty() ? "" : ", root " + c.root) + ")";
   t.columns = {"rank", "host", "pid", "comm_rank", "nranks", "call", "now"};
   const auto row = [&](size_t r, const Joiner* j) {

@@ -11,6 +11,7 @@
 
 #include "analyzer/creation.h"
 #include "analyzer/engine.h"
+#include "analyzer/headlines_creation.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -30,16 +31,17 @@ std::optional<Verdict> argumentsDisagree(const Engine& en, const Creation& c);
 std::optional<Verdict> bootstrapStuck(const Engine& en, const Creation& c);
 
 // What the creation rules share (comm_creation.cc).
-// "ncclCommInitRank of comm 1a2b3c4d (4 ranks) from buildEvalGroup() main.cc:24".
-std::string creationPhrase(const Engine& en, const Creation& c);
+// The creation as a headline names it (headlines_creation.h creationPhrase: "ncclCommInitRank of
+// comm 1a2b3c4d (4 ranks) from buildEvalGroup() main.cc:24").
+CreationRef creationOf(const Engine& en, const Creation& c);
 // The evidence table of a creation: its joiners, and the processes `away` that did not join.
 EvidenceTable creationTable(const Engine& en, const Creation& c, const std::vector<size_t>& away,
                             const std::vector<int>& marked);
 // The verdict's communicator, op, call site and stack from the creation's first joiner.
 void fromCreation(const Engine& en, const Creation& c, Verdict& v);
-// "made by rank 0 (ncclGetUniqueId from initProcessGroup() main.cc:25)", "made by no recorded
-// rank"; with its root when known.
-std::string madeByPhrase(const Engine& en, const Creation& c);
+// Who made the creation's id (headlines_creation.h madeByPhrase: "made by rank 0
+// (ncclGetUniqueId from initProcessGroup() main.cc:25)", "made by no recorded rank").
+IdMaker makerOf(const Engine& en, const Creation& c);
 // Global ranks of the joiners, ascending, without repeats.
 std::vector<int> joinerRanks(const Creation& c);
 

@@ -23,12 +23,6 @@ std::vector<int> ranksOf(const std::vector<const Joiner*>& js) {
   return sorted(out);
 }
 
-std::string waitsIn(const std::vector<int>& ranks) {
-  return ranks.empty()
-             ? ""
-             : "; " + ranksWord(ranks) + (ranks.size() == 1 ? " waits" : " wait") + " in it";
-}
-
 // Joiners that asked for a rank outside [0, nranks): NCCL refuses the call (invalid argument).
 std::optional<Verdict> rankOutOfRange(const Engine& en, const Creation& c) {
   std::vector<const Joiner*> bad;
@@ -49,10 +43,7 @@ std::optional<Verdict> rankOutOfRange(const Engine& en, const Creation& c) {
   const Joiner& b = *bad.front();
   v.site = en.siteAt(en.set().ranks[b.rank], *b.event);
   v.stacks = {v.site};
-  v.headline = ranksWord(v.ranks) + " asked for rank " + std::to_string(b.comm_rank) + " of " +
-               std::to_string(b.nranks) + " in " + creationPhrase(en, c) +
-               (b.failed() ? ", which NCCL refused (invalid argument)" : "") + waitsIn(v.waiting) +
-               ": a rank of a communicator is 0 to nranks-1";
+  v.headline = rankOutOfRangeHeadline(v, creationOf(en, c), b.comm_rank, b.nranks, b.failed());
   v.tables.push_back(creationTable(en, c, {}, v.ranks));
   return v;
 }
@@ -125,20 +116,16 @@ std::optional<Verdict> sizesDisagree(const Engine& en, const Creation& c) {
   fromCreation(en, c, v);
   v.cls = VerdictClass::kCommInitMismatch;
   std::set<int> culprits, waiting;
-  std::string parts;
+  std::vector<std::pair<std::vector<int>, int>> sizes;
   for (const auto& [n, js] : by_size) {
     const std::vector<int> ranks = ranksOf(js);
     const bool deviant = top > second ? n != agreed : true;
     for (int r : ranks) (deviant ? culprits : waiting).insert(r);
-    parts += (parts.empty() ? "" : ", ") + ranksWord(ranks) +
-             (ranks.size() == 1 ? " passes " : " pass ") + "nranks " + std::to_string(n);
+    sizes.emplace_back(ranks, n);
   }
   v.ranks = sorted(culprits);
   v.waiting = sorted(waiting);
-  v.headline = creationPhrase(en, c) + ": " + parts +
-               (top > second ? "" : ", and no size has a majority") +
-               "; the bootstrap stops at the first size that differs" + waitsIn(v.waiting) +
-               ": pass the same nranks (the job's size) on every member";
+  v.headline = sizesDisagreeHeadline(v, creationOf(en, c), sizes, top > second);
   v.tables.push_back(creationTable(en, c, {}, v.ranks));
   return v;
 }
@@ -203,37 +190,27 @@ std::optional<Verdict> rankClaimedTwice(const Engine& en, const Creation& c) {
     if (std::find(odd.begin(), odd.end(), &j) == odd.end()) waiting.insert(j.global_rank);
   }
   v.waiting = sorted(waiting);
-  std::string who;
+  std::vector<Claim> claims;
   for (const Joiner* j : odd) {
     const RankData& rd = en.set().ranks[j->rank];
-    who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j->global_rank) +
-           " (pid " + std::to_string(rd.pid) + " on " + rd.host + ") as rank " +
-           std::to_string(j->comm_rank);
+    claims.push_back({j->global_rank, rd.pid, rd.host, j->comm_rank});
   }
-  v.headline = creationPhrase(en, c) + ": " + who + ", which another process joined as too" +
-               (free.empty() ? ""
-                             : std::string("; no process joined as ") +
-                                   (free.size() == 1 ? "rank " : "ranks ") + formatRanks(free)) +
-               "; the bootstrap stops at the second claim" + waitsIn(v.waiting) +
-               ": each process needs its own rank (LOCAL_RANK where RANK was meant?)";
+  v.headline = rankClaimedTwiceHeadline(v, creationOf(en, c), claims, free);
   v.tables.push_back(creationTable(en, c, {}, v.ranks));
   return v;
 }
 
-// "NCCL_SOCKET_IFNAME=eth1 on ranks 0-1; no NCCL network setting on ranks 2-3", in the order of
-// each setting's lowest rank.
-std::string netSettings(const Engine& en, const Creation& c) {
+// Each NCCL network setting of the joiners ("" for none) with the ranks that run with it, in the
+// order of each setting's lowest rank.
+std::vector<std::pair<std::string, std::vector<int>>> netSettings(const Engine& en,
+                                                                  const Creation& c) {
   std::map<std::string, std::set<int>> by_env;
   for (const Joiner& j : c.joiners) by_env[en.set().ranks[j.rank].net_env].insert(j.global_rank);
-  std::vector<std::pair<std::string, std::set<int>>> ordered(by_env.begin(), by_env.end());
+  std::vector<std::pair<std::string, std::vector<int>>> ordered;
+  for (const auto& [env, ranks] : by_env) ordered.emplace_back(env, sorted(ranks));
   std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return *a.second.begin() < *b.second.begin(); });
-  std::string s;
-  for (const auto& [env, ranks] : ordered) {
-    s += (s.empty() ? "" : "; ") + (env.empty() ? std::string("no NCCL network setting") : env) +
-         " on " + ranksWord(sorted(ranks));
-  }
-  return s;
+            [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
+  return ordered;
 }
 
 }  // namespace
@@ -253,12 +230,10 @@ std::optional<Verdict> processesShareARank(const Engine& en, const std::vector<C
     fromCreation(en, *claims.front().first, v);
     v.cls = VerdictClass::kCommInitMismatch;
     v.ranks = {rank};
-    std::string who;
+    std::vector<SharedRankClaim> who;
     for (const auto& [c, j] : claims) {
       const RankData& rd = en.set().ranks[j->rank];
-      who += (who.empty() ? "" : "; ") + std::string("pid ") + std::to_string(rd.pid) + " on " +
-             rd.host + " in " + creationPhrase(en, *c) + " as rank " +
-             std::to_string(j->comm_rank) + " (id " + madeByPhrase(en, *c) + ")";
+      who.push_back({rd.pid, rd.host, creationOf(en, *c), j->comm_rank, makerOf(en, *c)});
     }
     std::set<int> present, waiting;
     int world = 0;
@@ -272,10 +247,7 @@ std::optional<Verdict> processesShareARank(const Engine& en, const std::vector<C
       if (!present.contains(r)) absent.push_back(r);
     }
     v.waiting = sorted(waiting);
-    v.headline = std::to_string(procs.size()) + " processes run as rank " + std::to_string(rank) +
-                 ": " + who + (absent.empty() ? "" : "; no process runs as " + ranksWord(absent)) +
-                 ": each process needs its own RANK (started by hand, or a launcher variable "
-                 "read where another was meant?)";
+    v.headline = sharedRankHeadline(v, procs.size(), who, absent);
     for (const auto& [c, j] : claims) v.tables.push_back(creationTable(en, *c, {}, v.ranks));
     return v;
   }
@@ -305,14 +277,9 @@ std::optional<Verdict> bootstrapStuck(const Engine& en, const Creation& c) {
   fromCreation(en, c, v);
   v.cls = VerdictClass::kBootstrapStuck;
   v.waiting = joinerRanks(c);
-  v.headline = "every member joined " + creationPhrase(en, c) + " (" + ranksWord(v.waiting) +
-               ", the last " + seconds(en.now() - c.last_ns) + " ago) and " +
-               (lost ? "their calls failed" : "it does not finish") +
-               ": the bootstrap cannot connect to the id's root" +
-               (c.root.empty() ? "" : " " + c.root) + " (" + madeByPhrase(en, c) +
-               "); network settings: " + netSettings(en, c) +
-               "; check that every member reaches that address and port (the interface "
-               "NCCL_SOCKET_IFNAME picks, firewalls, the root process itself)";
+  v.headline = bootstrapStuckHeadline(
+      v, creationOf(en, c),
+      {en.now() - c.last_ns, lost, c.root, makerOf(en, c), netSettings(en, c)});
   v.missing.push_back(
       "which connection fails: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP on the ranks "
       "logs each attempt to reach the root");

@@ -1,0 +1,108 @@
+// The headlines of headlines_creation.h: a creation whose members' arguments disagree, processes
+// that run as one rank, and a bootstrap that cannot connect, in words.
+#include "analyzer/headlines_creation.h"
+
+#include <gtest/gtest.h>
+
+namespace ncclrec::analyzer {
+namespace {
+
+using format::OpType;
+
+CallSite at(const std::string& function, int line) {
+  CallSite s;
+  s.function = function;
+  s.file = "/src/main.cc";
+  s.line = line;
+  s.frames.resize(1);  // known
+  return s;
+}
+
+const CreationRef kCreation{OpType::kCommInitRank, 0x1a2b3c4d00000001ull, 4,
+                            at("buildEvalGroup", 24)};
+const std::string kNamed =
+    "ncclCommInitRank of comm 1a2b3c4d (4 ranks) from buildEvalGroup() main.cc:24";
+
+Verdict verdictOf(std::vector<int> ranks, std::vector<int> waiting) {
+  Verdict v;
+  v.cls = VerdictClass::kCommInitMismatch;
+  v.ranks = std::move(ranks);
+  v.waiting = std::move(waiting);
+  return v;
+}
+
+TEST(CreationHeadlinesTest, TheCreationAndItsIdMakerAreNamed) {
+  EXPECT_EQ(creationPhrase(kCreation), kNamed);
+  IdMaker m;
+  EXPECT_EQ(madeByPhrase(m), "made by no recorded rank");
+  m.recorded = true;
+  m.rank = 0;
+  m.pid = 4242;
+  m.site = at("initProcessGroup", 25);
+  EXPECT_EQ(madeByPhrase(m), "made by rank 0 (ncclGetUniqueId from initProcessGroup() main.cc:25)");
+  m.shared = true;
+  EXPECT_EQ(madeByPhrase(m),
+            "made by rank 0 (pid 4242) (ncclGetUniqueId from initProcessGroup() main.cc:25)");
+}
+
+TEST(CreationHeadlinesTest, ArgumentsThatDisagreeNameWhoPassedWhat) {
+  EXPECT_EQ(rankOutOfRangeHeadline(verdictOf({3}, {0, 1, 2}), kCreation, 4, 4, true),
+            "rank 3 asked for rank 4 of 4 in " + kNamed +
+                ", which NCCL refused (invalid argument); ranks 0-2 wait in it: a rank of a "
+                "communicator is 0 to nranks-1");
+  EXPECT_EQ(
+      rankOutOfRangeHeadline(verdictOf({3}, {}), kCreation, -1, 4, false),
+      "rank 3 asked for rank -1 of 4 in " + kNamed + ": a rank of a communicator is 0 to nranks-1");
+  EXPECT_EQ(
+      sizesDisagreeHeadline(verdictOf({3}, {0, 1, 2}), kCreation, {{{0, 1, 2}, 4}, {{3}, 8}}, true),
+      kNamed +
+          ": ranks 0-2 pass nranks 4, rank 3 passes nranks 8; the bootstrap stops at the "
+          "first size that differs; ranks 0-2 wait in it: pass the same nranks (the job's "
+          "size) on every member");
+  EXPECT_EQ(sizesDisagreeHeadline(verdictOf({0, 1}, {}), kCreation, {{{0}, 2}, {{1}, 4}}, false),
+            kNamed +
+                ": rank 0 passes nranks 2, rank 1 passes nranks 4, and no size has a majority; "
+                "the bootstrap stops at the first size that differs: pass the same nranks (the "
+                "job's size) on every member");
+  EXPECT_EQ(rankClaimedTwiceHeadline(verdictOf({3}, {0, 1, 2}), kCreation, {{3, 12, "a", 1}}, {3}),
+            kNamed +
+                ": rank 3 (pid 12 on a) as rank 1, which another process joined as too; no "
+                "process joined as rank 3; the bootstrap stops at the second claim; ranks 0-2 wait "
+                "in it: each process needs its own rank (LOCAL_RANK where RANK was meant?)");
+}
+
+TEST(CreationHeadlinesTest, ProcessesThatRunAsOneRankAreEachPlaced) {
+  IdMaker m;
+  const std::vector<SharedRankClaim> claims = {{12, "a", kCreation, 1, m},
+                                               {13, "b", kCreation, 1, m}};
+  EXPECT_EQ(sharedRankHeadline(verdictOf({1}, {0}), 2, claims, {3}),
+            "2 processes run as rank 1: pid 12 on a in " + kNamed +
+                " as rank 1 (id made by no recorded rank); pid 13 on b in " + kNamed +
+                " as rank 1 (id made by no recorded rank); no process runs as rank 3: each "
+                "process needs its own RANK (started by hand, or a launcher variable read where "
+                "another was meant?)");
+}
+
+TEST(CreationHeadlinesTest, ABootstrapThatCannotConnectNamesTheRootAndTheSettings) {
+  Verdict v = verdictOf({}, {0, 1, 2, 3});
+  v.cls = VerdictClass::kBootstrapStuck;
+  BootstrapStall s;
+  s.last_join_ago_ns = 4'000'000'000;
+  s.root = "10.0.0.1:2345";
+  s.settings = {{"NCCL_SOCKET_IFNAME=eth1", {0, 1}}, {"", {2, 3}}};
+  EXPECT_EQ(bootstrapStuckHeadline(v, kCreation, s),
+            "every member joined " + kNamed +
+                " (ranks 0-3, the last 4.0s ago) and it does not finish: the bootstrap cannot "
+                "connect to the id's root 10.0.0.1:2345 (made by no recorded rank); network "
+                "settings: NCCL_SOCKET_IFNAME=eth1 on ranks 0-1; no NCCL network setting on ranks "
+                "2-3; check that every member reaches that address and port (the interface "
+                "NCCL_SOCKET_IFNAME picks, firewalls, the root process itself)");
+  s.calls_failed = true;
+  s.root.clear();
+  EXPECT_NE(bootstrapStuckHeadline(v, kCreation, s)
+                .find("and their calls failed: the bootstrap cannot connect to the id's root ("),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclrec::analyzer
