@@ -8,10 +8,19 @@ namespace {
 
 using format::opName;
 
+// "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
+std::string callAt(const OpOn& c) {
+  return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
+         shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
+}
+
 // "ncclAllReduce #7 on comm c0ffee00 from saveCheckpoint() train.cc:33": the verdict's own op.
 std::string verdictOp(const Verdict& v) {
-  return std::string(opName(v.op)) + " #" + std::to_string(v.seq) + " on comm " +
-         shortCommId(v.comm_id) + " from " + describeCallSite(v.site);
+  EvidenceOp o;
+  o.op = v.op;
+  o.seq = v.seq;
+  o.site = v.site;
+  return callAt({o, v.comm_id});
 }
 
 // "ncclBroadcast from f() a.cc:3".
@@ -20,10 +29,7 @@ std::string opFrom(const EvidenceOp& o) {
 }
 
 // "ncclBroadcast #3 on comm beef0000 from f() a.cc:3": an op the verdict does not name.
-std::string otherOp(const Instead& i) {
-  return std::string(opName(i.op.op)) + " #" + std::to_string(i.op.seq) + " on comm " +
-         shortCommId(i.comm_id) + " from " + describeCallSite(i.op.site);
-}
+std::string otherOp(const Instead& i) { return callAt({i.op, i.comm_id}); }
 
 // "waits in <waited> for ranks 1,2, which wait for it on comm beef0000": where a culprit of a wait
 // cycle is, `waited` its own op, `missed_comm` the communicator of the op it did not issue.
@@ -96,12 +102,6 @@ format::OpType counterpartOf(format::OpType op) {
 // "64 float32".
 std::string countOf(const EvidenceOp& o) {
   return std::to_string(o.count) + " " + std::string(format::dataTypeName(o.dtype));
-}
-
-// "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
-std::string callAt(const OpOn& c) {
-  return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
-         shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
 }
 
 // "ncclAllReduce #7 from f() a.py:3" for a collective or a send or receive; "ncclCommSplit on

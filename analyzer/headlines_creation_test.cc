@@ -4,18 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzer/testing/call_site.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
 using format::OpType;
 
 CallSite at(const std::string& function, int line) {
-  CallSite s;
-  s.function = function;
-  s.file = "/src/main.cc";
-  s.line = line;
-  s.frames.resize(1);  // known
-  return s;
+  return testing::knownSite(function, "/src/main.cc", line);
 }
 
 const CreationRef kCreation{OpType::kCommInitRank, 0x1a2b3c4d00000001ull, 4,

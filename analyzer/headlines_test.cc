@@ -6,18 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzer/testing/call_site.h"
+
 namespace ncclrec::analyzer {
 namespace {
 
 using format::OpType;
 
 CallSite at(const std::string& function, int line) {
-  CallSite s;
-  s.function = function;
-  s.file = "/src/train.cc";
-  s.line = line;
-  s.frames.resize(1);  // known
-  return s;
+  return testing::knownSite(function, "/src/train.cc", line);
 }
 
 // rank 3 with ncclAllReduce #6 on comm c0ffee00 from logLoss() train.cc:40.
