@@ -38,8 +38,8 @@ find_package(Torch QUIET)
 if(NCCLREC_BUILD_TESTS)
   find_package(GTest REQUIRED)
   # The test sources (those of every target that links GTest::gtest_main) compile without
-  # optimization: they are half of the build's compile time and compile about 40 % faster so,
-  # while the code under test keeps the build type's flags (docs/performance.md, "What CI
+  # optimization, while the code under test keeps the build type's flags: they were half of the
+  # build's compile time, and take about a third less that way (docs/performance.md, "What CI
   # costs"). NCCLREC_TEST_CXX_FLAGS="" gives them the build type's flags too.
   set(NCCLREC_TEST_CXX_FLAGS "-O0" CACHE STRING "Compile flags added to the test sources")
   if(NCCLREC_TEST_CXX_FLAGS)

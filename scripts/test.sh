@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 sanitize=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --sanitize) sanitize=${2:?--sanitize needs address, thread or undefined}; shift 2 ;;
+    --sanitize) sanitize=${2:?--sanitize needs address, thread, undefined or address,undefined}; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
