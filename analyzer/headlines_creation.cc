@@ -1,6 +1,7 @@
 #include "analyzer/headlines_creation.h"
 
 #include "analyzer/phrases.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -90,6 +91,75 @@ std::string bootstrapStuckHeadline(const Verdict& v, const CreationRef& c,
          " (" + madeByPhrase(s.maker) + "); network settings: " + settings +
          "; check that every member reaches that address and port (the interface "
          "NCCL_SOCKET_IFNAME picks, firewalls, the root process itself)";
+}
+
+std::string lazyPhrase(const LazyCreation& l) {
+  if (!l.lazy) return "";
+  const std::string caller = l.has_caller ? ", called from " + describeCallSite(l.caller) : "";
+  if (l.by_this_call) return " (created lazily, by this first collective on it" + caller + ")";
+  return " (created lazily, by the first collective on it: " + describeCallSite(l.trigger) +
+         caller + ")";
+}
+
+std::string whereaboutsPhrase(const Whereabouts& w) {
+  switch (w.kind) {
+    case Whereabouts::Kind::kBlocked:
+      return "is blocked in " + std::string(format::opName(w.in.op.op)) +
+             (w.in.op.seq != 0 ? " #" + std::to_string(w.in.op.seq) : "") +
+             (format::joinsById(w.in.op.op) ? " of comm " : " on comm ") +
+             shortCommId(w.in.comm_id) + " from " + describeCallSite(w.in.op.site);
+    case Whereabouts::Kind::kHost:
+      return "is in host code: " + lastOpPhrase(w.last);
+    case Whereabouts::Kind::kExited:
+      return "exited; " + lastOpPhrase(w.last);
+    case Whereabouts::Kind::kCrashed:
+      return "crashed (" + base::signalName(w.signal) + "); " + lastOpPhrase(w.last);
+    case Whereabouts::Kind::kDead:
+      return "died without an exit mark (killed from outside); " + lastOpPhrase(w.last);
+    default:
+      return "has no recording (it never started, or started without the recorder)";
+  }
+}
+
+std::string creationAloneHeadline(const Verdict& v, const CreationRef& c, const LazyCreation& l) {
+  return ranksWord(v.ranks) + " alone began " + creationPhrase(c) + lazyPhrase(l) +
+         "; every member of a communicator must create it, and " + ranksWord(v.waiting) +
+         " never did";
+}
+
+std::string neverJoinedHeadline(const Verdict& v, const CreationRef& c, const LazyCreation& l,
+                                const std::vector<std::pair<int, Whereabouts>>& away) {
+  std::string where;
+  for (const auto& [rank, w] : away) {
+    where += (where.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " +
+             whereaboutsPhrase(w);
+  }
+  return ranksWord(v.ranks) + " never joined " + creationPhrase(c) + lazyPhrase(l) + ": " + where +
+         "; " + ranksWord(v.waiting) + (v.waiting.size() == 1 ? " waits" : " wait") +
+         " in the creation for " + (away.size() == 1 ? "it" : "them") +
+         "; every member of a communicator must create it";
+}
+
+std::string severalIdsHeadline(const CreationRef& c,
+                               const std::vector<std::pair<std::vector<int>, IdMaker>>& ids,
+                               bool majority) {
+  std::string groups;
+  for (const auto& [ranks, maker] : ids) {
+    groups +=
+        (groups.empty() ? "" : "; ") + ranksWord(ranks) + " joined the id " + madeByPhrase(maker);
+  }
+  return "one communicator of " + std::to_string(c.size) + " ranks (" + creationPhrase(c) +
+         ") was given " + std::to_string(ids.size()) + " unique ids, and none can fill: " + groups +
+         (majority ? "" : "; no id is shared by a majority of its members") +
+         ": one rank must make the id and every member use that one";
+}
+
+std::string stuckCreatingHeadline(const Verdict& v, const std::vector<int>& waiting, int nranks,
+                                  const std::vector<int>& no_data) {
+  return ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
+         std::string(format::opName(v.op)) + " on comm " + shortCommId(v.comm_id) +
+         " for a communicator of " + std::to_string(nranks) + " ranks" +
+         (no_data.empty() ? "" : "; no data for " + ranksWord(no_data));
 }
 
 }  // namespace ncclrec::analyzer

@@ -1,6 +1,8 @@
-// The headlines of a communicator's creation whose members' arguments disagree
-// (comm_init_mismatch) or that every member joined alike and that cannot connect
-// (bootstrap_stuck): the words, from the verdict and the facts of the creation below. The other
+// The headlines of a communicator's creation: a member that never joined (comm_member_missing, or
+// the rank_exited / rank_crashed / rank_gated_collective it turns out to be), one communicator
+// given several ids (comm_id_mismatch), members' arguments that disagree (comm_init_mismatch), a
+// bootstrap that cannot connect (bootstrap_stuck), ranks waiting in a creation no stream shows
+// (undecided): the words, from the verdict and the facts of the creation below. The other
 // families are in headlines.h.
 #pragma once
 
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines.h"
 #include "analyzer/verdict.h"
 
 namespace ncclrec::analyzer {
@@ -90,5 +93,60 @@ struct BootstrapStall {
   std::vector<std::pair<std::string, std::vector<int>>> settings;
 };
 std::string bootstrapStuckHeadline(const Verdict& v, const CreationRef& c, const BootstrapStall& s);
+
+// A creation made lazily, at the first collective on the communicator (PyTorch's default):
+// " (created lazily, by the first collective on it: Group::allReduce() main.cc:27, called from
+// logMetrics() main.cc:46)"; "" when it is not lazy.
+struct LazyCreation {
+  bool lazy = false;
+  bool by_this_call = false;  // the call site is that collective: "by this first collective on it"
+  CallSite trigger;           // the collective (its frame)
+  bool has_caller = false;
+  CallSite caller;  // the frame that called it
+};
+std::string lazyPhrase(const LazyCreation& l);
+
+// Where a member that did not join a creation is (the headline and the creation table's cells).
+struct Whereabouts {
+  enum class Kind {
+    kBlocked,  // "is blocked in ncclAllReduce #4 on comm 81fd1b08 from trainStep() ...": `in`
+    kHost,     // "is in host code: <last op>"
+    kExited,   // "exited; <last op>"
+    kCrashed,  // "crashed (SIGSEGV); <last op>": `signal`
+    kDead,     // "died without an exit mark (killed from outside); <last op>"
+    kNoData,   // "has no recording (it never started, or started without the recorder)"
+  };
+  Kind kind = Kind::kNoData;
+  int signal = 0;
+  LastOp last;
+  OpOn in;  // kBlocked: a collective, send or receive (numbered), or a creation
+};
+std::string whereaboutsPhrase(const Whereabouts& w);
+
+// rank_gated_collective (the verdict: the joiners, and the members that never began it, waiting):
+// "rank 0 alone began <creation><lazy>; every member of a communicator must create it, and ranks
+// 1-3 never did".
+std::string creationAloneHeadline(const Verdict& v, const CreationRef& c, const LazyCreation& l);
+
+// comm_member_missing, rank_exited, rank_crashed (the verdict: the members that never joined, the
+// joiners waiting): "rank 3 never joined <creation><lazy>: rank 3 exited; <last op>; ranks 0-2
+// wait in the creation for it; every member of a communicator must create it". `away`: each
+// culprit's global rank and where it is.
+std::string neverJoinedHeadline(const Verdict& v, const CreationRef& c, const LazyCreation& l,
+                                const std::vector<std::pair<int, Whereabouts>>& away);
+
+// comm_id_mismatch: "one communicator of 4 ranks (<creation>) was given 2 unique ids, and none can
+// fill: ranks 0-1 joined the id made by rank 0 (...); ranks 2-3 joined the id made by rank 2
+// (...); no id is shared by a majority of its members: one rank must make the id and every member
+// use that one". `ids`: each id's joiners and maker, largest group first.
+std::string severalIdsHeadline(const CreationRef& c,
+                               const std::vector<std::pair<std::vector<int>, IdMaker>>& ids,
+                               bool majority);
+
+// undecided, ranks in a creation that no collective stream shows (the verdict: its op and
+// communicator): "ranks 0-2 wait in ncclCommInitRank on comm 1a2b3c4d for a communicator of 4
+// ranks; no data for rank 3".
+std::string stuckCreatingHeadline(const Verdict& v, const std::vector<int>& waiting, int nranks,
+                                  const std::vector<int>& no_data);
 
 }  // namespace ncclrec::analyzer

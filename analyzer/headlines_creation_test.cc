@@ -1,4 +1,5 @@
-// The headlines of headlines_creation.h: a creation whose members' arguments disagree, processes
+// The headlines of headlines_creation.h: a member that never joined and where it is, a lazy
+// creation, several ids, a creation no stream shows, members' arguments that disagree, processes
 // that run as one rank, and a bootstrap that cannot connect, in words.
 #include "analyzer/headlines_creation.h"
 
@@ -99,6 +100,75 @@ TEST(CreationHeadlinesTest, ABootstrapThatCannotConnectNamesTheRootAndTheSetting
   EXPECT_NE(bootstrapStuckHeadline(v, kCreation, s)
                 .find("and their calls failed: the bootstrap cannot connect to the id's root ("),
             std::string::npos);
+}
+
+TEST(CreationHeadlinesTest, AMemberThatNeverJoinedIsPlaced) {
+  Verdict v = verdictOf({3}, {0, 1, 2});
+  v.cls = VerdictClass::kCommMemberMissing;
+  Whereabouts w;
+  EXPECT_EQ(whereaboutsPhrase(w),
+            "has no recording (it never started, or started without the recorder)");
+  w.kind = Whereabouts::Kind::kBlocked;
+  w.in = {EvidenceOp{}, 0x81fd1b0800000001ull};
+  w.in.op.op = OpType::kAllReduce;
+  w.in.op.seq = 4;
+  w.in.op.site = at("trainStep", 40);
+  EXPECT_EQ(whereaboutsPhrase(w),
+            "is blocked in ncclAllReduce #4 on comm 81fd1b08 from trainStep() main.cc:40");
+  w.in.op.op = OpType::kCommInitRank;
+  w.in.op.seq = 0;
+  EXPECT_EQ(whereaboutsPhrase(w),
+            "is blocked in ncclCommInitRank of comm 81fd1b08 from trainStep() main.cc:40");
+  w.kind = Whereabouts::Kind::kCrashed;
+  w.signal = 9;
+  EXPECT_EQ(whereaboutsPhrase(w), "crashed (SIGKILL); its last NCCL op never came");
+  w.kind = Whereabouts::Kind::kDead;
+  EXPECT_EQ(whereaboutsPhrase(w),
+            "died without an exit mark (killed from outside); its last NCCL op never came");
+  w.kind = Whereabouts::Kind::kHost;
+  EXPECT_EQ(whereaboutsPhrase(w), "is in host code: its last NCCL op never came");
+  w.kind = Whereabouts::Kind::kExited;
+  EXPECT_EQ(neverJoinedHeadline(v, kCreation, {}, {{3, w}}),
+            "rank 3 never joined " + kNamed +
+                ": rank 3 exited; its last NCCL op never came; ranks 0-2 wait in the creation for "
+                "it; every member of a communicator must create it");
+}
+
+TEST(CreationHeadlinesTest, ALazyCreationNamesTheCollectiveThatMadeIt) {
+  LazyCreation l;
+  EXPECT_EQ(lazyPhrase(l), "");
+  l.lazy = true;
+  l.trigger = at("Group::allReduce", 27);
+  EXPECT_EQ(lazyPhrase(l),
+            " (created lazily, by the first collective on it: Group::allReduce() main.cc:27)");
+  l.has_caller = true;
+  l.caller = at("logMetrics", 46);
+  l.by_this_call = true;
+  EXPECT_EQ(lazyPhrase(l),
+            " (created lazily, by this first collective on it, called from logMetrics() "
+            "main.cc:46)");
+  const Verdict v = verdictOf({0}, {1, 2, 3});
+  EXPECT_EQ(creationAloneHeadline(v, kCreation, l),
+            "rank 0 alone began " + kNamed + lazyPhrase(l) +
+                "; every member of a communicator must create it, and ranks 1-3 never did");
+}
+
+TEST(CreationHeadlinesTest, SeveralIdsAndAnUnseenCreationAreCounted) {
+  IdMaker m;
+  EXPECT_EQ(severalIdsHeadline(kCreation, {{{0, 1}, m}, {{2, 3}, m}}, false),
+            "one communicator of 4 ranks (" + kNamed +
+                ") was given 2 unique ids, and none can fill: ranks 0-1 joined the id made by no "
+                "recorded rank; ranks 2-3 joined the id made by no recorded rank; no id is shared "
+                "by a majority of its members: one rank must make the id and every member use "
+                "that one");
+  Verdict v;
+  v.op = OpType::kCommInitRank;
+  v.comm_id = kCreation.comm_id;
+  EXPECT_EQ(stuckCreatingHeadline(v, {0, 1, 2}, 4, {3}),
+            "ranks 0-2 wait in ncclCommInitRank on comm 1a2b3c4d for a communicator of 4 ranks; "
+            "no data for rank 3");
+  EXPECT_EQ(stuckCreatingHeadline(v, {0}, 2, {}),
+            "rank 0 waits in ncclCommInitRank on comm 1a2b3c4d for a communicator of 2 ranks");
 }
 
 }  // namespace

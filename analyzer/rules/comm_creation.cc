@@ -14,13 +14,12 @@ namespace ncclrec::analyzer::engine {
 namespace {
 
 // How a process that did not join a creation stands.
-enum class Away { kBlocked, kHost, kExited, kCrashed, kDead, kNoData };
+using Away = Whereabouts::Kind;
 
 struct Absent {
   int global_rank = -1;
   std::optional<size_t> rank;  // index into LoadedSet::ranks; nullopt: no recording
-  Away how = Away::kNoData;
-  std::string where;  // "is blocked in ncclAllReduce #4 on comm 81fd1b08 from trainStep() ..."
+  Whereabouts where;
 };
 
 // Where a rank is blocked: its newest pending collective or send/receive, or a communicator's
@@ -35,32 +34,21 @@ Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
   Absent a;
   a.global_rank = global_rank;
   a.rank = r;
-  if (!r) {
-    a.where = "has no recording (it never started, or started without the recorder)";
-    return a;
-  }
+  if (!r) return a;  // kNoData
   const RankData& rd = en.set().ranks[*r];
-  const EventRecord* last = newestCommOp(rd);
+  a.where.last = en.lastOp(rd, newestCommOp(rd));
   if (rd.exited) {
-    a.how = Away::kExited;
-    a.where = "exited; " + lastOpPhrase(en.lastOp(rd, last));
+    a.where.kind = Away::kExited;
   } else if (rd.fatal_signal != 0) {
-    a.how = Away::kCrashed;
-    a.where =
-        "crashed (" + base::signalName(rd.fatal_signal) + "); " + lastOpPhrase(en.lastOp(rd, last));
+    a.where.kind = Away::kCrashed;
+    a.where.signal = rd.fatal_signal;
   } else if (en.dead(*r)) {
-    a.how = Away::kDead;
-    a.where =
-        "died without an exit mark (killed from outside); " + lastOpPhrase(en.lastOp(rd, last));
+    a.where.kind = Away::kDead;
   } else if (const EventRecord* p = newestBlock(rd)) {
-    a.how = Away::kBlocked;
-    a.where = "is blocked in " + std::string(format::opName(p->op)) +
-              (p->op_seq != 0 ? " #" + std::to_string(p->op_seq) : "") +
-              (format::joinsById(p->op) ? " of comm " : " on comm ") + shortCommId(p->commId()) +
-              " from " + describeCallSite(en.siteAt(rd, *p));
+    a.where.kind = Away::kBlocked;
+    a.where.in = {evidenceOpOf(*p, en.siteAt(rd, *p)), p->commId()};
   } else {
-    a.how = Away::kHost;
-    a.where = "is in host code: " + lastOpPhrase(en.lastOp(rd, last));
+    a.where.kind = Away::kHost;
   }
   return a;
 }
@@ -130,15 +118,6 @@ std::vector<Absent> missingOf(const Engine& en, const Creation& c, Missing* miss
   return out;
 }
 
-std::string whereText(const std::vector<Absent>& away) {
-  std::string s;
-  for (const Absent& a : away) {
-    if (!s.empty()) s += "; ";
-    s += "rank " + std::to_string(a.global_rank) + " " + a.where;
-  }
-  return s;
-}
-
 std::vector<int> ranksOfAbsent(const std::vector<Absent>& away) {
   std::vector<int> out;
   for (const Absent& a : away) out.push_back(a.global_rank);
@@ -153,36 +132,36 @@ std::vector<size_t> indicesOf(const std::vector<Absent>& away) {
   return out;
 }
 
-// ", which ranks 0-2 create lazily, at the first collective on it (Group::allReduce() main.cc:27
-// from logMetrics() main.cc:46)"; "" when the creation is not lazy.
-std::string lazyPhrase(const Engine& en, const Creation& c) {
+// Whether `c` is created lazily, at the first collective on it, and by which call (the first
+// joiner's stack; creation.h lazyTrigger).
+LazyCreation lazyOf(const Engine& en, const Creation& c) {
   const Joiner& j = c.joiners.front();
   const CallSite site = en.siteAt(en.set().ranks[j.rank], *j.event);
   const std::optional<size_t> t = lazyTrigger(site);
-  if (!t) return "";
-  CallSite trigger = site;
-  trigger.frame = static_cast<int>(*t);
-  CallSite from = site;
-  if (site.frame <= static_cast<int>(*t)) from.frame = static_cast<int>(*t) + 1;
-  const bool has_caller = from.frame < static_cast<int>(site.frames.size());
+  LazyCreation l;
+  if (!t) return l;
+  l.lazy = true;
   // describeCallSite names site.frames[site.frame]: point each copy's fields at its frame.
-  const auto at = [](CallSite s) {
-    const format::Frame& f = s.frames[static_cast<size_t>(s.frame)];
+  const auto at = [&](int frame) {
+    CallSite s = site;
+    s.frame = frame;
+    const format::Frame& f = s.frames[static_cast<size_t>(frame)];
     s.function = f.function;
     s.file = f.file;
     s.line = f.line;
     s.python = f.python;
     s.module = f.module;
     s.module_offset = f.module_offset;
-    return describeCallSite(s);
+    return s;
   };
-  const std::string caller = has_caller ? "called from " + at(from) : "";
+  const int trigger = static_cast<int>(*t);
+  const int from = site.frame <= trigger ? trigger + 1 : site.frame;
+  l.has_caller = from < static_cast<int>(site.frames.size());
+  if (l.has_caller) l.caller = at(from);
   // The call site is the collective itself when the rule stopped there: name only its caller.
-  if (site.frame == static_cast<int>(*t))
-    return " (created lazily, by this first collective on it" +
-           (caller.empty() ? "" : ", " + caller) + ")";
-  return " (created lazily, by the first collective on it: " + at(trigger) +
-         (caller.empty() ? "" : ", " + caller) + ")";
+  l.by_this_call = site.frame == trigger;
+  if (!l.by_this_call) l.trigger = at(trigger);
+  return l;
 }
 
 // A member that never joined (comm_member_missing), or one that left (rank_exited,
@@ -196,32 +175,30 @@ std::optional<Verdict> memberMissing(const Engine& en, const Creation& c) {
   std::vector<Absent> gone;
   bool all_blocked = true;
   for (const Absent& a : away) {
-    if (a.how != Away::kBlocked && a.how != Away::kHost) gone.push_back(a);
-    if (a.how != Away::kBlocked) all_blocked = false;
+    if (a.where.kind != Away::kBlocked && a.where.kind != Away::kHost) gone.push_back(a);
+    if (a.where.kind != Away::kBlocked) all_blocked = false;
   }
   Verdict v;
   fromCreation(en, c, v);
-  const std::string what = creationPhrase(creationOf(en, c)) + lazyPhrase(en, c);
+  const CreationRef creation = creationOf(en, c);
+  const LazyCreation lazy = lazyOf(en, c);
   if (gone.empty() && all_blocked && joined.size() < away.size()) {
     // The joiners are the few: they began a creation the others, busy elsewhere, never make.
     v.cls = VerdictClass::kRankGatedCollective;
     v.ranks = joined;
     v.waiting = ranksOfAbsent(away);
-    v.headline = ranksWord(joined) + " alone began " + what +
-                 "; every member of a communicator must create it, and " +
-                 ranksWord(ranksOfAbsent(away)) + " never did";
+    v.headline = creationAloneHeadline(v, creation, lazy);
   } else {
     const std::vector<Absent>& culprits = gone.empty() ? away : gone;
     v.ranks = ranksOfAbsent(culprits);
     v.waiting = joined;
-    const Away first = culprits.front().how;
+    const Away first = culprits.front().where.kind;
     v.cls = first == Away::kExited                            ? VerdictClass::kRankExited
             : first == Away::kCrashed || first == Away::kDead ? VerdictClass::kRankCrashed
                                                               : VerdictClass::kCommMemberMissing;
-    v.headline = ranksWord(v.ranks) + " never joined " + what + ": " + whereText(culprits) + "; " +
-                 ranksWord(joined) + (joined.size() == 1 ? " waits" : " wait") +
-                 " in the creation for " + (culprits.size() == 1 ? "it" : "them") +
-                 "; every member of a communicator must create it";
+    std::vector<std::pair<int, Whereabouts>> where;
+    for (const Absent& a : culprits) where.emplace_back(a.global_rank, a.where);
+    v.headline = neverJoinedHeadline(v, creation, lazy, where);
   }
   v.tables.push_back(creationTable(en, c, indicesOf(away), v.ranks));
   for (const Absent& a : away) {
@@ -280,14 +257,13 @@ std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>&
     fromCreation(en, *by_size[0], v);
     v.cls = VerdictClass::kCommIdMismatch;
     std::set<int> culprits, waiting;
-    std::string groups;
+    std::vector<std::pair<std::vector<int>, IdMaker>> groups;
     for (const Creation* x : by_size) {
       const std::vector<int> ranks = joinerRanks(*x);
       const bool deviant = majority && x != by_size[0];
       for (int r : ranks) (deviant ? culprits : waiting).insert(r);
       if (!majority && x->maker != nullptr) culprits.insert(x->maker->global_rank);
-      groups += (groups.empty() ? "" : "; ") + ranksWord(ranks) + " joined the id " +
-                madeByPhrase(makerOf(en, *x));
+      groups.emplace_back(ranks, makerOf(en, *x));
     }
     if (!majority && culprits.empty()) culprits = waiting;  // no maker recorded: every joiner
     if (!majority) {
@@ -295,11 +271,7 @@ std::optional<Verdict> severalIds(const Engine& en, const std::vector<Creation>&
     }
     v.ranks.assign(culprits.begin(), culprits.end());
     v.waiting.assign(waiting.begin(), waiting.end());
-    v.headline = "one communicator of " + std::to_string(c.agreedSize()) + " ranks (" +
-                 creationPhrase(creationOf(en, c)) + ") was given " + std::to_string(ids.size()) +
-                 " unique ids, and none can fill: " + groups +
-                 (majority ? "" : "; no id is shared by a majority of its members") +
-                 ": one rank must make the id and every member use that one";
+    v.headline = severalIdsHeadline(creationOf(en, c), groups, majority);
     for (const Creation* x : by_size) {
       std::vector<int> marked;
       for (const Joiner& j : x->joiners) {
@@ -368,7 +340,7 @@ EvidenceTable creationTable(const Engine& en, const Creation& c, const std::vect
                                                       seconds(en.now() - j->event->enqueueNs())));
     } else {
       cells.insert(cells.end(), {TableCell::none(), TableCell::none(), TableCell::none()});
-      cells.push_back(TableCell::of(absentOf(en, rd.global_rank, r).where));
+      cells.push_back(TableCell::of(whereaboutsPhrase(absentOf(en, rd.global_rank, r).where)));
     }
     t.rows.push_back(std::move(cells));
     t.marked.push_back(std::find(marked.begin(), marked.end(), rd.global_rank) != marked.end());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/headlines_creation.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
@@ -39,13 +40,9 @@ std::optional<Verdict> findStuckCreatingComm(const Engine& en) {
   v.cls = VerdictClass::kUndecided;
   v.comm_id = creating->commId();
   v.op = creating->op;
-  v.headline = ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
-               std::string(format::opName(creating->op)) + " on comm " +
-               shortCommId(creating->commId()) + " for a communicator of " +
-               std::to_string(creating->nranks()) + " ranks";
   const std::vector<int> no_data = en.ranksWithNoData();
+  v.headline = stuckCreatingHeadline(v, waiting, creating->nranks(), no_data);
   if (!no_data.empty()) {
-    v.headline += "; no data for " + ranksWord(no_data);
     v.missing.push_back("no data for " + ranksWord(no_data) +
                         ": a rank that was not started, or was started with another RANK, "
                         "WORLD_SIZE or unique id, never joins; its recording or the launcher's "
