@@ -1,6 +1,7 @@
 # Sourced by the tests of this folder: two hosts of one job on this machine, network namespaces
 # $a and $b joined by a veth pair ($net.1 in $a, $net.2 in $b), a work directory $work, and a
-# cleanup on exit that kills what runs in the namespaces and removes them. Exits 77 (skipped, with
+# cleanup on exit that kills what runs in the namespaces and removes them (NCCLREC_TEST_KEEP=DIR:
+# $work is copied under DIR first, tests/tools/keep_work.sh). Exits 77 (skipped, with
 # the reason) without root or without `ip`. Traffic stays inside the two namespaces.
 #   TAG=ncr SUBNET=77 . two_hosts.sh     (namespaces "${TAG}$$a"/"b", addresses 10.SUBNET.x.1/2)
 if [[ $(id -u) != 0 ]]; then
@@ -13,11 +14,13 @@ tag="${TAG}$$"
 a="${tag}a" b="${tag}b"
 net="10.${SUBNET}.$(( $$ % 250 + 1 ))"
 work=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/keep_work.sh"  # NCCLREC_TEST_KEEP=DIR keeps $work
 cleanup() {
   for ns in "$a" "$b"; do
     ip netns pids "$ns" 2> /dev/null | xargs -r kill -9 2> /dev/null
     ip netns del "$ns" 2> /dev/null
   done
+  keep_work "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
