@@ -211,17 +211,22 @@ bool Engine::staleHeartbeat(size_t rank) const {
   return now_ - r.heartbeat_ns > options_.stale_heartbeat_ns;
 }
 
-std::string Engine::notRunningWhy(size_t rank) const {
+NotRunning Engine::whyNotRunning(size_t rank) const {
   const RankData& r = set_.ranks[rank];
-  if (r.process_state != 0) return notRunningPhrase(r.process_state, r.process_wchan);
+  NotRunning n;
+  if (r.process_state != 0) {
+    n.process_state = r.process_state;
+    n.wchan = r.process_wchan;
+    return n;
+  }
   // No launcher: what the rank's dump saw of the thread that issues its NCCL calls.
   constexpr int64_t kSameDumpNs = 5'000'000'000;  // a snapshot of that dump, not an older one
   const bool fresh = r.dump_ns > 0 && r.threads_ns > 0 && r.threads_ns > r.dump_ns - kSameDumpNs;
   const format::ThreadState* t = fresh ? ncclThreadOf(r) : nullptr;
-  if (t == nullptr || t->kernel_state != 'D') return "";
-  return "its thread that calls NCCL (" + std::to_string(t->tid) +
-         ") was in uninterruptible sleep" + (t->wchan.empty() ? "" : " in " + t->wchan) +
-         " when it dumped";
+  if (t == nullptr || t->kernel_state != 'D') return n;
+  n.thread = t->tid;
+  n.wchan = t->wchan;
+  return n;
 }
 
 std::vector<int> Engine::ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const {

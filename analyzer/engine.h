@@ -18,6 +18,7 @@
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
 #include "analyzer/headlines.h"
+#include "analyzer/headlines_liveness.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
@@ -138,12 +139,13 @@ class Engine {
   // A black box whose heartbeat is older than the newest recording by more than
   // --stale-heartbeat: its watchdog thread stopped beating (killed, or not running).
   bool staleHeartbeat(size_t rank) const;
-  // Why the rank runs none of its code, in words ("its process is stopped (SIGSTOP...)"); "" when
-  // nothing says so. From what the launcher saw of its process (RankData::process_state: stopped,
-  // traced, in uninterruptible sleep), else from the rank's own thread snapshot at its dump: the
-  // thread that calls NCCL in uninterruptible sleep (a vfork, a driver, a filesystem).
-  std::string notRunningWhy(size_t rank) const;
-  bool notRunning(size_t rank) const { return !notRunningWhy(rank).empty(); }
+  // Why the rank runs none of its code (headlines_liveness.h notRunningPhrase: "its process is
+  // stopped (SIGSTOP...)"); nothing said() when nothing says so. From what the launcher saw of
+  // its process (RankData::process_state: stopped, traced, in uninterruptible sleep), else from
+  // the rank's own thread snapshot at its dump: the thread that calls NCCL in uninterruptible
+  // sleep (a vfork, a driver, a filesystem).
+  NotRunning whyNotRunning(size_t rank) const;
+  bool notRunning(size_t rank) const { return whyNotRunning(rank).said(); }
   int64_t lastSignOfLife(size_t rank) const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
   // The ranks of the job (0 .. world size - 1) with no black box or dump, ascending.

@@ -108,7 +108,7 @@ void Engine::addStatus(Verdict& v, const Inferred& inferred) const {
     } else if (notRunning(r)) {
       // The launcher saw the process there, stopped or in uninterruptible sleep.
       st.state = RankState::kNotRunning;
-      st.detail = notRunningWhy(r);
+      st.detail = notRunningPhrase(whyNotRunning(r));
       if (pending != nullptr) {
         st.detail += "; inside " + describe(*pending);
       } else if (last_done != nullptr) {

@@ -186,8 +186,8 @@ std::string stopHeadline(const Verdict& v, const Stop& stop) {
              " before the newest recording: killed, e.g. SIGKILL or out of memory) after " + after +
              "; " + others_at;
     case Stop::How::kNotRunning:
-      return who + " stopped running between ops, after " + after + ": " + stop.why + "; " +
-             others_at;
+      return who + " stopped running between ops, after " + after + ": " +
+             notRunningPhrase(stop.why) + "; " + others_at;
     default:
       return who + " exited after " + after + "; " + others_at;
   }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/headlines_liveness.h"
 #include "analyzer/verdict.h"
 
 namespace ncclrec::analyzer {
@@ -100,12 +101,12 @@ struct Stop {
     kCrashed,     // "rank 3 crashed (SIGSEGV)": `signal`
     kDiedUnseen,  // no exit mark, and its peers lost the connection to it
     kDiedSilent,  // no exit mark, heartbeat stopped `silent_ns` before the newest recording
-    kNotRunning,  // its process is there, not running: `why` (phrases.h notRunningPhrase)
+    kNotRunning,  // its process is there, not running: `why`
   };
   How how = How::kExited;
   int signal = 0;
   int64_t silent_ns = 0;
-  std::string why;
+  NotRunning why;
   uint64_t same = 0;     // ops like the one the others wait in that the culprits issued
   CallSite waited_site;  // where the others issued theirs
   std::vector<int> others;

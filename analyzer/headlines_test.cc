@@ -149,13 +149,14 @@ TEST(HeadlinesTest, AStopSaysHowTheCulpritsStoppedAndWhereTheOthersAre) {
             "recording: killed, e.g. SIGKILL or out of memory)" +
                 after);
   stop.how = Stop::How::kNotRunning;
-  stop.why = "its process is stopped (SIGSTOP or a debugger)";
+  stop.why.process_state = 'T';
   stop.others = {0};
   stop.others_failed = true;
   stop.result = 6;
   EXPECT_EQ(stopHeadline(v, stop),
             "rank 3 stopped running between ops, after 99 all-reduces from logLoss(): its process "
-            "is stopped (SIGSTOP or a debugger); rank 0 failed in their 100th (NCCL error 6)");
+            "is stopped (SIGSTOP, a debugger or a job-control stop); rank 0 failed in their 100th "
+            "(NCCL error 6)");
 }
 
 // rank 1 waits in ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50.

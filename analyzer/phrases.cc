@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "analyzer/verdict.h"
+#include "base/text.h"
 
 namespace ncclrec::analyzer {
 
@@ -60,23 +61,6 @@ std::string subsetCondition(const std::vector<int>& subset, const std::vector<in
   return "rank in {" + formatRanks(subset) + "}";
 }
 
-}  // namespace ncclrec::analyzer
-
-namespace ncclrec::analyzer {
-
-std::string notRunningPhrase(char process_state, const std::string& wchan) {
-  switch (process_state) {
-    case 'T':
-      return "its process is stopped (SIGSTOP, a debugger or a job-control stop)";
-    case 't':
-      return "its process is stopped by a debugger (traced)";
-    case 'D':
-      return "its process is in uninterruptible sleep" +
-             (wchan.empty() ? std::string(" in the kernel") : " in " + wchan) +
-             " (a device, a driver or a filesystem that does not answer)";
-    default:
-      return "";
-  }
-}
+std::string clockTime(int64_t ns) { return ns <= 0 ? "-" : base::timeOfDay(ns, true) + " UTC"; }
 
 }  // namespace ncclrec::analyzer

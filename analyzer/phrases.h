@@ -21,10 +21,8 @@ std::string opNoun(format::OpType op);
 // "1st", "2nd", "11th", "23rd".
 std::string ordinal(uint64_t n);
 
-// Why a process runs none of its code, from what the launcher read of it (proc(5) state letter and
-// kernel wait channel): "its process is stopped (SIGSTOP or a debugger)", "its process is in
-// uninterruptible sleep in io_schedule"; "" for a state in which it runs (or an unknown one).
-std::string notRunningPhrase(char process_state, const std::string& wchan);
+// "12:35:48.828 UTC": a time of day in UTC, to the millisecond; "-" for 0.
+std::string clockTime(int64_t ns);
 
 // "rank == 0", "rank in {0,2}", "rank != 3": the condition that picks `subset` (ascending) out of
 // `all` (ascending).

@@ -20,6 +20,8 @@ TEST(PhrasesTest, Words) {
   EXPECT_EQ(ordinal(23), "23rd");
   EXPECT_EQ(ordinal(100), "100th");
   EXPECT_EQ(seconds(2'349'000'000), "2.3s");
+  EXPECT_EQ(clockTime(1795861947400000000), "10:32:27.400 UTC");  // 2026-11-28
+  EXPECT_EQ(clockTime(0), "-");
   EXPECT_EQ(opNoun(OpType::kAllReduce), "all-reduce");
   EXPECT_EQ(opNoun(OpType::kBcast), "broadcast");
   EXPECT_EQ(opNoun(OpType::kSend), "ncclSend");

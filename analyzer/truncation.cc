@@ -173,7 +173,7 @@ void Engine::classifyTruncation(const CommStreams& c, size_t p, const std::vecto
     // uninterruptible sleep), not in host code of its own.
     v.cls = VerdictClass::kRankNotRunning;
     stop.how = Stop::How::kNotRunning;
-    stop.why = notRunningWhy(t.stopped.rank);
+    stop.why = whyNotRunning(t.stopped.rank);
     v.headline = stopHeadline(v, stop);
     return;
   }
@@ -410,7 +410,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     head = who + " exited: ";
   } else if (notRunning(x)) {
     v.cls = VerdictClass::kRankNotRunning;
-    head = who + " stopped running (" + notRunningWhy(x) + "): ";
+    head = who + " stopped running (" + notRunningPhrase(whyNotRunning(x)) + "): ";
   } else if (rx.fatal_signal != 0 || dead(x, inferred)) {
     v.cls = VerdictClass::kRankCrashed;
     inferred.dead.insert(x);

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analyzer/headlines_liveness.h"
 #include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -55,18 +56,17 @@ const format::Comm* recordOf(const RankData& r, const EventRecord& e) {
   return found;
 }
 
-// "device 0 (bus 0000:3b:00.0)", or the shared GPU when the ordinals differ.
-std::string devicePhrase(const std::vector<const Attempt*>& group) {
-  std::set<int> ordinals;
-  for (const Attempt* a : group) ordinals.insert(a->device);
-  const Attempt& first = *group.front();
-  std::string id = !first.bus_id.empty() ? "bus " + first.bus_id : first.uuid;
-  if (ordinals.size() == 1 && *ordinals.begin() >= 0) {
-    return "device " + std::to_string(*ordinals.begin()) + (id.empty() ? "" : " (" + id + ")");
+// The GPU that `group`'s ranks share, as the headline names it.
+SharedGpu sharedGpuOf(const std::vector<const Attempt*>& group) {
+  SharedGpu g;
+  for (const Attempt* a : group) {
+    g.ranks.push_back(a->rank->global_rank);
+    g.ordinals.insert(a->device);
   }
-  std::vector<int> numbers(ordinals.begin(), ordinals.end());
-  return "one GPU (" + id + "; device " + formatRanks(numbers) +
-         " in their own numbering, through CUDA_VISIBLE_DEVICES)";
+  g.host = group.front()->rank->host;
+  const Attempt& first = *group.front();
+  g.id = !first.bus_id.empty() ? "bus " + first.bus_id : first.uuid;
+  return g;
 }
 
 }  // namespace
@@ -112,21 +112,13 @@ std::optional<Verdict> findDeviceCollision(const format::LoadedSet& set, const C
   v.site = callSiteOf(*lead.rank, *lead.event, sites);
   v.stacks = {v.site};
   std::set<int> culprits;
+  std::vector<SharedGpu> shared;
   for (const auto& group : collisions) {
-    if (!v.headline.empty()) v.headline += "; ";
-    std::vector<int> ranks;
-    for (const Attempt* a : group) {
-      ranks.push_back(a->rank->global_rank);
-      culprits.insert(a->rank->global_rank);
-    }
-    v.headline += ranksWord(ranks) + " on host " + group.front()->rank->host +
-                  (ranks.size() == 2 ? " both use " : " all use ") + devicePhrase(group);
+    shared.push_back(sharedGpuOf(group));
+    culprits.insert(shared.back().ranks.begin(), shared.back().ranks.end());
   }
   v.ranks.assign(culprits.begin(), culprits.end());
-  v.headline += ": " + std::string(format::opName(v.op)) + " on comm " + shortCommId(v.comm_id) +
-                " from " + describeCallSite(v.site) +
-                " was refused as invalid usage (NCCL: \"Duplicate GPU detected\"); set the device "
-                "from LOCAL_RANK before creating the communicator";
+  v.headline = deviceCollisionHeadline(v, shared);
 
   EvidenceTable t;
   t.title = "devices at init of comm " + shortCommId(v.comm_id);

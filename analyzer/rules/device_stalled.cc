@@ -34,18 +34,13 @@ Kernel kernelOf(const Engine& en, const CommStreams& c, const Stream& s) {
   return k;
 }
 
-// "the GPU of rank 3 (host vm, bus 0000:3b:00.0)".
-std::string gpuOf(const Engine& en, const CommStreams& c, size_t stream) {
-  const RankData& rd = en.set().ranks[c.streams[stream].rank];
-  std::string bus;
-  for (const format::Comm& m : rd.comms) {
-    if (m.comm_id == c.comm_id && !m.bus_id.empty()) bus = m.bus_id;
+// Stream `stream`'s rank, host and GPU (its communicator's record of the bus id).
+Gpu gpuOf(const Engine& en, const CommStreams& c, size_t stream) {
+  Gpu g{rankHostOf(en, c, stream), ""};
+  for (const format::Comm& m : en.set().ranks[c.streams[stream].rank].comms) {
+    if (m.comm_id == c.comm_id && !m.bus_id.empty()) g.bus_id = m.bus_id;
   }
-  const int global = en.ranksOf(c, {stream}).front();
-  std::string where = rd.host.empty() ? "" : "host " + rd.host;
-  where += bus.empty() ? std::string(where.empty() ? "" : "; ") + "its bus id is not recorded"
-                       : (where.empty() ? "" : ", ") + std::string("bus ") + bus;
-  return "the GPU of rank " + std::to_string(global) + " (" + where + ")";
+  return g;
 }
 
 struct Finding {
@@ -220,47 +215,28 @@ std::optional<Verdict> findDeviceStalled(const Engine& en) {
   v.seq = f->op->op_seq;
   v.op = f->op->op;
   v.site = en.siteAt(en.set().ranks[held.rank], *f->op);
-  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
   const Kernel& k = ks[first];
-  std::string gpus = gpuOf(en, *c, first);
-  for (size_t i = 1; i < f->culprits.size(); ++i) gpus += " and " + gpuOf(en, *c, f->culprits[i]);
-  const bool one = f->culprits.size() == 1;
+  DeviceStall stall;
+  for (size_t culprit : f->culprits) stall.gpus.push_back(gpuOf(en, *c, culprit));
   if (f->by_counts) {
-    const int64_t queued = static_cast<int64_t>(kernelRecord(en, *c, held)->planned -
-                                                kernelRecord(en, *c, held)->posted);
-    v.headline = gpus + " never started the kernel of " + name + " on comm " +
-                 shortCommId(v.comm_id) + " from " + describeCallSite(v.site) + ", issued " +
-                 seconds(en.now() - f->op->enqueueNs()) +
-                 " ago: " + (one ? "it runs" : "they run") +
-                 " no kernel channel of the communicator while " + std::to_string(queued) +
-                 " launched channels wait (ops launched behind it), and the GPUs of " +
-                 ranksWord(v.waiting) + " run theirs; " + ranksWord(v.waiting) +
-                 (v.waiting.size() == 1 ? " waits" : " wait") + " for " + (one ? "it" : "them") +
-                 "; suspect " + (one ? "that GPU or its" : "those GPUs or their") +
-                 " stream: a kernel queued before it that does not end, or a GPU that stopped "
-                 "(Xid errors in the kernel log)";
-    en.addEvidence(*c, held.ops.size() - 1, v);
+    stall.how = DeviceStall::How::kQueuedBehind;
+    stall.ago_ns = en.now() - f->op->enqueueNs();
+    stall.queued = static_cast<int64_t>(kernelRecord(en, *c, held)->planned -
+                                        kernelRecord(en, *c, held)->posted);
+  } else if (f->never_started) {
+    stall.how = DeviceStall::How::kNeverStarted;
+    stall.ago_ns = en.now() - k.launched_ns;
+  } else {
+    stall.how = DeviceStall::How::kNeverFinished;
+    stall.started_ns = k.started_ns;
+  }
+  v.headline = deviceStalledHeadline(v, stall);
+  en.addEvidence(*c, held.ops.size() - 1, v);
+  if (f->by_counts) {
     v.tables.push_back(queueTable(en, *c, *f));
     return v;
   }
-  if (f->never_started) {
-    v.headline =
-        gpus + " never started the kernel of " + name + " on comm " + shortCommId(v.comm_id) +
-        " from " + describeCallSite(v.site) + ", launched " + seconds(en.now() - k.launched_ns) +
-        " ago, while the GPUs of " + ranksWord(v.waiting) + " run theirs; " + ranksWord(v.waiting) +
-        (v.waiting.size() == 1 ? " waits" : " wait") + " for " + (one ? "it" : "them") + " in #" +
-        std::to_string(v.seq) + "; suspect " + (one ? "that GPU or its" : "those GPUs or their") +
-        " stream: a kernel queued before it that does not end, or a GPU that stopped "
-        "(Xid errors in the kernel log)";
-  } else {
-    v.headline = gpus + " started the kernel of " + name + " on comm " + shortCommId(v.comm_id) +
-                 " from " + describeCallSite(v.site) + " at " + clockTime(k.started_ns) +
-                 " and it never finished, though every step sent to " + (one ? "it" : "them") +
-                 " arrived, while " + ranksWord(v.waiting) + " finished theirs and " +
-                 (v.waiting.size() == 1 ? "waits" : "wait") + " in the next one; suspect " +
-                 (one ? "that GPU" : "those GPUs");
-  }
-  en.addEvidence(*c, held.ops.size() - 1, v);
+  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
   v.tables.push_back(kernelTable(en, *c, ks, *f, name));
   return v;
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "analyzer/rank_ops.h"
-#include "base/text.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -33,12 +32,8 @@ std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c) {
   return analyzer::connectionsOf(c.comm_id, ends, en.now());
 }
 
-std::string clockTime(int64_t ns) { return ns <= 0 ? "-" : base::timeOfDay(ns, true) + " UTC"; }
-
-std::string rankOnHost(const Engine& en, const CommStreams& c, size_t stream) {
-  const int global = en.ranksOf(c, {stream}).front();
-  const std::string& host = en.set().ranks[c.streams[stream].rank].host;
-  return "rank " + std::to_string(global) + (host.empty() ? "" : " (host " + host + ")");
+RankHost rankHostOf(const Engine& en, const CommStreams& c, size_t stream) {
+  return {en.ranksOf(c, {stream}).front(), en.set().ranks[c.streams[stream].rank].host};
 }
 
 }  // namespace ncclrec::analyzer::engine

@@ -1,6 +1,6 @@
 // What the rules of hangs inside a collective every rank entered share (transport_stalled,
 // device_stalled): the op the ranks of a communicator wait in when nothing of the program
-// diverged, and how its times are written.
+// diverged, and where its ranks are.
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "analyzer/connections.h"
 #include "analyzer/engine.h"
+#include "analyzer/headlines_liveness.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -21,10 +22,7 @@ const EventRecord* opEveryRunningRankIsIn(const Engine& en, const CommStreams& c
 // op (connections.h).
 std::vector<Connection> connectionsOf(const Engine& en, const CommStreams& c);
 
-// "12:35:48.828 UTC"; "-" for 0.
-std::string clockTime(int64_t ns);
-
-// "rank 3 (host nodeb)", "rank 3" when its host is not recorded.
-std::string rankOnHost(const Engine& en, const CommStreams& c, size_t stream);
+// Stream `stream`'s rank and host (headlines_liveness.h rankHostPhrase: "rank 3 (host nodeb)").
+RankHost rankHostOf(const Engine& en, const CommStreams& c, size_t stream);
 
 }  // namespace ncclrec::analyzer::engine

@@ -1,27 +1,24 @@
 #include "analyzer/rules/rank_not_running.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "analyzer/phrases.h"
+#include "analyzer/headlines_liveness.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
 namespace {
 
-// Why rank `rank` of the set does not run, in words; "" when nothing says it does not. Without the
-// launcher's facts, a silent black box among fresh recordings: frozen or killed, which the
+// Why rank `rank` of the set does not run; nothing said() when nothing says it does not. Without
+// the launcher's facts, a silent black box among fresh recordings: frozen or killed, which the
 // recordings alone cannot tell apart (a killed rank's peers usually fail their call instead).
-std::string whyNotRunning(const Engine& en, size_t rank) {
+NotRunning whyStopped(const Engine& en, size_t rank) {
   const format::RankData& rd = en.set().ranks[rank];
-  std::string why = en.notRunningWhy(rank);
-  if (rd.process_state != 0 && why.empty()) return "";  // the launcher saw it run
+  NotRunning why = en.whyNotRunning(rank);
+  if (rd.process_state != 0 && !why.said()) return why;  // the launcher saw it run
   if (rd.exited || rd.fatal_signal != 0 || rd.source != format::SourceKind::kBlackBox) return why;
-  if (en.staleHeartbeat(rank)) {
-    why += (why.empty() ? "" : ", ") + std::string("no heartbeat for ") +
-           seconds(en.now() - rd.heartbeat_ns) + " and no dump";
-    if (rd.process_state == 0) why += " (frozen or killed: no launcher saw its process)";
-  }
+  if (en.staleHeartbeat(rank)) why.silent_ns = en.now() - rd.heartbeat_ns;
   return why;
 }
 
@@ -50,14 +47,14 @@ std::optional<Verdict> findRankNotRunning(const Engine& en) {
   const EventRecord* op = opEveryRankEntered(*c);
   if (op == nullptr) return std::nullopt;
   std::vector<size_t> stopped, waiting;
-  std::string why;
+  NotRunning why;
   for (size_t i = 0; i < c->streams.size(); ++i) {
-    const std::string w = whyNotRunning(en, c->streams[i].rank);
-    if (w.empty()) {
+    NotRunning w = whyStopped(en, c->streams[i].rank);
+    if (!w.said()) {
       waiting.push_back(i);
     } else {
       stopped.push_back(i);
-      if (why.empty()) why = w;  // the first culprit stands for the others
+      if (!why.said()) why = std::move(w);  // the first culprit stands for the others
     }
   }
   // Everyone silent is a host or a job that froze, or recordings read long after: no culprit.
@@ -71,12 +68,7 @@ std::optional<Verdict> findRankNotRunning(const Engine& en) {
   v.op = op->op;
   const Stream& culprit = c->streams[stopped.front()];
   v.site = en.siteAt(en.set().ranks[culprit.rank], *culprit.ops.back().e);
-  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
-  v.headline = ranksWord(v.ranks) + " stopped running inside " + name + " on comm " +
-               shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
-               ", which every rank issued with the same arguments: " + why + "; " +
-               ranksWord(v.waiting) + (v.waiting.size() == 1 ? " waits" : " wait") +
-               " for it in #" + std::to_string(v.seq);
+  v.headline = stoppedInsideHeadline(v, why);
   en.addEvidence(*c, culprit.ops.size() - 1, v);
   return v;
 }

@@ -1,7 +1,6 @@
 #include "analyzer/rules/transport_stalled.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -11,33 +10,6 @@
 
 namespace ncclrec::analyzer::engine {
 namespace {
-
-// What the stalled connections have in common: "the network path a -> b", "the network between
-// a and b" (both directions stalled), "the path between the two processes on host a", or the
-// hosts involved when the connections span several pairs.
-std::string suspectPath(const Engine& en, const CommStreams& c,
-                        const std::vector<const Connection*>& stalled) {
-  auto host = [&](size_t stream) { return en.set().ranks[c.streams[stream].rank].host; };
-  std::set<std::pair<std::string, std::string>> paths;
-  for (const Connection* k : stalled) paths.emplace(host(k->from_end), host(k->to_end));
-  const auto& [a, b] = *paths.begin();
-  if (paths.size() == 1) {
-    if (a.empty() || b.empty()) return "the path between them (their hosts are not recorded)";
-    if (a == b) return "the path between the two processes on host " + a;
-    return "the network path " + a + " -> " + b;
-  }
-  if (paths.size() == 2 && paths.count({b, a}) != 0 && a != b) {
-    return "the network between " + a + " and " + b + " (both directions stalled)";
-  }
-  std::set<std::string> hosts;
-  for (const auto& [x, y] : paths) {
-    hosts.insert(x);
-    hosts.insert(y);
-  }
-  std::string list;
-  for (const std::string& h : hosts) list += (list.empty() ? "" : ", ") + h;
-  return "the network of hosts " + list;
-}
 
 EvidenceTable connectionTable(const Engine& en, const CommStreams& c,
                               const std::vector<Connection>& conns, const std::string& name) {
@@ -98,36 +70,23 @@ std::optional<Verdict> findTransportStalled(const Engine& en) {
   v.seq = waits_in.op_seq;
   v.op = waits_in.op;
   v.site = en.siteAt(en.set().ranks[receiver.rank], waits_in);
-  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
-  const std::string from_rank = "rank " + std::to_string(en.ranksOf(*c, {k.from_end}).front());
-  const std::string to_rank = "rank " + std::to_string(en.ranksOf(*c, {k.to_end}).front());
-  const uint64_t lost = k.sent - k.received;
-  const bool straddle = std::any_of(c->streams.begin(), c->streams.end(), [&](const Stream& s) {
-    return s.ops.back().e->op_seq != op->op_seq;
-  });
-  v.headline = "data stopped moving between " + rankOnHost(en, *c, k.from_end) + " and " +
-               rankOnHost(en, *c, k.to_end) + " inside " + name + " on comm " +
-               shortCommId(v.comm_id) + " from " + describeCallSite(v.site) +
-               (!straddle ? ", which every rank issued with the same arguments: "
-                          : " (the ranks that got all their data are in the next one): ") +
-               from_rank + " sent " + std::to_string(lost) + (lost == 1 ? " step" : " steps") +
-               " on channel " + std::to_string(k.channel) + " that " + to_rank +
-               " never received (its last send at " + clockTime(k.sent_ns) + "); " + to_rank;
-  if (k.op_steps > 0) {
-    v.headline += " has " + std::to_string(k.op_received) + " of the " +
-                  std::to_string(k.op_steps) + " steps of #" + std::to_string(v.seq) + " and";
-  }
-  v.headline += " received nothing for " + seconds(en.now() - k.received_ns);
-  if (stalled.size() > 1) {
-    v.headline += "; " + std::to_string(stalled.size() - 1) + " more connection" +
-                  (stalled.size() > 2 ? "s" : "") + " stalled so";
-  }
-  if (!v.waiting.empty()) {
-    v.headline +=
-        "; " + ranksWord(v.waiting) + (v.waiting.size() == 1 ? " waits" : " wait") + " behind it";
-  }
-  v.headline += "; suspect " + suspectPath(en, *c, stalled);
+  TransportStall s;
+  s.from = rankHostOf(en, *c, k.from_end);
+  s.to = rankHostOf(en, *c, k.to_end);
+  s.straddle = std::any_of(c->streams.begin(), c->streams.end(),
+                           [&](const Stream& st) { return st.ops.back().e->op_seq != op->op_seq; });
+  s.lost = k.sent - k.received;
+  s.channel = k.channel;
+  s.last_sent_ns = k.sent_ns;
+  s.op_received = k.op_received;
+  s.op_steps = k.op_steps;
+  s.quiet_ns = en.now() - k.received_ns;
+  s.more = stalled.size() - 1;
+  auto host = [&](size_t stream) { return en.set().ranks[c->streams[stream].rank].host; };
+  for (const Connection* x : stalled) s.paths.emplace(host(x->from_end), host(x->to_end));
+  v.headline = transportStalledHeadline(v, s);
   en.addEvidence(*c, receiver.ops.size() - 1, v);
+  const std::string name = std::string(format::opName(v.op)) + " #" + std::to_string(v.seq);
   v.tables.push_back(connectionTable(en, *c, conns, name));
   return v;
 }
