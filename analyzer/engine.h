@@ -18,6 +18,7 @@
 #include "analyzer/callsite.h"
 #include "analyzer/diagnose.h"
 #include "analyzer/headlines.h"
+#include "analyzer/headlines_blocked.h"
 #include "analyzer/headlines_liveness.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
@@ -228,31 +229,30 @@ class Engine {
   std::pair<size_t, size_t> normalAndDeviant(const CommStreams& c, size_t p,
                                              const std::vector<Group>& groups,
                                              std::vector<bool>* known) const;
-  // For a rank blocked in collective `pending`: "; there it waits for rank 3, in host code: its
-  // last NCCL op ..." (the ranks of that communicator that have not issued it; how the one rank
-  // is, if one).
-  std::string waitsThereFor(const EventRecord& pending, size_t self,
-                            const Inferred& inferred) const;
+  // For a rank blocked in collective `pending`: the ranks of that communicator that have not
+  // issued it and how the one rank is, if one (headlines_blocked.h thereWaitsForPhrase: "; there
+  // it waits for rank 3, in host code: its last NCCL op ...").
+  ThereWaitsFor waitsThereFor(const EventRecord& pending, size_t self,
+                              const Inferred& inferred) const;
+  // Where the first waiters of a chain of waits are: `waiters` wait for `waited` in `in`.
+  struct OuterWait {
+    std::vector<int> waiters, waited;
+    OpOn in;
+  };
   // A chain of waits (truncation.cc): stream rank `self` is blocked in `pending` on another
-  // communicator than the one where `outer` (": ranks 0,2 wait for rank 1 in ...") wait for it.
+  // communicator than the one where `outer` ("ranks 0,2 wait for rank 1 in ...") wait for it.
   // When the chain ends at one rank that stopped (exited, crashed, alive in host code) and had
   // issued that call site there before, that rank is the culprit and the ranks on the chain wait
   // (cause before symptom): fills `v` and returns true.
-  bool blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer, Verdict& v,
+  bool blameChainEnd(size_t self, const EventRecord& pending, const OuterWait& outer, Verdict& v,
                      Inferred& inferred) const;
-  // One link of a chain of waits: "rank 1 waits for %s in ncclBroadcast #3 ..." and the stream
-  // rank %s stands for.
-  struct ChainLink {
-    std::string what;
-    size_t waits_for = 0;
-  };
   // The rank where the chain from `self`, blocked in `at`, ends: one that stopped (exited,
   // crashed, or in no NCCL op) and that every branch leads to (a link may wait for several ranks,
   // blocked in turn for that one; a rank in an unfinished group waits in each op of the group a
   // peer has not issued); nullopt when two ranks stopped, a link waits for a new call site, or a
   // branch comes back (a cycle). `at` becomes the op the last link waits in; `links`
   // gets the links from `self` to it.
-  std::optional<size_t> chainEnd(size_t self, const EventRecord*& at, std::vector<ChainLink>& links,
+  std::optional<size_t> chainEnd(size_t self, const EventRecord*& at, std::vector<ChainStep>& links,
                                  const Inferred& inferred) const;
   // A rank chainEnd() reached: blocked in `op`, which node `parent` waits for (SIZE_MAX: none).
   struct ChainNode {

@@ -1,6 +1,7 @@
 #include "analyzer/headlines.h"
 
 #include "analyzer/phrases.h"
+#include "analyzer/rank_ops.h"
 #include "base/text.h"
 
 namespace ncclrec::analyzer {
@@ -8,19 +9,13 @@ namespace {
 
 using format::opName;
 
-// "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
-std::string callAt(const OpOn& c) {
-  return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
-         shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
-}
-
 // "ncclAllReduce #7 on comm c0ffee00 from saveCheckpoint() train.cc:33": the verdict's own op.
 std::string verdictOp(const Verdict& v) {
   EvidenceOp o;
   o.op = v.op;
   o.seq = v.seq;
   o.site = v.site;
-  return callAt({o, v.comm_id});
+  return callAtPhrase({o, v.comm_id});
 }
 
 // "ncclBroadcast from f() a.cc:3".
@@ -29,7 +24,7 @@ std::string opFrom(const EvidenceOp& o) {
 }
 
 // "ncclBroadcast #3 on comm beef0000 from f() a.cc:3": an op the verdict does not name.
-std::string otherOp(const Instead& i) { return callAt({i.op, i.comm_id}); }
+std::string otherOp(const Instead& i) { return callAtPhrase({i.op, i.comm_id}); }
 
 // "waits in <waited> for ranks 1,2, which wait for it on comm beef0000": where a culprit of a wait
 // cycle is, `waited` its own op, `missed_comm` the communicator of the op it did not issue.
@@ -95,10 +90,6 @@ std::string difference(const Verdict& v, const EvidenceOp& a, const Instead& i) 
   }
 }
 
-format::OpType counterpartOf(format::OpType op) {
-  return op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
-}
-
 // "64 float32".
 std::string countOf(const EvidenceOp& o) {
   return std::to_string(o.count) + " " + std::string(format::dataTypeName(o.dtype));
@@ -118,9 +109,7 @@ std::string standing(const EvidenceOp& o) {
   if (o.state == format::EventState::kFailed) {
     return "failed in it (NCCL error " + std::to_string(o.result) + ")";
   }
-  const bool incomplete =
-      o.state == format::EventState::kEnqueued || o.state == format::EventState::kStarted;
-  return incomplete ? "wait in it" : "completed it without that rank";
+  return isIncomplete(o.state) ? "wait in it" : "completed it without that rank";
 }
 
 // "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from f() a.cc:3": the verdict's waiting op.
@@ -139,6 +128,11 @@ std::string lastOf(const P2pTally& t) {
 }
 
 }  // namespace
+
+std::string callAtPhrase(const OpOn& c) {
+  return std::string(opName(c.op.op)) + " #" + std::to_string(c.op.seq) + " on comm " +
+         shortCommId(c.comm_id) + " from " + describeCallSite(c.op.site);
+}
 
 std::string aloneHeadline(const Verdict& v, const std::vector<int>& all, const Instead& instead) {
   const std::string condition = all.empty() ? "" : " (" + subsetCondition(v.ranks, all) + ")";
@@ -211,8 +205,8 @@ std::string p2pCountHeadline(const Verdict& v, int peer, const EvidenceOp& mine,
 std::string p2pShortRunHeadline(const Verdict& v, const OpOn& next, const OpOn& met) {
   return "rank " + std::to_string(v.ranks.at(0)) + " posted one " + std::string(opName(v.op)) +
          " fewer from " + describeCallSite(v.site) + " than its loop does, so its next, " +
-         callAt(next) + " (" + countOf(next.op) + "), met " + callAt(met) + " (" + countOf(met.op) +
-         ")";
+         callAtPhrase(next) + " (" + countOf(next.op) + "), met " + callAtPhrase(met) + " (" +
+         countOf(met.op) + ")";
 }
 
 std::string p2pRelayHeadline(const Verdict& v, uint64_t received, const std::vector<int>& sources,
@@ -336,7 +330,7 @@ std::string deadlockHeadline(const Verdict& v, const std::vector<CycleStep>& cyc
   for (size_t k = 0; k < cycle.size(); ++k) {
     out += k == 0 ? "rank " + std::to_string(cycle[k].rank) + " waits in "
                   : std::string(", which waits in ");
-    out += callAt(cycle[k].waits_in) + " for rank " + std::to_string(cycle[k].waits_for);
+    out += callAtPhrase(cycle[k].waits_in) + " for rank " + std::to_string(cycle[k].waits_for);
   }
   return out;
 }

@@ -131,6 +131,8 @@ struct OpOn {
   EvidenceOp op;
   uint64_t comm_id = 0;
 };
+// "ncclSend #5 on comm c0ffee00 from f() a.cc:3".
+std::string callAtPhrase(const OpOn& c);
 
 // p2p_mismatch, a wait no call of the peer matches: "rank 1's ncclRecv #4 from rank 2 on comm
 // c0ffee00 from f() a.cc:3 has no matching ncclSend: rank 2 posted 3 ncclSends to rank 1 (the

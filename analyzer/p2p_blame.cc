@@ -305,7 +305,7 @@ bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
 Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, const Located& w,
                            const CallSites& sites) {
   const EventRecord& e = *w.event;
-  const OpType other = e.op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+  const OpType other = counterpartOf(e.op);
   const auto globalOf = [&](int r) {
     const auto it = global_of.find({e.commId(), r});
     return it != global_of.end() ? it->second : -1;

@@ -11,9 +11,16 @@
 
 namespace ncclrec::analyzer {
 
-// Enqueued or started: the call has not completed.
-inline bool isIncomplete(const format::EventRecord& e) {
-  return e.state == format::EventState::kEnqueued || e.state == format::EventState::kStarted;
+// Enqueued or started: the call has not completed (of a record, or of the state an EvidenceOp
+// keeps).
+inline bool isIncomplete(format::EventState s) {
+  return s == format::EventState::kEnqueued || s == format::EventState::kStarted;
+}
+inline bool isIncomplete(const format::EventRecord& e) { return isIncomplete(e.state); }
+
+// The call a send or receive pairs with: ncclRecv for ncclSend, ncclSend for ncclRecv.
+inline format::OpType counterpartOf(format::OpType op) {
+  return op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
 }
 
 // A call NCCL refused before issuing it (bad argument or usage) never pairs with anything; one

@@ -11,6 +11,7 @@
 
 #include "analyzer/engine.h"
 #include "analyzer/headlines.h"
+#include "analyzer/headlines_blocked.h"
 
 namespace ncclrec::analyzer::engine {
 
@@ -44,6 +45,8 @@ struct Engine::Truncation {
   std::string who;          // "rank 3", "ranks 3,5"
   uint64_t same = 0;        // how many ops like `waited` the stopped rank issued
   Inferred& inferred;       // the ranks found dead so far; the culprits join them when they died
+  // The others, in the op they wait in.
+  Waiters waiters() const { return {others, waited.e->op, waited.e->op_seq, false}; }
 };
 
 Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it,
@@ -93,7 +96,7 @@ std::vector<size_t> Engine::ownStops(const CommStreams& c, std::vector<size_t> a
   for (size_t s : alive) {
     const size_t rank = c.streams[s].rank;
     const EventRecord* at = newestPendingCommOp(set_.ranks[rank]);
-    std::vector<ChainLink> links;
+    std::vector<ChainStep> links;
     const std::optional<size_t> end = at != nullptr && at->commId() != c.comm_id
                                           ? chainEnd(rank, at, links, inferred)
                                           : std::nullopt;
@@ -189,27 +192,21 @@ bool Engine::failedOnItsOwnCall(const Truncation& t, Verdict& v) const {
       last_call->result == kNcclRemoteError || last_call->result == kNcclSystemError) {
     return false;
   }
-  const char* why = last_call->result == kNcclInvalidArgument ? " (invalid argument)"
-                    : last_call->result == kNcclInvalidUsage  ? " (invalid usage)"
-                                                              : "";
-  const std::string then = t.kind == StopKind::kExited       ? ", then it exited"
-                           : t.kind == StopKind::kDied       ? ", then it died"
-                           : t.kind == StopKind::kNotRunning ? ", then it stopped running"
-                                                             : ", and it issued nothing since";
-  const bool all_failed = std::all_of(t.going.begin(), t.going.end(), [&](size_t g) {
+  OwnError e;
+  e.comm_id = last_call->commId();
+  e.result = last_call->result;
+  e.then = t.kind == StopKind::kExited       ? OwnError::Then::kExited
+           : t.kind == StopKind::kDied       ? OwnError::Then::kDied
+           : t.kind == StopKind::kNotRunning ? OwnError::Then::kNotRunning
+                                             : OwnError::Then::kNothingSince;
+  Waiters w = t.waiters();
+  w.failed = std::all_of(t.going.begin(), t.going.end(), [&](size_t g) {
     return t.c.streams[g].ops[t.p].e->state == EventState::kFailed;
   });
   v.cls = VerdictClass::kNcclError;
   v.op = last_call->op;
   v.site = siteAt(t.rd, *last_call);
-  v.headline =
-      t.who + ": " + std::string(format::opName(last_call->op)) +
-      (last_call->commId() != 0 ? " on comm " + shortCommId(last_call->commId()) : "") + " from " +
-      describeCallSite(v.site) + " returned NCCL error " + std::to_string(last_call->result) + why +
-      then + "; " + ranksWord(t.others) +
-      (all_failed ? " failed in "
-                  : (t.others.size() == 1 ? " waits" : " wait") + std::string(" for it in ")) +
-      std::string(format::opName(t.waited.e->op)) + " #" + std::to_string(v.seq);
+  v.headline = ownErrorHeadline(v, e, w);
   return true;
 }
 
@@ -218,49 +215,31 @@ void Engine::stillInsideTheirOp(const Truncation& t, const EventRecord& pending,
   // the ranks whose data was lost still wait in it: nobody left the program's order, and a rank
   // inside an NCCL call is not in host code. Without transport counters (transport_stalled)
   // nothing tells the link from the device.
-  const std::string in =
-      std::string(format::opName(pending.op)) + " #" + std::to_string(pending.op_seq);
-  const bool one = t.culprits.size() == 1;
+  const std::vector<int> inside = ranksOf(t.c, t.culprits);
   v.cls = VerdictClass::kUndecided;
   v.ranks.clear();
   v.seq = pending.op_seq;
   v.op = pending.op;
   v.site = siteAt(t.rd, pending);
-  v.headline = t.who + (one ? " waits" : " wait") + " in " + in + " on comm " +
-               shortCommId(t.c.comm_id) + " from " + describeCallSite(v.site) + ", which " +
-               ranksWord(t.others) +
-               " got through: " + (t.others.size() == 1 ? "it waits" : "they wait") + " in " +
-               std::string(format::opName(t.waited.e->op)) + " #" +
-               std::to_string(t.waited.e->op_seq) + "; the ranks agree on every op before it";
-  v.missing.push_back(t.who + (one ? " is" : " are") + " inside " + in +
-                      ", not in host code, and its peers finished it: the transport or the "
-                      "device is stuck, not the program's order; NCCL's profiler plugin "
-                      "(NCCLREC_COMPLETION=profiler) would name the connection from its "
-                      "transport counters");
+  v.headline = stillInsideHeadline(v, inside, t.waiters());
+  v.missing.push_back(stillInsideMissing(v, inside));
 }
 
 void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
   // Alive: either waiting in an op of another communicator, or in host code.
-  const std::string wait_word = t.others.size() == 1 ? " waits" : " wait";
   const EventRecord* pending = newestPendingCommOp(t.rd);
   const EventRecord* last = newestCommOp(t.rd);
   if (pending != nullptr && pending->commId() != t.c.comm_id) {
-    const std::string outer = ranksWord(t.others) + wait_word + " for " + t.who + " in " +
-                              std::string(format::opName(t.waited.e->op)) + " #" +
-                              std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
-                              " from " + describeCallSite(t.waited_site);
+    const OuterWait outer{t.others,
+                          ranksOf(t.c, t.culprits),
+                          {evidenceOpOf(*t.waited.e, t.waited_site), t.c.comm_id}};
     if (t.culprits.size() == 1 && blameChainEnd(t.stopped.rank, *pending, outer, v, t.inferred))
       return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(t.rd, *pending);
-    const bool one = t.culprits.size() == 1;
     v.headline =
-        t.who + (one ? " is" : " are") + " blocked in " + std::string(format::opName(pending->op)) +
-        " #" + std::to_string(pending->op_seq) + " on comm " + shortCommId(pending->commId()) +
-        " from " + describeCallSite(v.site) + " while " + ranksWord(t.others) + wait_word +
-        (one ? " for it in " : " for them in ") + std::string(format::opName(t.waited.e->op)) +
-        " #" + std::to_string(v.seq) + " on comm " + shortCommId(t.c.comm_id) +
-        waitsThereFor(*pending, t.stopped.rank, t.inferred);
+        blockedElsewhereHeadline(v, {evidenceOpOf(*pending, v.site), pending->commId()},
+                                 t.waiters(), waitsThereFor(*pending, t.stopped.rank, t.inferred));
     return;
   }
   if (pending != nullptr && format::isCollective(pending->op)) {
@@ -269,10 +248,7 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
   }
   v.cls = VerdictClass::kRankStuckInHost;
   if (last != nullptr) v.site = siteAt(t.rd, *last);
-  v.headline = t.who + (t.culprits.size() == 1 ? " is" : " are") +
-               " alive but stuck in host code: " + lastOpPhrase(lastOp(t.rd, last)) + "; " +
-               ranksWord(t.others) + wait_word + " in " + std::string(format::opName(v.op)) + " #" +
-               std::to_string(v.seq);
+  v.headline = stuckInHostHeadline(v, lastOp(t.rd, last), t.waiters());
 }
 
 bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
@@ -336,7 +312,7 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
 }
 
 std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
-                                       std::vector<ChainLink>& links,
+                                       std::vector<ChainStep>& links,
                                        const Inferred& inferred) const {
   // The blocked ranks reached from `self`, breadth first (followChain); from each op of its
   // unfinished group when `at` is one of them.
@@ -364,19 +340,18 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const ChainNode& n = nodes[*it];
     const size_t waits_for = std::next(it) == path.rend() ? end : nodes[*std::next(it)].rank;
-    links.push_back({"rank " + std::to_string(set_.ranks[n.rank].global_rank) +
-                         " waits for %s in " + std::string(format::opName(n.op->op)) + " #" +
-                         std::to_string(n.op->op_seq) + " on comm " + shortCommId(n.op->commId()) +
-                         " from " + describeCallSite(siteAt(set_.ranks[n.rank], *n.op)),
-                     waits_for});
+    links.push_back({set_.ranks[n.rank].global_rank,
+                     {evidenceOpOf(*n.op, siteAt(set_.ranks[n.rank], *n.op)), n.op->commId()},
+                     waits_for,
+                     set_.ranks[waits_for].global_rank});
   }
   at = nodes[end_parent].op;
   return end;
 }
 
-bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::string& outer,
+bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const OuterWait& outer,
                            Verdict& v, Inferred& inferred) const {
-  std::vector<ChainLink> links;  // outermost first
+  std::vector<ChainStep> links;  // outermost first
   const EventRecord* at = &pending;
   const std::optional<size_t> end = chainEnd(self, at, links, inferred);
   if (!end) return false;
@@ -384,16 +359,7 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
   const RankData& rx = set_.ranks[x];
   // From the culprit outward: "rank 1 waits for it in ...; ranks 0,2 wait for rank 1 in ...".
   const auto chain = [&](size_t culprit) {
-    std::string text;
-    for (auto it = links.rbegin(); it != links.rend(); ++it) {
-      std::string link = it->what;
-      link.replace(link.find("%s"), 2,
-                   it->waits_for == culprit
-                       ? "it"
-                       : "rank " + std::to_string(set_.ranks[it->waits_for].global_rank));
-      text += "; " + link;
-    }
-    return text + "; " + outer;
+    return chainPhrase(links, culprit, outer.waiters, outer.waited, outer.in);
   };
   // The rank at the end stopped only because a peer it lost left first: that one is the verdict
   // (a rank that failed a group with a rank that returned from main, and exited, is its victim).
@@ -402,31 +368,31 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const std::s
     v.headline += chain(SIZE_MAX);
     return true;
   }
-  const std::string who = "rank " + std::to_string(rx.global_rank);
   const EventRecord* last = newestCommOp(rx);
-  std::string head;
+  ChainEnd stand;
   if (rx.exited) {
     v.cls = VerdictClass::kRankExited;
-    head = who + " exited: ";
+    stand.how = ChainEnd::How::kExited;
   } else if (notRunning(x)) {
     v.cls = VerdictClass::kRankNotRunning;
-    head = who + " stopped running (" + notRunningPhrase(whyNotRunning(x)) + "): ";
+    stand.how = ChainEnd::How::kNotRunning;
+    stand.why = whyNotRunning(x);
   } else if (rx.fatal_signal != 0 || dead(x, inferred)) {
     v.cls = VerdictClass::kRankCrashed;
     inferred.dead.insert(x);
-    head = who + (rx.fatal_signal != 0
-                      ? " crashed (" + base::signalName(rx.fatal_signal) + "): "
-                      : " died without an exit mark (killed, e.g. SIGKILL or out of memory): ");
+    stand.how = rx.fatal_signal != 0 ? ChainEnd::How::kCrashed : ChainEnd::How::kDied;
+    stand.signal = rx.fatal_signal;
   } else {
     v.cls = VerdictClass::kRankStuckInHost;
-    head = who + " is alive but stuck in host code: ";
+    stand.how = ChainEnd::How::kInHost;
   }
   v.ranks = {rx.global_rank};
   v.comm_id = at->commId();
   v.seq = at->op_seq;
   v.op = at->op;
   v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
-  v.headline = head + lastOpPhrase(lastOp(rx, last)) + chain(x);
+  stand.last = lastOp(rx, last);
+  v.headline = chainEndHeadline(v, stand, chain(x));
   return true;
 }
 
@@ -440,35 +406,41 @@ LastOp Engine::lastOp(const RankData& rd, const EventRecord* last) const {
   return o;
 }
 
-std::string Engine::waitsThereFor(const EventRecord& pending, size_t self,
-                                  const Inferred& inferred) const {
-  if (!format::isCollective(pending.op)) return "";  // p2p pairs by peer, not by seq
-  const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
-    return c.comm_id == pending.commId();
-  });
-  if (there == comms_.end()) return "";
-  std::vector<size_t> behind;  // streams of `there` that have not issued pending's seq
-  for (size_t s = 0; s < there->streams.size(); ++s) {
-    const Stream& st = there->streams[s];
+ThereWaitsFor Engine::waitsThereFor(const EventRecord& pending, size_t self,
+                                    const Inferred& inferred) const {
+  ThereWaitsFor there;
+  if (!format::isCollective(pending.op)) return there;  // p2p pairs by peer, not by seq
+  const auto it = std::find_if(comms_.begin(), comms_.end(),
+                               [&](const CommStreams& c) { return c.comm_id == pending.commId(); });
+  if (it == comms_.end()) return there;
+  std::vector<size_t> behind;  // streams of `it` that have not issued pending's seq
+  for (size_t s = 0; s < it->streams.size(); ++s) {
+    const Stream& st = it->streams[s];
     if (st.rank == self) continue;
     if (st.ops.empty() || st.ops.back().e->op_seq < pending.op_seq) behind.push_back(s);
   }
-  if (behind.empty()) return "";
-  std::string out = "; there it waits for " + ranksWord(ranksOf(*there, behind));
-  if (behind.size() != 1) return out;
-  const size_t rank = there->streams[behind.front()].rank;
+  if (behind.empty()) return there;
+  there.how = ThereWaitsFor::How::kSeveral;
+  there.ranks = ranksOf(*it, behind);
+  if (behind.size() != 1) return there;
+  const size_t rank = it->streams[behind.front()].rank;
   const RankData& rd = set_.ranks[rank];
-  if (rd.exited) return out + ", which exited";
-  if (rd.fatal_signal != 0)
-    return out + ", which crashed (" + base::signalName(rd.fatal_signal) + ")";
-  if (dead(rank, inferred)) return out + ", which died without an exit mark";
   const EventRecord* its_pending = newestPendingCommOp(rd);
-  const EventRecord* its_last = newestCommOp(rd);
-  if (its_pending != nullptr && its_pending->commId() != pending.commId()) {
-    return out + ", itself blocked in " + std::string(format::opName(its_pending->op)) + " #" +
-           std::to_string(its_pending->op_seq) + " on comm " + shortCommId(its_pending->commId());
+  if (rd.exited) {
+    there.how = ThereWaitsFor::How::kExited;
+  } else if (rd.fatal_signal != 0) {
+    there.how = ThereWaitsFor::How::kCrashed;
+    there.signal = rd.fatal_signal;
+  } else if (dead(rank, inferred)) {
+    there.how = ThereWaitsFor::How::kDied;
+  } else if (its_pending != nullptr && its_pending->commId() != pending.commId()) {
+    there.how = ThereWaitsFor::How::kBlocked;
+    there.blocked_in = {evidenceOpOf(*its_pending, {}), its_pending->commId()};
+  } else {
+    there.how = ThereWaitsFor::How::kInHost;
+    there.last = lastOp(rd, newestCommOp(rd));
   }
-  return out + ", in host code: " + lastOpPhrase(lastOp(rd, its_last));
+  return there;
 }
 
 }  // namespace ncclrec::analyzer::engine

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "analyzer/headlines.h"
+#include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer {
 namespace {
 
 using format::EventRecord;
-using format::EventState;
 using format::OpType;
 using format::RankData;
 
@@ -44,10 +44,6 @@ std::map<uint64_t, std::vector<Group>> groupsOf(const RankData& r) {
   }
   for (auto it = open.begin(); it != open.end(); it = open.begin()) close(it->first);
   return out;
-}
-
-bool pending(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
 }
 
 // Every process's groups per communicator, and which process holds each (comm, comm rank).
@@ -96,7 +92,7 @@ LeftOut oldestLeftOut(const GroupFacts& f) {
     for (const auto& [comm, list] : f.groups[a]) {
       for (size_t g = 0; g < list.size(); ++g) {
         for (const EventRecord* x : list[g]) {
-          if (!pending(*x) || (best.op != nullptr && best.op->enqueueNs() <= x->enqueueNs()))
+          if (!isIncomplete(*x) || (best.op != nullptr && best.op->enqueueNs() <= x->enqueueNs()))
             continue;
           const auto b = f.process_of.find({comm, x->peer()});
           if (b == f.process_of.end() || b->second == a) continue;
@@ -156,7 +152,7 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   const RankData& rb = set.ranks[l.b];
   const Group& mine = f.groups[l.a].at(best->commId())[l.g];
   const Group& theirs = f.groups[l.b].at(best->commId())[l.g];
-  const OpType missing = best->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+  const OpType missing = counterpartOf(best->op);
   const auto sibling = std::find_if(theirs.begin(), theirs.end(),
                                     [&](const EventRecord* o) { return o->op == missing; });
   const EventRecord& site_op = sibling != theirs.end() ? **sibling : *theirs.front();
@@ -169,7 +165,7 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   words.group = l.g + 1;
   words.posts_to = peers;
   for (const EventRecord* o : mine) {
-    if (o->peer() == best->peer() && pending(*o)) words.waits.push_back(evidenceOpOf(*o, {}));
+    if (o->peer() == best->peer() && isIncomplete(*o)) words.waits.push_back(evidenceOpOf(*o, {}));
   }
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;

@@ -28,12 +28,6 @@ using p2p::Posted;
 // Rows of the p2p table on each side of the unmatched seq.
 constexpr uint64_t kP2pContext = 2;
 
-bool pending(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
-
-OpType counterpartOf(OpType op) { return op == OpType::kSend ? OpType::kRecv : OpType::kSend; }
-
 int globalRankOf(const GlobalOf& global_of, uint64_t comm, int r) {
   const auto it = global_of.find({comm, r});
   return it != global_of.end() ? it->second : -1;
@@ -88,7 +82,7 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
 const EventRecord* blockedInP2pElsewhere(const RankData& r, uint64_t comm) {
   const EventRecord* there = nullptr;
   for (const EventRecord& e : r.events) {
-    if (!pending(e)) continue;
+    if (!isIncomplete(e)) continue;
     if (format::isCollective(e.op)) return nullptr;
     if (there == nullptr && format::isP2p(e.op) && e.commId() != comm) there = &e;
   }
@@ -154,7 +148,7 @@ P2pWaits::P2pWaits(const format::LoadedSet& set, const CallSites& sites)
       if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
       posted_[{e.commId(), e.op, e.rank(), e.peer()}][e.op_seq] = Located{&r, &e};
       // A call that failed because its peer left had waited for it as well.
-      if (pending(e) || lostPeer(e)) waiting_.push_back(Located{&r, &e});
+      if (isIncomplete(e) || lostPeer(e)) waiting_.push_back(Located{&r, &e});
     }
     for (const format::Comm& c : r.comms) {
       if (c.comm_id != 0 && c.rank >= 0) global_of_[{c.comm_id, c.rank}] = r.global_rank;
@@ -202,7 +196,7 @@ EvidenceTable P2pWaits::pairTable(uint64_t comm, int from, int to, uint64_t seq)
 
 bool P2pWaits::blockedInP2p(uint64_t comm, int r) const {
   return std::any_of(waiting_.begin(), waiting_.end(), [&](const Located& x) {
-    return x.event->commId() == comm && x.event->rank() == r && pending(*x.event);
+    return x.event->commId() == comm && x.event->rank() == r && isIncomplete(*x.event);
   });
 }
 
@@ -248,11 +242,11 @@ std::optional<Verdict> P2pWaits::judge(const Located& w, std::optional<Verdict>*
   // A peer that left NCCL without ending the communicator stopped (a truncation, p2p_stop.cc);
   // a failed call is judged here only when its peer finished its work and left.
   if (p2p::stoppedIn(peer_rank, e.commId()) || p2p::aborted(peer_rank)) return std::nullopt;
-  if (!pending(e) && !p2p::finishedComm(peer_rank, e.commId())) return std::nullopt;
+  if (!isIncomplete(e) && !p2p::finishedComm(peer_rank, e.commId())) return std::nullopt;
   const auto list = posted_.find({e.commId(), counterpartOf(e.op), e.peer(), e.rank()});
   const bool is_unmatched = list == posted_.end() || !list->second.contains(e.op_seq);
   const p2p::Standing standing =
-      is_unmatched && pending(e) ? peerStanding(w, peer_rank) : p2p::Standing::kUnknown;
+      is_unmatched && isIncomplete(e) ? peerStanding(w, peer_rank) : p2p::Standing::kUnknown;
   if (standing == p2p::Standing::kPast) {
     Verdict missing = p2p::missingCounterpart(posted_, global_of_, w, sites_);
     missing.tables.push_back(tableOf(e));

@@ -15,6 +15,7 @@
 
 #include "analyzer/headlines.h"
 #include "analyzer/p2p_blame.h"
+#include "analyzer/rank_ops.h"
 #include "analyzer/rules.h"
 
 namespace ncclrec::analyzer::engine {
@@ -51,7 +52,7 @@ std::optional<Verdict> findP2pStop(const Engine& en, Inferred& inferred) {
     const size_t x = peer->second;
     const RankData& rd = set.ranks[x];
     if (!p2p::stoppedIn(rd, e->commId())) continue;
-    const OpType other = e->op == OpType::kSend ? OpType::kRecv : OpType::kSend;
+    const OpType other = counterpartOf(e->op);
     const auto theirs = posted.find({e->commId(), other, e->peer(), e->rank()});
     if (theirs != posted.end() && theirs->second.contains(e->op_seq)) continue;
     const bool failed = e->state == EventState::kFailed;

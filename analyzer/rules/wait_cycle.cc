@@ -18,13 +18,8 @@ namespace ncclrec::analyzer {
 namespace {
 
 using format::EventRecord;
-using format::EventState;
 using format::OpType;
 using format::RankData;
-
-bool pending(const EventRecord& e) {
-  return e.state == EventState::kEnqueued || e.state == EventState::kStarted;
-}
 
 // The wait-for graph of the processes blocked in a collective (or, through addP2pWaits, in a send
 // or receive): its nodes are indexes into set.ranks.
@@ -60,7 +55,7 @@ std::vector<std::vector<const EventRecord*>> gatherProgress(const format::Loaded
       }
       if (!format::isCollective(e.op) || rejected(e)) continue;
       *last_reached = std::max(*last_reached, e.op_seq);
-      if (pending(e)) pending_ops[i].push_back(&e);
+      if (isIncomplete(e)) pending_ops[i].push_back(&e);
     }
   }
   return pending_ops;
