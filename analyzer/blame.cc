@@ -48,53 +48,35 @@ std::vector<int> waitingRanks(const format::LoadedSet& set, const Verdict& v) {
   return out;
 }
 
-std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, const Verdict& v) {
-  if (v.waiting.empty()) return "";
+std::vector<WaitPlace> waitPlaces(const format::LoadedSet& set, const CallSites& sites,
+                                  const Verdict& v) {
   // The waiting ranks grouped by where they are: (comm, seq, op, failed, call site).
   using Where = std::tuple<uint64_t, uint64_t, format::OpType, bool, std::string>;
-  std::map<Where, std::vector<int>> groups;
+  std::map<Where, WaitPlace> groups;
   for (const RankData& r : set.ranks) {
     if (!std::binary_search(v.waiting.begin(), v.waiting.end(), r.global_rank)) continue;
     const EventRecord* e = newestWait(r);
     if (e == nullptr) continue;
-    groups[{e->commId(), e->op_seq, e->op, lostPeer(*e),
-            describeCallSite(callSiteOf(r, *e, sites))}]
-        .push_back(r.global_rank);
+    CallSite site = callSiteOf(r, *e, sites);
+    WaitPlace& p = groups[{e->commId(), e->op_seq, e->op, lostPeer(*e), describeCallSite(site)}];
+    if (p.ranks.empty()) p = {{}, e->commId(), e->op_seq, e->op, lostPeer(*e), std::move(site)};
+    p.ranks.push_back(r.global_rank);
   }
-  const bool one = v.waiting.size() == 1;
-  const std::string it = v.ranks.size() > 1 ? "them" : "it";
-  const std::string head = "; " + ranksWord(v.waiting) + (one ? " waits for " : " wait for ") + it;
-  if (groups.empty() || groups.size() > kMaxPlaces) return head;
-  std::vector<std::pair<Where, std::vector<int>>> ordered(groups.begin(), groups.end());
-  for (auto& [where, ranks] : ordered) std::sort(ranks.begin(), ranks.end());
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
-  std::string out;
-  for (const auto& [where, ranks] : ordered) {
-    const auto& [comm, seq, op, failed, site] = where;
-    const bool first = out.empty();
-    const bool single = ranks.size() == 1;
-    out += first ? "; " + ranksWord(ranks) : ", " + ranksWord(ranks);
-    out += failed   ? " failed in "
-           : !first ? " in "
-           : single ? " waits for " + it + " in "
-                    : " wait for " + it + " in ";
-    // The verdict's own op goes without its name and communicator; another one is named (a
-    // communicator's creation has no sequence number).
-    if (comm == v.comm_id && op == v.op && seq != 0) {
-      out += "#" + std::to_string(seq);
-    } else {
-      out += std::string(format::opName(op)) + (seq != 0 ? " #" + std::to_string(seq) : "");
-      if (comm != v.comm_id) out += " on comm " + shortCommId(comm);
-    }
-    out += " from " + site;
+  std::vector<WaitPlace> places;
+  if (groups.size() > kMaxPlaces) return places;
+  for (auto& [where, p] : groups) {
+    std::sort(p.ranks.begin(), p.ranks.end());
+    places.push_back(std::move(p));
   }
-  return out;
+  std::sort(places.begin(), places.end(), [](const WaitPlace& a, const WaitPlace& b) {
+    return a.ranks.front() < b.ranks.front();
+  });
+  return places;
 }
 
 void addWaiting(const format::LoadedSet& set, const CallSites& sites, Verdict& v) {
   v.waiting = waitingRanks(set, v);
-  if (namesOnlyCulprits(v.cls)) v.headline += waitingPhrase(set, sites, v);
+  if (namesOnlyCulprits(v.cls)) v.headline += waitingPhrase(v, waitPlaces(set, sites, v));
 }
 
 }  // namespace ncclrec::analyzer

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/callsite.h"
+#include "analyzer/headlines_where.h"
 #include "analyzer/verdict.h"
 #include "format/reader.h"
 
@@ -19,15 +20,15 @@ namespace ncclrec::analyzer {
 // or have no data.
 std::vector<int> waitingRanks(const format::LoadedSet& set, const Verdict& v);
 
-// "; ranks 1-3 wait for it in #412 from train_step() train.py:40": where the waiting ranks are,
-// by op (at most two places: "; rank 0 waits for it in ncclAllReduce #1 from logLoss() t.cc:40,
-// rank 2 in ncclRecv #3 from recv() t.cc:74"), else "; ranks 0-5 wait for it" ("for them" with
-// several culprits). Empty when v.waiting is.
-std::string waitingPhrase(const format::LoadedSet& set, const CallSites& sites, const Verdict& v);
+// Where the waiting ranks (v.waiting) are, grouped by op, ordered by their lowest rank, when at
+// most two places (headlines_where.h waitingPhrase: "; ranks 1-3 wait for it in #412 from
+// train_step() train.py:40"); empty when more, or none is known.
+std::vector<WaitPlace> waitPlaces(const format::LoadedSet& set, const CallSites& sites,
+                                  const Verdict& v);
 
 // Fills v.waiting; for the classes whose headline names only the culprits (an insertion, a
-// deletion, a substitution, an unmatched send or receive, a deadlock cycle), appends
-// waitingPhrase() to it.
+// deletion, a substitution, an unmatched send or receive, a deadlock cycle), appends where they
+// wait (waitingPhrase) to it.
 void addWaiting(const format::LoadedSet& set, const CallSites& sites, Verdict& v);
 
 }  // namespace ncclrec::analyzer

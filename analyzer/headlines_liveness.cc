@@ -1,7 +1,5 @@
 #include "analyzer/headlines_liveness.h"
 
-#include <cstdio>
-
 #include "analyzer/phrases.h"
 
 namespace ncclrec::analyzer {
@@ -57,13 +55,6 @@ std::string sharedGpuPhrase(const SharedGpu& g) {
   const std::vector<int> numbers(g.ordinals.begin(), g.ordinals.end());
   return "one GPU (" + g.id + "; device " + formatRanks(numbers) +
          " in their own numbering, through CUDA_VISIBLE_DEVICES)";
-}
-
-// "3.0 s"
-std::string secondsWord(double s) {
-  char text[32];
-  snprintf(text, sizeof(text), "%.1f s", s);
-  return text;
 }
 
 }  // namespace
@@ -186,7 +177,8 @@ std::string nodeUnreachableHeadline(const Verdict& v, const Unreachable& u) {
   std::string nodes;
   for (const SilentNodeRanks& n : u.nodes) {
     nodes += std::string(nodes.empty() ? "" : ", ") + "node " + std::to_string(n.node) + " (host " +
-             n.host + ", " + ranksWord(n.ranks) + ") not heard from for " + secondsWord(n.silent_s);
+             n.host + ", " + ranksWord(n.ranks) + ") not heard from for " +
+             spacedSeconds(n.silent_s);
   }
   std::string through;
   if (!u.ahead.empty()) {

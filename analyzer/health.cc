@@ -4,12 +4,13 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "analyzer/headlines_outcomes.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -154,20 +155,8 @@ Verdict slowVerdict(const format::LoadedSet& set, const CallSites& sites, uint64
       v.site = callSiteOf(r, *s.event, sites);
     }
   }
-  char share[16];
-  std::snprintf(share, sizeof(share), "%.0f%%",
-                100.0 * static_cast<double>(n) / static_cast<double>(l.full));
-  v.headline = "no hang, but rank " + std::to_string(r.global_rank) + " was the last to issue " +
-               std::to_string(n) + " of " + std::to_string(l.full) + " collectives (" + share +
-               ") on comm " + shortCommId(comm) + ": the others wait for it";
-  if (l.span > 0) {
-    const double waited = static_cast<double>(l.wait_for.at(rank));
-    char wait[96];
-    std::snprintf(wait, sizeof(wait), " (%.2f s, %.0f%% of all their waiting, %.0f%% of %.2f s)",
-                  waited / 1e9, 100.0 * waited / static_cast<double>(l.total_wait),
-                  100.0 * waited / l.span, l.span / 1e9);
-    v.headline += wait;
-  }
+  v.headline = slowRankHeadline(v, {n, l.full, static_cast<double>(l.wait_for.at(rank)),
+                                    static_cast<double>(l.total_wait), l.span});
   return v;
 }
 

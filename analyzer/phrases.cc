@@ -16,6 +16,12 @@ std::string seconds(int64_t ns) {
   return buf;
 }
 
+std::string spacedSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
+
 std::string opNoun(format::OpType op) {
   using format::OpType;
   switch (op) {

@@ -15,6 +15,9 @@ namespace ncclrec::analyzer {
 // "2.3s": a duration in seconds with one decimal.
 std::string seconds(int64_t ns);
 
+// "2.3 s": seconds with one decimal and a space, as the whereabouts and silent nodes say them.
+std::string spacedSeconds(double s);
+
 // "all-reduce", for "after 99 all-reduces".
 std::string opNoun(format::OpType op);
 

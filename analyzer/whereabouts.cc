@@ -1,12 +1,13 @@
 #include "analyzer/whereabouts.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "analyzer/frames.h"
+#include "analyzer/headlines_where.h"
+#include "analyzer/phrases.h"
 #include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
@@ -33,12 +34,6 @@ std::string stateWord(char state) {
     default:
       return "";
   }
-}
-
-std::string secondsText(int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", ns / 1e9);
-  return text;
 }
 
 RankThreads threadsOf(const format::RankData& rd, const CallSites& sites) {
@@ -159,12 +154,12 @@ void addWhereabouts(const format::LoadedSet& set, const CallSites& sites, Verdic
                                  [&](const auto& t) { return t.tid == rt.nccl_tid; });
     if (it != rt.threads.end() && named < 3) {
       const size_t i = static_cast<size_t>(it - rt.threads.begin());
-      std::string where = rt.places[i].frame >= 0 ? describeCallSite(rt.places[i]) : "";
-      std::string what = threadTitle(*it) + (rt.doing[i].empty() ? "" : ", " + rt.doing[i]);
-      v.headline += "; rank " + std::to_string(rank) + " is now " +
-                    (where.empty() ? "at an unknown place" : "in " + where) + " (" + what + ")";
-      if (rt.since_last_call_ns >= 0)
-        v.headline += ", " + secondsText(rt.since_last_call_ns) + " after its last NCCL call";
+      RankNow now;
+      now.rank = rank;
+      if (rt.places[i].frame >= 0) now.where = rt.places[i];
+      now.thread = threadTitle(*it) + (rt.doing[i].empty() ? "" : ", " + rt.doing[i]);
+      now.since_last_call_ns = rt.since_last_call_ns;
+      v.headline += nowPhrase(now);
       ++named;
     }
     v.threads.push_back(std::move(rt));
@@ -175,7 +170,8 @@ void printThreadsText(const Verdict& v, std::ostream& out) {
   for (const RankThreads& rt : v.threads) {
     out << "\nthreads of rank " << rt.rank;
     if (rt.since_last_call_ns >= 0)
-      out << " (" << secondsText(rt.since_last_call_ns) << " after its last NCCL call)";
+      out << " (" << spacedSeconds(static_cast<double>(rt.since_last_call_ns) / 1e9)
+          << " after its last NCCL call)";
     out << ":\n";
     for (size_t i = 0; i < rt.threads.size(); ++i) {
       const format::ThreadState& t = rt.threads[i];

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/headlines_outcomes.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
@@ -25,19 +26,9 @@ std::optional<Verdict> findAllWaitInOneOp(const Engine& en) {
   std::vector<size_t> all(pending->streams.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   const std::vector<int> present = en.ranksOf(*pending, all);
-  v.headline = ranksWord(present) + (present.size() == 1 ? " waits" : " wait") + " in " +
-               std::string(format::opName(v.op)) + " #" + std::to_string(v.seq) + " on comm " +
-               shortCommId(v.comm_id) + " and agree on every op before it";
   const std::vector<int> no_data = en.ranksWithNoData();
-  if (!no_data.empty()) {
-    v.missing.push_back("no data for " + ranksWord(no_data) +
-                        ": their black boxes or dumps would show where they are");
-    v.headline += "; no data for " + ranksWord(no_data);
-  } else {
-    v.missing.push_back(
-        "every rank waits in the same op: the transport or the device is stuck, not the "
-        "program's order; the NCCL log (NCCL_DEBUG=INFO) would tell more");
-  }
+  v.headline = allWaitHeadline(v, present, no_data);
+  v.missing.push_back(allWaitMissing(no_data));
   en.addEvidence(*pending, s.ops.size() - 1, v);
   return v;
 }

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "analyzer/headlines_outcomes.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
@@ -30,11 +31,7 @@ std::optional<Verdict> findFailedCall(const Engine& en) {
   v.seq = failed->op_seq;
   v.op = failed->op;
   v.site = en.siteAt(set.ranks[failed_rank], *failed);
-  v.headline = ranksWord(v.ranks) + ": " + std::string(format::opName(failed->op)) +
-               (failed->op_seq != 0 ? " #" + std::to_string(failed->op_seq) : "") +
-               (failed->commId() != 0 ? " on comm " + shortCommId(failed->commId()) : "") +
-               " from " + describeCallSite(v.site) + " returned NCCL error " +
-               std::to_string(failed->result);
+  v.headline = failedCallHeadline(v, failed->result);
   v.stacks = {v.site};
   return v;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/headlines_outcomes.h"
 #include "analyzer/rank_ops.h"
 
 namespace ncclrec::analyzer::engine {
@@ -17,9 +18,7 @@ std::optional<Verdict> findNoHang(const Engine& en) {
   const size_t comms = en.comms().size();
   Verdict v;
   v.cls = VerdictClass::kNoHang;
-  v.headline = "no hang: every recorded collective completed (" + std::to_string(collectives) +
-               " ops on " + std::to_string(comms) + " communicator" + (comms == 1 ? "" : "s") +
-               " across " + std::to_string(en.set().ranks.size()) + " ranks)";
+  v.headline = noHangHeadline({collectives, comms, en.set().ranks.size()});
   const std::vector<int> no_data = en.ranksWithNoData();
   if (!no_data.empty()) v.missing.push_back("no data for " + ranksWord(no_data));
   return v;
