@@ -267,9 +267,9 @@ void skippedVerdict(const Divergence& x, Verdict& v) {
 bool substitutionVerdict(const Divergence& x, Verdict& v) {
   const EvidenceOp mine = evidenceOpOf(x.d, x.d_site);
   const Instead instead = theirs(x, Instead::Kind::kOthersPassed);
-  const VerdictClass cls = mismatchOf(mine, instead.op);
-  if (cls == VerdictClass::kNoHang) return false;
-  v.cls = cls;
+  const std::optional<VerdictClass> cls = mismatchOf(mine, instead.op);
+  if (!cls) return false;
+  v.cls = *cls;
   v.seq = x.d.op_seq;
   v.op = x.d.op;
   v.site = x.d_site;

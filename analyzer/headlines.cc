@@ -335,13 +335,13 @@ std::string deadlockHeadline(const Verdict& v, const std::vector<CycleStep>& cyc
   return out;
 }
 
-VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {
+std::optional<VerdictClass> mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs) {
   if (mine.op != theirs.op) return VerdictClass::kOpMismatch;
   if (mine.count != theirs.count) return VerdictClass::kSizeMismatch;
   if (mine.dtype != theirs.dtype) return VerdictClass::kDtypeMismatch;
   if (mine.redop != theirs.redop) return VerdictClass::kRedopMismatch;
   if (mine.root != theirs.root) return VerdictClass::kRootMismatch;
-  return VerdictClass::kNoHang;
+  return std::nullopt;
 }
 
 }  // namespace ncclrec::analyzer

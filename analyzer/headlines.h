@@ -89,8 +89,8 @@ std::string mismatchHeadline(const Verdict& v, const EvidenceOp& mine, const Ins
                              bool same_site);
 
 // The mismatch class of the culprits' op `mine` against the others' `theirs` in one slot, by the
-// first argument that differs (op, count, datatype, reduction, root); kNoHang when none does.
-VerdictClass mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs);
+// first argument that differs (op, count, datatype, reduction, root); none when none does.
+std::optional<VerdictClass> mismatchOf(const EvidenceOp& mine, const EvidenceOp& theirs);
 
 // How the culprits' stream of a communicator ended while the others wait in the next op: the
 // part of a stopped-rank finding that the Verdict's fields (the culprits, the op the others wait
