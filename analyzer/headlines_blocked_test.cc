@@ -15,9 +15,7 @@ using format::OpType;
 constexpr uint64_t kWorld = 0xc0ffee0000000001ull;
 constexpr uint64_t kPair = 0xbeef000000000002ull;
 
-CallSite at(const std::string& function, int line) {
-  return testing::knownSite(function, "/src/train.cc", line);
-}
+using testing::trainAt;
 
 OpOn opOn(OpType op, uint64_t seq, uint64_t comm, CallSite site = {}) {
   EvidenceOp o;
@@ -44,7 +42,7 @@ const Waiters kWaiters{{0, 1, 2}, OpType::kAllReduce, 6, false};
 LastOp lastBroadcast() {
   LastOp last;
   last.any = true;
-  last.op = opOn(OpType::kBroadcast, 2, 0, at("main", 52)).op;
+  last.op = opOn(OpType::kBroadcast, 2, 0, trainAt("main", 52)).op;
   last.completed = true;
   last.ago_ns = 2'300'000'000;
   return last;
@@ -54,7 +52,7 @@ const std::string kLast =
     "2.3s ago";
 
 TEST(BlockedHeadlinesTest, AFailedCallOfItsOwnSaysTheErrorAndWhatFollowed) {
-  const Verdict v = stopped({3}, OpType::kAllReduce, 6, at("logLoss", 40));
+  const Verdict v = stopped({3}, OpType::kAllReduce, 6, trainAt("logLoss", 40));
   OwnError e;
   e.comm_id = kWorld;
   e.result = 4;
@@ -81,7 +79,7 @@ TEST(BlockedHeadlinesTest, AFailedCallOfItsOwnSaysTheErrorAndWhatFollowed) {
 }
 
 TEST(BlockedHeadlinesTest, StillInsideNamesTheOpItsPeersGotThrough) {
-  Verdict v = stopped({}, OpType::kAllReduce, 6, at("trainStep", 33));
+  Verdict v = stopped({}, OpType::kAllReduce, 6, trainAt("trainStep", 33));
   EXPECT_EQ(stillInsideHeadline(v, {3}, {{0, 1, 2}, OpType::kAllReduce, 7, false}),
             "rank 3 waits in ncclAllReduce #6 on comm c0ffee00 from trainStep() train.cc:33, "
             "which ranks 0-2 got through: they wait in ncclAllReduce #7; the ranks agree on every "
@@ -98,8 +96,8 @@ TEST(BlockedHeadlinesTest, StillInsideNamesTheOpItsPeersGotThrough) {
 }
 
 TEST(BlockedHeadlinesTest, BlockedElsewhereSaysWhereAndForWhomItWaitsThere) {
-  const Verdict v = stopped({3}, OpType::kAllReduce, 6, at("pairReduce", 61));
-  const OpOn pair = opOn(OpType::kAllReduce, 3, kPair, at("pairReduce", 61));
+  const Verdict v = stopped({3}, OpType::kAllReduce, 6, trainAt("pairReduce", 61));
+  const OpOn pair = opOn(OpType::kAllReduce, 3, kPair, trainAt("pairReduce", 61));
   const std::string head =
       "rank 3 is blocked in ncclAllReduce #3 on comm beef0000 from pairReduce() train.cc:61 while "
       "ranks 0-2 wait for it in ncclAllReduce #6 on comm c0ffee00";
@@ -147,9 +145,9 @@ TEST(BlockedHeadlinesTest, AChainIsToldFromItsEndOutward) {
   // Rank 3 (stream 7) waits for rank 2 (stream 5) on the pair, which waits for rank 1 (stream 4),
   // where the chain ends; ranks 0,4 wait for rank 3 in the world's #6.
   const std::vector<ChainStep> links = {
-      {3, opOn(OpType::kAllReduce, 3, kPair, at("pairReduce", 61)), 5, 2},
-      {2, opOn(OpType::kBroadcast, 2, kWorld, at("syncMetrics", 70)), 4, 1}};
-  const OpOn outer = opOn(OpType::kAllReduce, 6, kWorld, at("trainStep", 40));
+      {3, opOn(OpType::kAllReduce, 3, kPair, trainAt("pairReduce", 61)), 5, 2},
+      {2, opOn(OpType::kBroadcast, 2, kWorld, trainAt("syncMetrics", 70)), 4, 1}};
+  const OpOn outer = opOn(OpType::kAllReduce, 6, kWorld, trainAt("trainStep", 40));
   const std::string chain = chainPhrase(links, 4, {0, 4}, {3}, outer);
   EXPECT_EQ(chain,
             "; rank 2 waits for it in ncclBroadcast #2 on comm c0ffee00 from syncMetrics() "
@@ -160,7 +158,7 @@ TEST(BlockedHeadlinesTest, AChainIsToldFromItsEndOutward) {
   EXPECT_EQ(chainPhrase(links, SIZE_MAX, {0, 4}, {3}, outer).substr(0, 30),
             "; rank 2 waits for rank 1 in n");
 
-  const Verdict v = stopped({1}, OpType::kBroadcast, 2, at("main", 52));
+  const Verdict v = stopped({1}, OpType::kBroadcast, 2, trainAt("main", 52));
   ChainEnd end;
   end.last = lastBroadcast();
   EXPECT_EQ(chainEndHeadline(v, end, chain),

@@ -22,7 +22,7 @@ Verdict inside(std::vector<int> ranks, std::vector<int> waiting) {
   v.comm_id = kComm;
   v.op = OpType::kAllReduce;
   v.seq = 6;
-  v.site = testing::knownSite("trainStep", "/src/train.cc", 40);
+  v.site = testing::trainAt("trainStep", 40);
   return v;
 }
 const std::string kOp = "ncclAllReduce #6 on comm c0ffee00 from trainStep() train.cc:40";

@@ -15,9 +15,7 @@ using format::OpType;
 constexpr uint64_t kWorld = 0xc0ffee0000000001ull;
 constexpr uint64_t kPair = 0xbeef000000000002ull;
 
-CallSite at(const std::string& function, int line) {
-  return testing::knownSite(function, "/src/train.cc", line);
-}
+using testing::trainAt;
 
 Verdict verdict(std::vector<int> ranks, std::vector<int> waiting, OpType op, uint64_t seq,
                 uint64_t comm, CallSite site = {}) {
@@ -51,12 +49,13 @@ TEST(OutcomeHeadlinesTest, ASlowRankSaysItsShareAndTheWaitingItCost) {
 }
 
 TEST(OutcomeHeadlinesTest, AFailedCallNamesItsCallAndError) {
+  EXPECT_EQ(failedCallHeadline(
+                verdict({2}, {}, OpType::kAllReduce, 3, kWorld, trainAt("trainStep", 40)), 6),
+            "rank 2: ncclAllReduce #3 on comm c0ffee00 from trainStep() train.cc:40 returned "
+            "NCCL error 6");
   EXPECT_EQ(
-      failedCallHeadline(verdict({2}, {}, OpType::kAllReduce, 3, kWorld, at("trainStep", 40)), 6),
-      "rank 2: ncclAllReduce #3 on comm c0ffee00 from trainStep() train.cc:40 returned "
-      "NCCL error 6");
-  EXPECT_EQ(failedCallHeadline(verdict({2}, {}, OpType::kCommInitRank, 0, 0, at("init", 9)), 3),
-            "rank 2: ncclCommInitRank from init() train.cc:9 returned NCCL error 3");
+      failedCallHeadline(verdict({2}, {}, OpType::kCommInitRank, 0, 0, trainAt("init", 9)), 3),
+      "rank 2: ncclCommInitRank from init() train.cc:9 returned NCCL error 3");
 }
 
 TEST(OutcomeHeadlinesTest, EveryRankInOneOpSaysWhoHasNoData) {
@@ -76,8 +75,8 @@ TEST(OutcomeHeadlinesTest, EveryRankInOneOpSaysWhoHasNoData) {
 TEST(WhereHeadlinesTest, TheWaitersAreToldByPlace) {
   Verdict v = verdict({3}, {0, 1, 2}, OpType::kAllReduce, 6, kWorld);
   EXPECT_EQ(waitingPhrase(v, {}), "; ranks 0-2 wait for it");
-  const WaitPlace here{{0, 1}, kWorld, 6, OpType::kAllReduce, false, at("trainStep", 40)};
-  const WaitPlace there{{2}, kPair, 2, OpType::kBroadcast, false, at("syncMetrics", 70)};
+  const WaitPlace here{{0, 1}, kWorld, 6, OpType::kAllReduce, false, trainAt("trainStep", 40)};
+  const WaitPlace there{{2}, kPair, 2, OpType::kBroadcast, false, trainAt("syncMetrics", 70)};
   EXPECT_EQ(waitingPhrase(v, {here, there}),
             "; ranks 0-1 wait for it in #6 from trainStep() train.cc:40, rank 2 in ncclBroadcast "
             "#2 on comm beef0000 from syncMetrics() train.cc:70");
@@ -88,7 +87,7 @@ TEST(WhereHeadlinesTest, TheWaitersAreToldByPlace) {
   EXPECT_EQ(waitingPhrase(v, {failed, here}),
             "; rank 2 failed in ncclBroadcast #2 from syncMetrics() train.cc:70, ranks 0-1 in #6 "
             "from trainStep() train.cc:40");
-  const WaitPlace creating{{1}, kPair, 0, OpType::kCommInitRank, false, at("init", 9)};
+  const WaitPlace creating{{1}, kPair, 0, OpType::kCommInitRank, false, trainAt("init", 9)};
   v.waiting = {1};
   EXPECT_EQ(waitingPhrase(v, {creating}),
             "; rank 1 waits for them in ncclCommInitRank on comm beef0000 from init() train.cc:9");
@@ -102,7 +101,7 @@ TEST(WhereHeadlinesTest, ACulpritIsToldWhereItIsNow) {
   n.thread = "main thread 4242, sleeping in read";
   EXPECT_EQ(nowPhrase(n),
             "; rank 3 is now at an unknown place (main thread 4242, sleeping in read)");
-  n.where = at("saveCheckpoint", 57);
+  n.where = trainAt("saveCheckpoint", 57);
   n.since_last_call_ns = 2'049'000'000;
   EXPECT_EQ(nowPhrase(n),
             "; rank 3 is now in saveCheckpoint() train.cc:57 (main thread 4242, sleeping in read), "

@@ -13,9 +13,7 @@ namespace {
 
 using format::OpType;
 
-CallSite at(const std::string& function, int line) {
-  return testing::knownSite(function, "/src/train.cc", line);
-}
+using testing::trainAt;
 
 // rank 3 with ncclAllReduce #6 on comm c0ffee00 from logLoss() train.cc:40.
 Verdict verdictOf(VerdictClass cls, std::vector<int> ranks) {
@@ -25,7 +23,7 @@ Verdict verdictOf(VerdictClass cls, std::vector<int> ranks) {
   v.comm_id = 0xc0ffee0000000001ull;
   v.op = OpType::kAllReduce;
   v.seq = 6;
-  v.site = at("logLoss", 40);
+  v.site = trainAt("logLoss", 40);
   return v;
 }
 
@@ -47,7 +45,7 @@ TEST(HeadlinesTest, AloneSaysWhatTheOthersDidInstead) {
       "train.cc:40; ranks 1-3 ";
   EXPECT_EQ(aloneHeadline(v, all,
                           Instead::of(Instead::Kind::kOthersIssued, others,
-                                      opOf(OpType::kBroadcast, 6, at("trainStep", 27)))),
+                                      opOf(OpType::kBroadcast, 6, trainAt("trainStep", 27)))),
             head + "issued ncclBroadcast from trainStep() train.cc:27 as their #6");
   EXPECT_EQ(aloneHeadline(v, all, Instead::of(Instead::Kind::kOthersIssuedNone, others)),
             head + "issued no collective there");
@@ -63,23 +61,24 @@ TEST(HeadlinesTest, SkippedSaysWhatTheCulpritsDidInstead) {
   const std::string head =
       "rank 3 skipped ncclAllReduce #6 on comm c0ffee00 from logLoss() train.cc:40 that ranks 0-2 "
       "issued; ";
-  const EvidenceOp bcast = opOf(OpType::kBroadcast, 6, at("trainStep", 27));
+  const EvidenceOp bcast = opOf(OpType::kBroadcast, 6, trainAt("trainStep", 27));
   EXPECT_EQ(skippedHeadline(one, Instead::of(Instead::Kind::kCulpritsIssued, {0, 1, 2}, bcast)),
             head + "it issued ncclBroadcast from trainStep() train.cc:27 instead");
   EXPECT_EQ(skippedHeadline(verdictOf(VerdictClass::kSkippedCollective, {2, 3}),
                             Instead::of(Instead::Kind::kCulpritsIssued, {0, 1}, bcast)),
             "ranks 2-3 skipped ncclAllReduce #6 on comm c0ffee00 from logLoss() train.cc:40 that "
             "ranks 0-1 issued; they issued ncclBroadcast from trainStep() train.cc:27 instead");
-  EXPECT_EQ(skippedHeadline(one, Instead::of(Instead::Kind::kCulpritWentOnToP2p, {0, 1, 2},
-                                             opOf(OpType::kSend, 2, at("exchangeHalo", 12)), 1)),
-            head +
-                "it went on to ncclSend #2 with rank 1 from exchangeHalo() train.cc:12, which its "
-                "peers reach only after it");
+  EXPECT_EQ(
+      skippedHeadline(one, Instead::of(Instead::Kind::kCulpritWentOnToP2p, {0, 1, 2},
+                                       opOf(OpType::kSend, 2, trainAt("exchangeHalo", 12)), 1)),
+      head +
+          "it went on to ncclSend #2 with rank 1 from exchangeHalo() train.cc:12, which its "
+          "peers reach only after it");
 }
 
 TEST(HeadlinesTest, AWaitCycleSaysWhereTheCulpritWaitsAndForWhom) {
   Instead instead = Instead::of(Instead::Kind::kBeforeTheirs, {1, 2},
-                                opOf(OpType::kBroadcast, 3, at("trainStep", 27)));
+                                opOf(OpType::kBroadcast, 3, trainAt("trainStep", 27)));
   instead.comm_id = 0xbeef000000000002ull;
   instead.waits_for = {1, 2};
   instead.they_wait_for_it = true;
@@ -98,7 +97,7 @@ TEST(HeadlinesTest, AWaitCycleSaysWhereTheCulpritWaitsAndForWhom) {
 }
 
 TEST(HeadlinesTest, AMismatchNamesTheFirstArgumentThatDiffers) {
-  const CallSite site = at("logLoss", 40);
+  const CallSite site = trainAt("logLoss", 40);
   const EvidenceOp theirs = opOf(OpType::kAllReduce, 6, site);
   EvidenceOp mine = theirs;
   EXPECT_EQ(mismatchOf(mine, theirs), std::nullopt);
@@ -114,7 +113,7 @@ TEST(HeadlinesTest, AMismatchNamesTheFirstArgumentThatDiffers) {
             "ncclAllReduce #6 on comm c0ffee00: rank 3 passes count 64, ranks 0-2 pass 4096 "
             "(float32) (logLoss() train.cc:40)");
   mine.op = OpType::kBroadcast;
-  mine.site = at("trainStep", 27);
+  mine.site = trainAt("trainStep", 27);
   EXPECT_EQ(mismatchOf(mine, theirs), VerdictClass::kOpMismatch);
   v.cls = VerdictClass::kOpMismatch;
   EXPECT_EQ(mismatchHeadline(v, mine, instead, false),
@@ -130,7 +129,7 @@ TEST(HeadlinesTest, AStopSaysHowTheCulpritsStoppedAndWhereTheOthersAre) {
   const Verdict v = verdictOf(VerdictClass::kRankExited, {3});
   Stop stop;
   stop.same = 99;
-  stop.waited_site = at("logLoss", 40);
+  stop.waited_site = trainAt("logLoss", 40);
   stop.others = {0, 1, 2};
   const std::string after = " after 99 all-reduces from logLoss(); ranks 0-2 are in their 100th";
   EXPECT_EQ(stopHeadline(v, stop), "rank 3 exited" + after);
@@ -164,7 +163,7 @@ Verdict p2pWait() {
   Verdict v = verdictOf(VerdictClass::kP2pMismatch, {1});
   v.op = OpType::kRecv;
   v.seq = 4;
-  v.site = at("recvActivations", 50);
+  v.site = trainAt("recvActivations", 50);
   return v;
 }
 
@@ -173,7 +172,7 @@ TEST(HeadlinesTest, AWaitWithNoCounterpartSaysWhatThePeerPosted) {
       "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50 has "
       "no matching ncclSend: rank 2 posted ";
   EXPECT_EQ(p2pUnmatchedHeadline(p2pWait(), 2, {}), head + "0 ncclSends to rank 1");
-  EXPECT_EQ(p2pUnmatchedHeadline(p2pWait(), 2, {3, 9, at("sendActivations", 61)}),
+  EXPECT_EQ(p2pUnmatchedHeadline(p2pWait(), 2, {3, 9, trainAt("sendActivations", 61)}),
             head + "3 ncclSends to rank 1 (the last, #9, from sendActivations() train.cc:61)");
   Verdict send = p2pWait();
   send.op = OpType::kSend;
@@ -183,8 +182,8 @@ TEST(HeadlinesTest, AWaitWithNoCounterpartSaysWhatThePeerPosted) {
 }
 
 TEST(HeadlinesTest, APairThatMovesDifferentCountsNamesBoth) {
-  EvidenceOp mine = opOf(OpType::kRecv, 4, at("recvActivations", 50));
-  EvidenceOp theirs = opOf(OpType::kSend, 4, at("sendActivations", 61));
+  EvidenceOp mine = opOf(OpType::kRecv, 4, trainAt("recvActivations", 50));
+  EvidenceOp theirs = opOf(OpType::kSend, 4, trainAt("sendActivations", 61));
   theirs.count = 64;
   EXPECT_EQ(p2pCountHeadline(p2pWait(), 2, mine, theirs),
             "rank 1's ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50 "
@@ -192,7 +191,7 @@ TEST(HeadlinesTest, APairThatMovesDifferentCountsNamesBoth) {
             "moves 64 float32");
   Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
   v.op = OpType::kSend;
-  v.site = at("pipelineLoop", 70);
+  v.site = trainAt("pipelineLoop", 70);
   const uint64_t comm = v.comm_id;
   EXPECT_EQ(p2pShortRunHeadline(v, {theirs, comm}, {mine, comm}),
             "rank 2 posted one ncclSend fewer from pipelineLoop() train.cc:70 than its loop does, "
@@ -205,7 +204,7 @@ TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
   Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
   v.op = OpType::kSend;
   v.seq = 3;
-  v.site = at("sendActivations", 61);
+  v.site = trainAt("sendActivations", 61);
   EXPECT_EQ(p2pRelayHeadline(v, 6, {0, 1}, 3, {2, 2, v.site}),
             "rank 2 completed 6 ncclRecvs from ranks 0-1 but posted 2 ncclSends to rank 3 on comm "
             "c0ffee00 (the last, #2, from sendActivations() train.cc:61)");
@@ -217,7 +216,7 @@ TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
             "rank 2 posted 2 ncclSends to rank 1 on comm c0ffee00 (the last, #7, from "
             "sendActivations() train.cc:61) but rank 1 posted 3 ncclRecvs from it");
   s.by_role = true;
-  s.paired_with = at("recvActivations", 50);
+  s.paired_with = trainAt("recvActivations", 50);
   s.others_moved = 3;
   v.op = OpType::kRecv;
   EXPECT_EQ(p2pShortfallHeadline(v, s),
@@ -229,7 +228,7 @@ TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
 LastOp lastBroadcast() {
   LastOp last;
   last.any = true;
-  last.op = opOf(OpType::kBroadcast, 2, at("main", 52));
+  last.op = opOf(OpType::kBroadcast, 2, trainAt("main", 52));
   last.completed = true;
   last.ago_ns = 2'300'000'000;
   return last;
@@ -254,7 +253,7 @@ TEST(HeadlinesTest, APeerGoneFromASendOrReceiveSaysHowAndWhoWaits) {
       ": its last NCCL op (ncclBroadcast #2 from main() train.cc:52) completed 2.3s ago; rank 1 ";
   const std::string waited =
       "in its ncclRecv #4 from rank 2 on comm c0ffee00 from recvActivations() train.cc:50";
-  const CallSite site = at("recvActivations", 50);
+  const CallSite site = trainAt("recvActivations", 50);
   EXPECT_EQ(peerGoneHeadline(v, gone, 1, site, false, 0),
             "rank 2 exited without ending the communicator" + last + "waits " + waited);
   gone.how = Gone::How::kCrashed;
@@ -289,10 +288,10 @@ TEST(HeadlinesTest, ARankThatLeftFirstNamesTheCallThatFailedForIt) {
 TEST(HeadlinesTest, AnEarlyEndSaysWhatTheRankDidAroundItAndHowTheOthersStand) {
   Verdict v = verdictOf(VerdictClass::kCommDestroyed, {1});
   v.op = OpType::kCommDestroy;
-  v.site = at("shutdown", 90);
+  v.site = trainAt("shutdown", 90);
   CommEnd end;
   end.others = {0, 2};
-  end.theirs = {opOf(OpType::kAllReduce, 5, at("logLoss", 40)), v.comm_id};
+  end.theirs = {opOf(OpType::kAllReduce, 5, trainAt("logLoss", 40)), v.comm_id};
   end.theirs.op.state = format::EventState::kStarted;
   const std::string head =
       "rank 1 destroyed comm c0ffee00 (ncclCommDestroy from shutdown() train.cc:90) ";
@@ -300,8 +299,8 @@ TEST(HeadlinesTest, AnEarlyEndSaysWhatTheRankDidAroundItAndHowTheOthersStand) {
       "; ranks 0,2 issued ncclAllReduce #5 from logLoss() train.cc:40 on it ";
   EXPECT_EQ(commEndHeadline(v, end),
             head + "before any collective on it" + theirs + "and wait in it");
-  end.last = OpOn{opOf(OpType::kAllReduce, 4, at("logLoss", 40)), v.comm_id};
-  end.went_on = OpOn{opOf(OpType::kAllReduce, 9, at("trainStep", 27)), 0xbeef000000000002ull};
+  end.last = OpOn{opOf(OpType::kAllReduce, 4, trainAt("logLoss", 40)), v.comm_id};
+  end.went_on = OpOn{opOf(OpType::kAllReduce, 9, trainAt("trainStep", 27)), 0xbeef000000000002ull};
   end.theirs.op.state = format::EventState::kFailed;
   end.theirs.op.result = 6;
   EXPECT_EQ(commEndHeadline(v, end),
@@ -312,7 +311,7 @@ TEST(HeadlinesTest, AnEarlyEndSaysWhatTheRankDidAroundItAndHowTheOthersStand) {
   v.op = OpType::kCommAbort;
   end = {};
   end.others = {0};
-  end.theirs = {opOf(OpType::kCommSplit, 0, at("makeGroups", 12)), v.comm_id};
+  end.theirs = {opOf(OpType::kCommSplit, 0, trainAt("makeGroups", 12)), v.comm_id};
   end.theirs.op.state = format::EventState::kCompleted;
   EXPECT_EQ(commEndHeadline(v, end),
             "rank 1 aborted comm c0ffee00 (ncclCommAbort from shutdown() train.cc:90) before any "
@@ -323,9 +322,12 @@ TEST(HeadlinesTest, AnEarlyEndSaysWhatTheRankDidAroundItAndHowTheOthersStand) {
 TEST(HeadlinesTest, ASplitNotEveryMemberCalledNamesTheFewerSide) {
   Verdict v = verdictOf(VerdictClass::kSkippedCollective, {3});
   v.op = OpType::kCommSplit;
-  v.site = at("makeGroups", 12);
-  SplitTaken s{
-      {0, 1, 2}, {3}, {0, 1, 2, 3}, 4, {opOf(OpType::kAllReduce, 5, at("logLoss", 40)), v.comm_id}};
+  v.site = trainAt("makeGroups", 12);
+  SplitTaken s{{0, 1, 2},
+               {3},
+               {0, 1, 2, 3},
+               4,
+               {opOf(OpType::kAllReduce, 5, trainAt("logLoss", 40)), v.comm_id}};
   EXPECT_EQ(partialSplitHeadline(v, s),
             "rank 3 skipped ncclCommSplit of comm c0ffee00 from makeGroups() train.cc:12 that "
             "ranks 0-2 called after collective #4; it issued ncclAllReduce #5 from logLoss() "
@@ -341,7 +343,7 @@ TEST(HeadlinesTest, AGroupThatLeftAPeerOutSaysWhoItPostsToAndWhatThePeerWaitsIn)
   Verdict v = verdictOf(VerdictClass::kP2pMismatch, {2});
   v.op = OpType::kRecv;
   v.seq = 4;
-  v.site = at("exchangeHalo", 31);
+  v.site = trainAt("exchangeHalo", 31);
   GroupLeftOut g;
   g.left = 1;
   g.group = 4;
@@ -356,8 +358,8 @@ TEST(HeadlinesTest, AGroupThatLeftAPeerOutSaysWhoItPostsToAndWhatThePeerWaitsIn)
 TEST(HeadlinesTest, ADeadlockWalksItsCycle) {
   Verdict v = verdictOf(VerdictClass::kCrossCommDeadlock, {0, 1});
   const std::vector<CycleStep> cycle = {
-      {0, {opOf(OpType::kAllReduce, 3, at("logLoss", 40)), v.comm_id}, 1},
-      {1, {opOf(OpType::kBroadcast, 2, at("syncWeights", 22)), 0xbeef000000000002ull}, 0}};
+      {0, {opOf(OpType::kAllReduce, 3, trainAt("logLoss", 40)), v.comm_id}, 1},
+      {1, {opOf(OpType::kBroadcast, 2, trainAt("syncWeights", 22)), 0xbeef000000000002ull}, 0}};
   EXPECT_EQ(deadlockHeadline(v, cycle),
             "ranks 0-1 deadlock across communicators: rank 0 waits in ncclAllReduce #3 on comm "
             "c0ffee00 from logLoss() train.cc:40 for rank 1, which waits in ncclBroadcast #2 on "

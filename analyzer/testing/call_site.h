@@ -16,4 +16,9 @@ inline CallSite knownSite(const std::string& function, const std::string& file, 
   return s;
 }
 
+// A known call site in the headline tests' training program, /src/train.cc.
+inline CallSite trainAt(const std::string& function, int line) {
+  return knownSite(function, "/src/train.cc", line);
+}
+
 }  // namespace ncclrec::analyzer::testing
