@@ -1,9 +1,9 @@
 #include "analyzer/cycle_blame.h"
 
 #include <algorithm>
-#include <set>
+#include <optional>
 #include <string>
-#include <tuple>
+#include <vector>
 
 #include "analyzer/headlines.h"
 #include "analyzer/rank_ops.h"
@@ -33,23 +33,20 @@ struct Deviation {
 std::optional<Deviation> deviationOf(const CycleFacts& f, size_t i,
                                      const std::vector<size_t>& scc) {
   for (size_t j : scc) {
-    const EventRecord* theirs = f.blocked[j];
+    const EventRecord* theirs = f.g.blocked(j);
     if (j == i || theirs == nullptr || !format::isCollective(theirs->op)) continue;
-    if (std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end())
+    if (std::find(f.g.waitsFor(j).begin(), f.g.waitsFor(j).end(), i) == f.g.waitsFor(j).end())
       continue;
-    const auto members = f.members.find(theirs->commId());
-    if (members == f.members.end()) continue;
     std::vector<int> ahead;
     bool alone_behind = true;
-    for (int m : members->second) {
-      const auto p = f.process_of.find({theirs->commId(), m});
-      if (p == f.process_of.end() || p->second == i) continue;  // no data, or itself
-      const auto r = f.reached.find({p->second, theirs->commId()});
-      if (r == f.reached.end() || r->second < theirs->op_seq) {
+    for (int m : f.g.members(theirs->commId())) {
+      const std::optional<size_t> p = f.g.processOf(theirs->commId(), m);
+      if (!p || *p == i) continue;  // no data, or itself
+      if (!f.g.issued(*p, theirs->commId(), theirs->op_seq)) {
         alone_behind = false;
         break;
       }
-      ahead.push_back(f.set.ranks[p->second].global_rank);
+      ahead.push_back(f.set.ranks[*p].global_rank);
     }
     if (!alone_behind || ahead.size() < kMinAgreeingPeers) continue;
     std::sort(ahead.begin(), ahead.end());
@@ -128,12 +125,12 @@ OwnHistory ownHistory(const CycleFacts& f, const RankData& r, const EventRecord&
 // collective seen through a communicator of two, where no third rank can agree).
 std::optional<Deviation> deviationFromOwnHistory(const CycleFacts& f, size_t i,
                                                  const std::vector<size_t>& scc) {
-  const EventRecord* mine = f.blocked[i];
+  const EventRecord* mine = f.g.blocked(i);
   if (mine == nullptr) return std::nullopt;
   const RankData& me = f.set.ranks[i];
   const StepKey mine_key = keyOf(f, me, *mine);
-  for (size_t j : f.waits_for[i]) {
-    const EventRecord* theirs = f.blocked[j];
+  for (size_t j : f.g.waitsFor(i)) {
+    const EventRecord* theirs = f.g.blocked(j);
     if (theirs == nullptr || theirs->commId() == mine->commId() ||
         std::find(scc.begin(), scc.end(), j) == scc.end()) {
       continue;
@@ -150,16 +147,16 @@ std::optional<Deviation> deviationFromOwnHistory(const CycleFacts& f, size_t i,
 // every other member waits in a known step of the program: it inserted that op.
 std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
                                           const std::vector<size_t>& scc) {
-  const EventRecord* mine = f.blocked[i];
+  const EventRecord* mine = f.g.blocked(i);
   if (mine == nullptr || knownBefore(f, f.set.ranks[i], *mine)) return std::nullopt;
   for (size_t k : scc) {
-    if (k != i && (f.blocked[k] == nullptr || !knownBefore(f, f.set.ranks[k], *f.blocked[k]))) {
+    if (k != i && (f.g.blocked(k) == nullptr || !knownBefore(f, f.set.ranks[k], *f.g.blocked(k)))) {
       return std::nullopt;
     }
   }
-  for (size_t j : f.waits_for[i]) {
-    if (f.blocked[j] != nullptr && std::find(scc.begin(), scc.end(), j) != scc.end()) {
-      return Deviation{i, f.blocked[j], j, {f.set.ranks[j].global_rank}};
+  for (size_t j : f.g.waitsFor(i)) {
+    if (f.g.blocked(j) != nullptr && std::find(scc.begin(), scc.end(), j) != scc.end()) {
+      return Deviation{i, f.g.blocked(j), j, {f.set.ranks[j].global_rank}};
     }
   }
   return std::nullopt;
@@ -171,7 +168,7 @@ std::optional<Deviation> deviationByNewOp(const CycleFacts& f, size_t i,
 // receive (the p2p accounting names that one).
 bool tookTheOwedOpsPlace(const CycleFacts& f, size_t i, const std::vector<size_t>& scc) {
   const RankData& me = f.set.ranks[i];
-  const EventRecord& mine = *f.blocked[i];
+  const EventRecord& mine = *f.g.blocked(i);
   const auto isCall = [](const EventRecord& e) {
     return format::isCollective(e.op) || format::isP2p(e.op);
   };
@@ -183,9 +180,9 @@ bool tookTheOwedOpsPlace(const CycleFacts& f, size_t i, const std::vector<size_t
   if (prev == nullptr) return false;
   const StepKey prev_key = keyOf(f, me, *prev);
   for (size_t j : scc) {
-    const EventRecord* theirs = f.blocked[j];
+    const EventRecord* theirs = f.g.blocked(j);
     if (j == i || theirs == nullptr || !format::isP2p(theirs->op) ||
-        std::find(f.waits_for[j].begin(), f.waits_for[j].end(), i) == f.waits_for[j].end()) {
+        std::find(f.g.waitsFor(j).begin(), f.g.waitsFor(j).end(), i) == f.g.waitsFor(j).end()) {
       continue;
     }
     const format::OpType owed =
@@ -210,53 +207,10 @@ bool tookTheOwedOpsPlace(const CycleFacts& f, size_t i, const std::vector<size_t
 }
 
 bool blockedInP2p(const CycleFacts& f, size_t i) {
-  return f.blocked[i] != nullptr && format::isP2p(f.blocked[i]->op);
+  return f.g.blocked(i) != nullptr && format::isP2p(f.g.blocked(i)->op);
 }
 
 }  // namespace
-
-bool addP2pWaits(const format::LoadedSet& set,
-                 const std::map<std::pair<uint64_t, int>, size_t>& process_of,
-                 std::vector<const EventRecord*>& blocked,
-                 std::vector<std::vector<size_t>>& waits_for) {
-  const auto waitingInP2p = [](const EventRecord& e) {
-    return format::isP2p(e.op) && isIncomplete(e) && e.peer() >= 0;
-  };
-  std::vector<size_t> candidates;
-  for (size_t i = 0; i < set.ranks.size(); ++i) {
-    const auto& events = set.ranks[i].events;
-    if (blocked[i] == nullptr && std::any_of(events.begin(), events.end(), waitingInP2p)) {
-      candidates.push_back(i);
-    }
-  }
-  if (candidates.empty()) return false;
-  // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
-  std::map<std::tuple<uint64_t, format::OpType, int, int>, std::set<uint64_t>> posted;
-  for (const RankData& r : set.ranks) {
-    for (const EventRecord& e : r.events) {
-      if (format::isP2p(e.op) && !rejected(e) && e.state != format::EventState::kEmpty) {
-        posted[{e.commId(), e.op, e.rank(), e.peer()}].insert(e.op_seq);
-      }
-    }
-  }
-  bool added = false;
-  for (size_t i : candidates) {
-    for (const EventRecord& e : set.ranks[i].events) {
-      if (!waitingInP2p(e)) continue;
-      const auto peer = process_of.find({e.commId(), e.peer()});
-      if (peer == process_of.end() || peer->second == i) continue;
-      const format::OpType other =
-          e.op == format::OpType::kSend ? format::OpType::kRecv : format::OpType::kSend;
-      const auto theirs = posted.find({e.commId(), other, e.peer(), e.rank()});
-      if (theirs != posted.end() && theirs->second.contains(e.op_seq)) continue;
-      blocked[i] = &e;  // its first call the peer has no counterpart for
-      waits_for[i] = {peer->second};
-      added = true;
-      break;
-    }
-  }
-  return added;
-}
 
 EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) {
   EvidenceTable table;
@@ -266,8 +220,8 @@ EvidenceTable cycleTable(const CycleFacts& f, const std::vector<size_t>& cycle) 
   for (size_t k = 0; k < cycle.size(); ++k) {
     const RankData& r = f.set.ranks[cycle[k]];
     const RankData& next = f.set.ranks[cycle[(k + 1) % cycle.size()]];
-    const EventRecord& mine = *f.blocked[cycle[k]];
-    const EventRecord& theirs = *f.blocked[cycle[(k + 1) % cycle.size()]];
+    const EventRecord& mine = *f.g.blocked(cycle[k]);
+    const EventRecord& theirs = *f.g.blocked(cycle[(k + 1) % cycle.size()]);
     table.rows.push_back(
         {TableCell::of(int64_t{r.global_rank}), TableCell::of(shortCommId(mine.commId())),
          TableCell::of(static_cast<int64_t>(mine.op_seq)),
@@ -320,7 +274,7 @@ std::optional<Deviation> findDeviant(const CycleFacts& f, const std::vector<size
       // step is new each step; an all-reduce new to its communicator, issued before the step's
       // sends, is the insertion).
       if (through_p2p && deviation == deviationByNewOp &&
-          (!format::isCollective(f.blocked[i]->op) || !tookTheOwedOpsPlace(f, i, scc))) {
+          (!format::isCollective(f.g.blocked(i)->op) || !tookTheOwedOpsPlace(f, i, scc))) {
         continue;
       }
       if (std::optional<Deviation> d = deviation(f, i, scc)) named.push_back(std::move(*d));
@@ -337,7 +291,7 @@ std::optional<Deviation> findDeviant(const CycleFacts& f, const std::vector<size
 // The verdict naming `found`, with `table` (the cycle) as its evidence.
 Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTable table) {
   const RankData& me = f.set.ranks[found.rank];
-  const EventRecord& mine = *f.blocked[found.rank];
+  const EventRecord& mine = *f.g.blocked(found.rank);
   const RankData& peer = f.set.ranks[found.their_rank];
   const EventRecord& theirs = *found.theirs;
   const CallSite my_site = callSiteOf(me, mine, f.sites);
@@ -346,11 +300,11 @@ Verdict deviantVerdict(const CycleFacts& f, const Deviation& found, EvidenceTabl
   Instead instead;
   instead.others = found.peers;
   instead.they_wait_for_it = true;
-  for (size_t j : f.waits_for[found.rank]) {
+  for (size_t j : f.g.waitsFor(found.rank)) {
     instead.waits_for.push_back(f.set.ranks[j].global_rank);
-    instead.they_wait_for_it = instead.they_wait_for_it && f.blocked[j] != nullptr &&
-                               f.blocked[j]->commId() == theirs.commId() &&
-                               f.blocked[j]->op_seq == theirs.op_seq;
+    instead.they_wait_for_it = instead.they_wait_for_it && f.g.blocked(j) != nullptr &&
+                               f.g.blocked(j)->commId() == theirs.commId() &&
+                               f.g.blocked(j)->op_seq == theirs.op_seq;
   }
   std::sort(instead.waits_for.begin(), instead.waits_for.end());
   Verdict v;

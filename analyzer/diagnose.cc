@@ -182,26 +182,20 @@ bool Engine::dead(size_t rank) const {
   return latest_exit_ns_ - r.heartbeat_ns > kExitMarginNs;
 }
 
-std::optional<size_t> Engine::peerProcess(const EventRecord& e) const {
-  if (!process_of_) {
-    process_of_.emplace();
-    for (size_t i = 0; i < set_.ranks.size(); ++i) {
+const WaitGraph& Engine::waits() const {
+  if (!waits_) {
+    std::vector<Liveness> liveness(set_.ranks.size(), Liveness::kRunning);
+    for (size_t i = 0; i < liveness.size(); ++i) {
       const RankData& r = set_.ranks[i];
-      for (const format::Comm& c : r.comms)
-        if (c.comm_id != 0 && c.rank >= 0) process_of_->try_emplace({c.comm_id, c.rank}, i);
-      std::pair<uint64_t, int> last{0, -1};  // consecutive events mostly repeat it
-      for (const EventRecord& x : r.events) {
-        if (x.commId() == 0 || x.rank() < 0 ||
-            (x.commId() == last.first && x.rank() == last.second))
-          continue;
-        last = {x.commId(), x.rank()};
-        process_of_->try_emplace(last, i);
-      }
+      liveness[i] = r.exited              ? Liveness::kExited
+                    : r.fatal_signal != 0 ? Liveness::kCrashed
+                    : dead(i)             ? Liveness::kSilent
+                    : notRunning(i)       ? Liveness::kNotRunning
+                                          : Liveness::kRunning;
     }
+    waits_.emplace(set_, std::move(liveness));
   }
-  const auto it = process_of_->find({e.commId(), e.peer()});
-  if (it == process_of_->end()) return std::nullopt;
-  return it->second;
+  return *waits_;
 }
 
 bool Engine::staleHeartbeat(size_t rank) const {

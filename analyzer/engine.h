@@ -23,6 +23,7 @@
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/verdict.h"
+#include "analyzer/wait_graph.h"
 #include "base/text.h"
 #include "format/nccl_result.h"
 #include "format/reader.h"
@@ -148,6 +149,10 @@ class Engine {
   NotRunning whyNotRunning(size_t rank) const;
   bool notRunning(size_t rank) const { return whyNotRunning(rank).said(); }
   int64_t lastSignOfLife(size_t rank) const;
+  // The job's wait-for graph (wait_graph.h): who waits in which call for whom, and how each rank
+  // stands by dead() and whyNotRunning(). Built by the first call (most analyses that a rule
+  // before the wait cycle decides never need it), then the same for every rule.
+  const WaitGraph& waits() const;
   std::vector<int> ranksOf(const CommStreams& c, const std::vector<size_t>& streams) const;
   // The ranks of the job (0 .. world size - 1) with no black box or dump, ascending.
   std::vector<int> ranksWithNoData() const;
@@ -282,8 +287,10 @@ class Engine {
                                    const std::vector<size_t>& going, StopKind* kind,
                                    const Inferred& inferred) const;
   // The process (index into LoadedSet::ranks) that is rank e.peer() of e's communicator;
-  // nullopt when no recording shows it.
-  std::optional<size_t> peerProcess(const EventRecord& e) const;
+  // nullopt when no recording shows it (WaitGraph::processOf).
+  std::optional<size_t> peerProcess(const EventRecord& e) const {
+    return waits().processOf(e.commId(), e.peer());
+  }
   // Of several ranks alive and gone from `c`, those not merely waiting for another of them.
   std::vector<size_t> ownStops(const CommStreams& c, std::vector<size_t> alive,
                                const Inferred& inferred) const;
@@ -328,10 +335,7 @@ class Engine {
   } last_site_;
   std::map<std::pair<OpType, std::string>, uint32_t> sites_;
   std::vector<uint32_t> loc_of_site_;
-  // (communicator, rank in it) -> the process (index into LoadedSet::ranks) that holds it, from
-  // the comm records and the events; built by the first peerProcess() (one pass over every
-  // event, which most analyses never need), a cache of the recordings' facts.
-  mutable std::optional<std::map<std::pair<uint64_t, int>, size_t>> process_of_;
+  mutable std::optional<WaitGraph> waits_;  // waits(), a cache of the recordings' facts
   std::map<std::string, uint32_t> locs_;
   std::unordered_map<ShapeKey, uint32_t, ShapeKeyHash> keys_;
   std::vector<uint32_t> site_of_key_;  // opSite()

@@ -70,10 +70,10 @@ constexpr NamedRule kRules[] = {
     {"gated_at_the_end", &asRule<&findGatedAtTheEnd>},
     {"early_comm_end", &onRecordings<&findEarlyCommEnd>},
     {"partial_split", &onRecordings<&findPartialSplit>},
-    {"group_peer_skip", &onRecordings<&findGroupPeerSkip>},
+    {"group_peer_skip", &asRule<&findGroupPeerSkip>},
     // Waits that pair by peer or span communicators, before the per-slot alignment: a rank
     // blocked in comm B looks, from comm A, like a rank that stopped.
-    {"wait_cycle", &onRecordings<&findWaitCycle>, kEarlierDivergence},
+    {"wait_cycle", &asRule<&findWaitCycle>, kEarlierDivergence},
     // Before p2p_mismatch: a peer that left NCCL without posting the counterpart stopped (a
     // truncation); it did not post a different op.
     {"p2p_stop", &findP2pStop},

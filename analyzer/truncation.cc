@@ -256,38 +256,33 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
                          const Inferred& inferred) const {
   constexpr size_t kMaxNodes = 64;
   const ChainNode node = nodes[i];
-  const auto there = std::find_if(comms_.begin(), comms_.end(), [&](const CommStreams& c) {
-    return c.comm_id == node.op->commId();
-  });
-  if (there == comms_.end() || !format::isCollective(node.op->op)) return false;
-  const Stream* mine = nullptr;
-  std::vector<const Stream*> behind;  // streams that have not issued the op's seq
-  for (const Stream& st : there->streams) {
-    if (st.rank == node.rank) {
-      mine = &st;
-    } else if (st.ops.empty() || st.ops.back().e->op_seq < node.op->op_seq) {
-      behind.push_back(&st);
-    }
-  }
-  if (mine == nullptr) return false;
+  // The chain follows collective slots only: a send or receive pairs by peer, not by seq.
+  if (!format::isCollective(node.op->op)) return false;
+  const uint64_t comm = node.op->commId();
+  const auto there = std::find_if(comms_.begin(), comms_.end(),
+                                  [&](const CommStreams& c) { return c.comm_id == comm; });
+  if (there == comms_.end()) return false;
+  const auto mine = std::find_if(there->streams.begin(), there->streams.end(),
+                                 [&](const Stream& st) { return st.rank == node.rank; });
+  if (mine == there->streams.end()) return false;
+  const WaitGraph& g = waits();
+  const std::vector<size_t> behind = g.behind(comm, node.op->op_seq, node.rank);
   // Every peer issued it: in a group, the rank waits for its other ops; alone, no one holds it.
   if (behind.empty()) return node.in_group;
   const auto pos =
       std::find_if(mine->ops.begin(), mine->ops.end(), [&](const Op& o) { return o.e == node.op; });
   if (pos == mine->ops.end()) return false;
-  for (const Stream* next : behind) {
+  for (const size_t x : behind) {
     // The op waited in repeats one from the same call site that this rank answered before; a
     // new call site would make the waiting rank the one that deviated (a gated collective).
-    const uint64_t answered = next->ops.empty() ? 0 : next->ops.back().e->op_seq;
+    const uint64_t answered = g.reached(x, comm);
     if (std::none_of(mine->ops.begin(), pos, [&](const Op& o) {
           return opSite(o) == opSite(*pos) && o.e->op_seq <= answered;
         })) {
       return false;
     }
-    const size_t x = next->rank;
-    const RankData& rx = set_.ranks[x];
-    const std::vector<const EventRecord*> its_ops = pendingGroupOps(rx);
-    if (rx.exited || rx.fatal_signal != 0 || dead(x, inferred) || its_ops.empty()) {
+    const std::vector<const EventRecord*>& its_ops = g.waitsIn(x);
+    if (g.gone(x) || inferred.dead.contains(x) || its_ops.empty()) {
       if (std::none_of(stopped.begin(), stopped.end(),
                        [&](const auto& e) { return e.first == x; })) {
         stopped.emplace_back(x, i);
@@ -295,7 +290,7 @@ bool Engine::followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_
       continue;
     }
     if (std::any_of(its_ops.begin(), its_ops.end(),
-                    [&](const EventRecord* o) { return o->commId() == node.op->commId(); })) {
+                    [&](const EventRecord* o) { return o->commId() == comm; })) {
       return false;
     }
     if (!seen.insert(x).second) {
@@ -316,7 +311,7 @@ std::optional<size_t> Engine::chainEnd(size_t self, const EventRecord*& at,
                                        const Inferred& inferred) const {
   // The blocked ranks reached from `self`, breadth first (followChain); from each op of its
   // unfinished group when `at` is one of them.
-  std::vector<const EventRecord*> start = pendingGroupOps(set_.ranks[self]);
+  std::vector<const EventRecord*> start = waits().waitsIn(self);
   if (std::find(start.begin(), start.end(), at) == start.end()) start = {at};
   std::vector<ChainNode> nodes;
   for (const EventRecord* o : start) nodes.push_back({self, o, SIZE_MAX, start.size() > 1});
@@ -410,20 +405,13 @@ ThereWaitsFor Engine::waitsThereFor(const EventRecord& pending, size_t self,
                                     const Inferred& inferred) const {
   ThereWaitsFor there;
   if (!format::isCollective(pending.op)) return there;  // p2p pairs by peer, not by seq
-  const auto it = std::find_if(comms_.begin(), comms_.end(),
-                               [&](const CommStreams& c) { return c.comm_id == pending.commId(); });
-  if (it == comms_.end()) return there;
-  std::vector<size_t> behind;  // streams of `it` that have not issued pending's seq
-  for (size_t s = 0; s < it->streams.size(); ++s) {
-    const Stream& st = it->streams[s];
-    if (st.rank == self) continue;
-    if (st.ops.empty() || st.ops.back().e->op_seq < pending.op_seq) behind.push_back(s);
-  }
+  const std::vector<size_t> behind = waits().behind(pending.commId(), pending.op_seq, self);
   if (behind.empty()) return there;
   there.how = ThereWaitsFor::How::kSeveral;
-  there.ranks = ranksOf(*it, behind);
+  for (const size_t x : behind) there.ranks.push_back(globalRank(x));
+  std::sort(there.ranks.begin(), there.ranks.end());
   if (behind.size() != 1) return there;
-  const size_t rank = it->streams[behind.front()].rank;
+  const size_t rank = behind.front();
   const RankData& rd = set_.ranks[rank];
   const EventRecord* its_pending = newestPendingCommOp(rd);
   if (rd.exited) {

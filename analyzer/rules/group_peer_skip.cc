@@ -4,14 +4,16 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analyzer/headlines.h"
 #include "analyzer/rank_ops.h"
+#include "analyzer/wait_graph.h"
 
-namespace ncclrec::analyzer {
+namespace ncclrec::analyzer::engine {
 namespace {
 
 using format::EventRecord;
@@ -46,35 +48,21 @@ std::map<uint64_t, std::vector<Group>> groupsOf(const RankData& r) {
   return out;
 }
 
-// Every process's groups per communicator, and which process holds each (comm, comm rank).
+// Every process's groups per communicator; which process holds each (comm, comm rank) from the
+// wait-for graph.
 struct GroupFacts {
   const format::LoadedSet& set;
+  const WaitGraph& g;
   std::vector<std::map<uint64_t, std::vector<Group>>> groups;  // per process
-  std::map<std::pair<uint64_t, int>, size_t> process_of;       // (comm, comm rank) -> process
   int globalOf(uint64_t comm, int comm_rank) const {
-    const auto it = process_of.find({comm, comm_rank});
-    return it != process_of.end() ? set.ranks[it->second].global_rank : -1;
+    const std::optional<size_t> p = g.processOf(comm, comm_rank);
+    return p ? set.ranks[*p].global_rank : -1;
   }
 };
 
-GroupFacts gatherGroups(const format::LoadedSet& set) {
-  GroupFacts f{set, {}, {}};
-  for (size_t i = 0; i < set.ranks.size(); ++i) {
-    f.groups.push_back(groupsOf(set.ranks[i]));
-    for (const format::Comm& c : set.ranks[i].comms) {
-      if (c.comm_id != 0 && c.rank >= 0) f.process_of[{c.comm_id, c.rank}] = i;
-    }
-    // Consecutive events mostly repeat (comm, rank): emplace keeps the first anyway.
-    std::pair<uint64_t, int> last{0, -1};
-    for (const EventRecord& e : set.ranks[i].events) {
-      if (e.commId() == 0 || e.rank() < 0 ||
-          (e.commId() == last.first && e.rank() == last.second)) {
-        continue;
-      }
-      last = {e.commId(), e.rank()};
-      f.process_of.emplace(last, i);
-    }
-  }
+GroupFacts gatherGroups(const format::LoadedSet& set, const WaitGraph& g) {
+  GroupFacts f{set, g, {}};
+  for (const RankData& r : set.ranks) f.groups.push_back(groupsOf(r));
   return f;
 }
 
@@ -94,16 +82,16 @@ LeftOut oldestLeftOut(const GroupFacts& f) {
         for (const EventRecord* x : list[g]) {
           if (!isIncomplete(*x) || (best.op != nullptr && best.op->enqueueNs() <= x->enqueueNs()))
             continue;
-          const auto b = f.process_of.find({comm, x->peer()});
-          if (b == f.process_of.end() || b->second == a) continue;
-          const auto theirs = f.groups[b->second].find(comm);
-          if (theirs == f.groups[b->second].end() || g >= theirs->second.size()) continue;
+          const std::optional<size_t> b = f.g.processOf(comm, x->peer());
+          if (!b || *b == a) continue;
+          const auto theirs = f.groups[*b].find(comm);
+          if (theirs == f.groups[*b].end() || g >= theirs->second.size()) continue;
           const Group& other = theirs->second[g];
           const bool with_me = std::any_of(other.begin(), other.end(), [&](const EventRecord* o) {
             return o->peer() == x->rank();
           });
           if (other.empty() || with_me) continue;
-          best = {x, a, b->second, g};
+          best = {x, a, *b, g};
         }
       }
     }
@@ -143,8 +131,10 @@ EvidenceTable groupTable(const GroupFacts& f, const LeftOut& l, const CallSites&
 
 }  // namespace
 
-std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const CallSites& sites) {
-  const GroupFacts f = gatherGroups(set);
+std::optional<Verdict> findGroupPeerSkip(const Engine& en) {
+  const format::LoadedSet& set = en.set();
+  const CallSites& sites = en.callsites();
+  const GroupFacts f = gatherGroups(set, en.waits());
   const LeftOut l = oldestLeftOut(f);
   if (l.op == nullptr) return std::nullopt;
   const EventRecord* best = l.op;
@@ -180,4 +170,4 @@ std::optional<Verdict> findGroupPeerSkip(const format::LoadedSet& set, const Cal
   return v;
 }
 
-}  // namespace ncclrec::analyzer
+}  // namespace ncclrec::analyzer::engine

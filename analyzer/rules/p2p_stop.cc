@@ -5,11 +5,7 @@
 #include "analyzer/rules/p2p_stop.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
-#include <set>
-#include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -17,29 +13,20 @@
 #include "analyzer/p2p_blame.h"
 #include "analyzer/rank_ops.h"
 #include "analyzer/rules.h"
+#include "analyzer/wait_graph.h"
 
 namespace ncclrec::analyzer::engine {
 
 std::optional<Verdict> findP2pStop(const Engine& en, Inferred& inferred) {
   const format::LoadedSet& set = en.set();
-  std::map<std::pair<uint64_t, int>, size_t> process_of;  // (comm, comm rank) -> set index
-  // (comm, op, comm rank, peer comm rank) -> the per-peer seqs it posted
-  std::map<std::tuple<uint64_t, OpType, int, int>, std::set<uint64_t>> posted;
-  std::vector<std::pair<size_t, const EventRecord*>> waits;
+  const WaitGraph& g = en.waits();
+  std::vector<std::pair<size_t, const EventRecord*>> waits;  // sends and receives that wait
   for (size_t i = 0; i < set.ranks.size(); ++i) {
-    const RankData& r = set.ranks[i];
-    for (const format::Comm& c : r.comms) {
-      if (c.comm_id != 0 && c.rank >= 0) process_of[{c.comm_id, c.rank}] = i;
-    }
-    std::pair<uint64_t, int> last{0, -1};  // try_emplace keeps the first: skip repeats
-    for (const EventRecord& e : r.events) {
-      if (e.commId() == 0 || e.rank() < 0) continue;
-      if (e.commId() != last.first || e.rank() != last.second) {
-        last = {e.commId(), e.rank()};
-        process_of.try_emplace(last, i);
+    for (const EventRecord& e : set.ranks[i].events) {
+      if (e.commId() == 0 || e.rank() < 0 || !format::isP2p(e.op) || rejected(e) ||
+          e.state == EventState::kEmpty) {
+        continue;
       }
-      if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
-      posted[{e.commId(), e.op, e.rank(), e.peer()}].insert(e.op_seq);
       if (isIncomplete(e) || lostPeer(e)) waits.emplace_back(i, &e);
     }
   }
@@ -47,14 +34,12 @@ std::optional<Verdict> findP2pStop(const Engine& en, Inferred& inferred) {
     return a.second->enqueueNs() < b.second->enqueueNs();
   });
   for (const auto& [w, e] : waits) {
-    const auto peer = process_of.find({e->commId(), e->peer()});
-    if (peer == process_of.end() || peer->second == w) continue;
-    const size_t x = peer->second;
+    const std::optional<size_t> peer = g.processOf(e->commId(), e->peer());
+    if (!peer || *peer == w) continue;
+    const size_t x = *peer;
     const RankData& rd = set.ranks[x];
     if (!p2p::stoppedIn(rd, e->commId())) continue;
-    const OpType other = counterpartOf(e->op);
-    const auto theirs = posted.find({e->commId(), other, e->peer(), e->rank()});
-    if (theirs != posted.end() && theirs->second.contains(e->op_seq)) continue;
+    if (g.counterpartPosted(*e)) continue;
     const bool failed = e->state == EventState::kFailed;
     // A peer's call failing because of the rank says it is gone only of a black box
     // (Engine::vanished(): a rank that wrote a dump was alive then, and what failed that call is

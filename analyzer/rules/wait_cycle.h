@@ -4,15 +4,14 @@
 
 #include <optional>
 
-#include "analyzer/callsite.h"
+#include "analyzer/engine.h"
 #include "analyzer/verdict.h"
-#include "format/reader.h"
 
-namespace ncclrec::analyzer {
+namespace ncclrec::analyzer::engine {
 
 // Ranks each blocked in a collective, each waiting for a rank that has not reached that
 // collective, around a cycle: e.g. rank 0 in comm A waits for rank 1, which waits in comm B for
-// rank 0.
-std::optional<Verdict> findWaitCycle(const format::LoadedSet& set, const CallSites& sites);
+// rank 0. Reads the edges of the Engine's wait-for graph (Engine::waits()) of both kinds.
+std::optional<Verdict> findWaitCycle(const Engine& en);
 
-}  // namespace ncclrec::analyzer
+}  // namespace ncclrec::analyzer::engine
