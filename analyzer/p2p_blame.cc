@@ -52,44 +52,30 @@ const EventRecord* blockedCollective(const RankData& r) {
   return blocked;
 }
 
-// Whether `r` belongs to the communicator of `blocked` and has not issued it.
-bool owes(const RankData& r, const EventRecord& blocked) {
-  bool member = false;
-  for (const EventRecord& e : r.events) {
-    if (e.commId() != blocked.commId()) continue;
-    member = true;
-    if (format::isCollective(e.op) && e.op_seq >= blocked.op_seq) return false;  // issued it
-  }
-  return member || std::any_of(r.comms.begin(), r.comms.end(), [&](const format::Comm& c) {
-           return c.comm_id == blocked.commId();
-         });
-}
-
 }  // namespace
 
-bool freeOrWaitsFor(const RankData& r, const RankData& waiter) {
+bool freeOrWaitsFor(const format::LoadedSet& set, const WaitGraph& g, size_t r, size_t waiter) {
   // Every collective it has pending counts: a group of collectives on several communicators
   // waits for the members of each, and the one the waiter owes may be any of them
   // (P2pBlameTest.PeerBlockedInAGroupWithACollectiveTheWaiterOwesIsTheCulprit).
   bool blocked = false;
-  for (const EventRecord& e : r.events) {
+  for (const EventRecord& e : set.ranks[r].events) {
     if (!format::isCollective(e.op) || !isIncomplete(e)) continue;
-    if (owes(waiter, e)) return true;
+    if (g.owes(waiter, e.commId(), e.op_seq)) return true;
     blocked = true;
   }
   return !blocked;
 }
 
-bool heldByChainOn(const std::vector<RankData>& ranks, const RankData& r, uint64_t comm,
+bool heldByChainOn(const format::LoadedSet& set, const WaitGraph& g, size_t r, uint64_t comm,
                    const std::function<bool(int)>& waits_in_p2p) {
-  const EventRecord* blocked = blockedCollective(r);
+  const EventRecord* blocked = blockedCollective(set.ranks[r]);
   if (blocked == nullptr) return false;
   bool any = false;
-  for (const RankData& other : ranks) {
-    if (&other == &r || !owes(other, *blocked)) continue;
-    const auto on = std::find_if(other.events.begin(), other.events.end(),
-                                 [&](const EventRecord& e) { return e.commId() == comm; });
-    if (on == other.events.end() || !waits_in_p2p(on->rank())) return false;
+  for (size_t other = 0; other < set.ranks.size(); ++other) {
+    if (other == r || !g.owes(other, blocked->commId(), blocked->op_seq)) continue;
+    const std::optional<int> on = g.rankIn(other, comm);
+    if (!on || !waits_in_p2p(*on)) return false;
     any = true;
   }
   return any;
@@ -306,11 +292,7 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
                            const CallSites& sites) {
   const EventRecord& e = *w.event;
   const OpType other = counterpartOf(e.op);
-  const auto globalOf = [&](int r) {
-    const auto it = global_of.find({e.commId(), r});
-    return it != global_of.end() ? it->second : -1;
-  };
-  const int culprit = globalOf(e.peer());
+  const int culprit = global_of(e.commId(), e.peer());
   const auto theirs = posted.find({e.commId(), other, e.peer(), e.rank()});
   const auto mine = posted.find({e.commId(), e.op, e.rank(), e.peer()});
   const size_t n = theirs == posted.end() ? 0 : theirs->second.size();

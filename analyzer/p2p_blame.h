@@ -16,6 +16,7 @@
 
 #include "analyzer/callsite.h"
 #include "analyzer/verdict.h"
+#include "analyzer/wait_graph.h"
 #include "format/reader.h"
 
 namespace ncclrec::analyzer::p2p {
@@ -28,7 +29,16 @@ struct Located {
 // (comm, op, my comm rank, peer comm rank) -> the calls by per-peer seq.
 using Posted =
     std::map<std::tuple<uint64_t, format::OpType, int, int>, std::map<uint64_t, Located>>;
-using GlobalOf = std::map<std::pair<uint64_t, int>, int>;  // (comm, comm rank) -> global rank
+// (comm, comm rank) -> the global rank of the process that holds it (WaitGraph::processOf), -1
+// when no recording shows it.
+struct GlobalOf {
+  const format::LoadedSet& set;
+  const WaitGraph& g;
+  int operator()(uint64_t comm, int comm_rank) const {
+    const std::optional<size_t> p = g.processOf(comm, comm_rank);
+    return p ? set.ranks[*p].global_rank : -1;
+  }
+};
 
 // Whether the rank ended communicator `comm` (ncclCommDestroy or ncclCommFinalize): it finished
 // its work there.
@@ -43,18 +53,20 @@ bool stoppedIn(const format::RankData& r, uint64_t comm);
 // Whether the rank aborted a communicator (ncclCommAbort): a verdict of its own (comm_aborted).
 bool aborted(const format::RankData& r);
 
-// Whether the rank, when blocked in collectives, waits in one of them for `waiter` (a member of
-// that communicator that has not issued it), or is not blocked in one at all. False when it waits
-// for others only: then it is held up by something else (a mismatch, another rank), and its missing
-// send or receive is a symptom, not a skip (findP2pMismatch leaves that wait to the alignment).
-bool freeOrWaitsFor(const format::RankData& r, const format::RankData& waiter);
+// Whether process `r` (an index into set.ranks), when blocked in collectives, waits in one of them
+// for process `waiter` (WaitGraph::owes: a member of that communicator that has not issued it),
+// or is not blocked in one at all. False when it waits for others only: then it is held up by
+// something else (a mismatch, another rank), and its missing send or receive is a symptom, not a
+// skip (findP2pMismatch leaves that wait to the alignment).
+bool freeOrWaitsFor(const format::LoadedSet& set, const WaitGraph& g, size_t r, size_t waiter);
 
-// Whether the collective `r` is blocked in waits only for ranks that are themselves blocked in a
-// send or receive on `comm` (`waits_in_p2p(their comm rank)`): it is held up by that
-// communicator's chain of waits, which `r` may have started by not posting its part (a pipeline
-// head that skipped a send and went on to a collective with the stages it starved).
-bool heldByChainOn(const std::vector<format::RankData>& ranks, const format::RankData& r,
-                   uint64_t comm, const std::function<bool(int)>& waits_in_p2p);
+// Whether the collective process `r` is blocked in (its newest pending one) waits only for
+// processes that are themselves blocked in a send or receive on `comm` (`waits_in_p2p(their comm
+// rank)`): it is held up by that communicator's chain of waits, which `r` may have started by not
+// posting its part (a pipeline head that skipped a send and went on to a collective with the
+// stages it starved).
+bool heldByChainOn(const format::LoadedSet& set, const WaitGraph& g, size_t r, uint64_t comm,
+                   const std::function<bool(int)>& waits_in_p2p);
 
 // Where a rank blocked in a send or receive on another communicator stands, by its own history,
 // towards the ops (`owed`) a waiting peer needs from it. Its history is cut at each earlier call

@@ -77,7 +77,7 @@ constexpr NamedRule kRules[] = {
     // Before p2p_mismatch: a peer that left NCCL without posting the counterpart stopped (a
     // truncation); it did not post a different op.
     {"p2p_stop", &findP2pStop},
-    {"p2p_mismatch", &onRecordings<&findP2pMismatch>, kP2pWaitCauses},
+    {"p2p_mismatch", &asRule<&findP2pMismatch>, kP2pWaitCauses},
     // The per-slot alignment: first the communicators with ops pending that disagree, then the
     // first divergence or stop anywhere.
     // Every rank runs and waits in the same call, but one rank's GPU never started the op's

@@ -25,6 +25,12 @@ std::optional<size_t> WaitGraph::processOf(uint64_t comm, int comm_rank) const {
   return it->second;
 }
 
+std::optional<int> WaitGraph::rankIn(size_t process, uint64_t comm) const {
+  const auto it = rank_in_.find({process, comm});
+  if (it == rank_in_.end()) return std::nullopt;
+  return it->second;
+}
+
 const std::set<int>& WaitGraph::members(uint64_t comm) const {
   static const std::set<int> kNone;
   const auto it = members_.find(comm);
@@ -66,6 +72,7 @@ void WaitGraph::gather(const format::LoadedSet& set) {
     for (const format::Comm& c : set.ranks[i].comms) {
       if (c.comm_id == 0 || c.rank < 0) continue;
       process_of_.try_emplace({c.comm_id, c.rank}, i);
+      rank_in_.try_emplace({i, c.comm_id}, c.rank);
       members_[c.comm_id].insert(c.rank);
     }
   }
@@ -78,6 +85,7 @@ void WaitGraph::gather(const format::LoadedSet& set) {
       if (e.commId() == 0 || e.rank() < 0) continue;
       if (e.commId() != last_comm || e.rank() != last_rank) {  // mostly one communicator in a row
         process_of_.try_emplace({e.commId(), e.rank()}, i);
+        rank_in_.try_emplace({i, e.commId()}, e.rank());
         members_[e.commId()].insert(e.rank());
         last_comm = e.commId();
         last_rank = e.rank();

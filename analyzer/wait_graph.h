@@ -47,6 +47,9 @@ class WaitGraph {
   // The process (index into set.ranks) that holds rank `comm_rank` of `comm`, from the comm
   // records first, then the events; the first process that shows it. nullopt when none does.
   std::optional<size_t> processOf(uint64_t comm, int comm_rank) const;
+  // The comm rank the process holds in `comm` (its comm record, else its first event there);
+  // nullopt when it holds none.
+  std::optional<int> rankIn(size_t process, uint64_t comm) const;
   // The comm ranks of `comm` that some process shows (its comm record or its events).
   const std::set<int>& members(uint64_t comm) const;
   // The highest seq of a collective the process issued on `comm` (refused calls left out); 0
@@ -55,6 +58,11 @@ class WaitGraph {
   // Whether the process issued collective `seq` on `comm`: it made a call there (any event) and
   // reached() is at least `seq`.
   bool issued(size_t process, uint64_t comm, uint64_t seq) const;
+  // Whether the process holds a rank of `comm` and has not issued collective `seq` there: a call
+  // waiting in that collective waits for it.
+  bool owes(size_t process, uint64_t comm, uint64_t seq) const {
+    return rankIn(process, comm).has_value() && reached(process, comm) < seq;
+  }
   // The processes holding a rank of `comm`, other than `self`, that have not issued collective
   // `seq` there: whom `self` waits for in it (edges of kind kCollectiveSlot). Ascending.
   std::vector<size_t> behind(uint64_t comm, uint64_t seq, size_t self) const;
@@ -91,6 +99,7 @@ class WaitGraph {
   std::map<std::pair<uint64_t, int>, size_t> process_of_;    // (comm, comm rank) -> process
   std::map<std::pair<size_t, uint64_t>, uint64_t> reached_;  // (process, comm) -> highest seq
   std::map<uint64_t, std::set<int>> members_;                // comm -> comm ranks
+  std::map<std::pair<size_t, uint64_t>, int> rank_in_;       // (process, comm) -> comm rank
   // (comm, op, comm rank, peer comm rank) -> the per-peer seqs of the sends or receives it posted
   std::map<std::tuple<uint64_t, format::OpType, int, int>, std::set<uint64_t>> posted_;
   std::vector<std::vector<const format::EventRecord*>> waits_in_;

@@ -49,6 +49,8 @@ TEST(WaitGraphTest, ACollectiveWaitsForTheMembersThatHaveNotIssuedItsSeq) {
   EXPECT_EQ(g.behind(kComm, 3, 0), std::vector<size_t>{2});
   EXPECT_EQ(g.behind(kComm, 2, 0), std::vector<size_t>{});
   EXPECT_EQ(g.reached(2, kComm), 2u);
+  EXPECT_FALSE(g.owes(2, kOtherComm, 1));  // not a member there
+  EXPECT_EQ(g.rankIn(2, kOtherComm), std::nullopt);
   EXPECT_TRUE(g.issued(2, kComm, 2));
   EXPECT_FALSE(g.issued(2, kComm, 3));
   EXPECT_FALSE(g.anySendReceiveWait());
@@ -69,7 +71,12 @@ TEST(WaitGraphTest, AMemberKnownOnlyByItsCommRecordIsBehind) {
   EXPECT_EQ(g.processOf(kOtherComm, 1), std::optional<size_t>{1});
   EXPECT_EQ(g.members(kOtherComm).size(), 2u);
   EXPECT_EQ(g.behind(kOtherComm, 1, 0), std::vector<size_t>{1});
-  EXPECT_FALSE(g.issued(1, kOtherComm, 1));  // no call there at all
+  EXPECT_FALSE(g.issued(1, kOtherComm, 1));                   // no call there at all
+  EXPECT_EQ(g.rankIn(1, kOtherComm), std::optional<int>{1});  // from its comm record
+  EXPECT_EQ(g.rankIn(0, kOtherComm), std::optional<int>{0});  // from its events
+  EXPECT_TRUE(g.owes(1, kOtherComm, 1));
+  EXPECT_FALSE(g.owes(0, kOtherComm, 1));  // it issued #1
+  EXPECT_TRUE(g.owes(0, kComm, 2));
   EXPECT_EQ(g.waitsFor(0), std::vector<size_t>{1});
   EXPECT_EQ(g.waitsFor(1), std::vector<size_t>{0});
   EXPECT_EQ(b.en.set().ranks.size(), 2u);

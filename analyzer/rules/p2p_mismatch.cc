@@ -13,8 +13,9 @@
 #include "analyzer/p2p_blame.h"
 #include "analyzer/phrases.h"
 #include "analyzer/rank_ops.h"
+#include "analyzer/wait_graph.h"
 
-namespace ncclrec::analyzer {
+namespace ncclrec::analyzer::engine {
 namespace {
 
 using format::EventRecord;
@@ -27,11 +28,6 @@ using p2p::Posted;
 
 // Rows of the p2p table on each side of the unmatched seq.
 constexpr uint64_t kP2pContext = 2;
-
-int globalRankOf(const GlobalOf& global_of, uint64_t comm, int r) {
-  const auto it = global_of.find({comm, r});
-  return it != global_of.end() ? it->second : -1;
-}
 
 // A receive `w` with no matching send, from a peer that is not blocked in a send or receive: in a
 // ring or pipeline the peer relays what it receives from its own predecessors. When it completed
@@ -55,11 +51,11 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   const size_t sent = sends == posted.end() ? 0 : sends->second.size();
   if (sources.empty() || received <= sent || sent >= e.op_seq) return std::nullopt;
   std::vector<int> from_global;
-  for (int s : sources) from_global.push_back(globalRankOf(global_of, e.commId(), s));
+  for (int s : sources) from_global.push_back(global_of(e.commId(), s));
   std::sort(from_global.begin(), from_global.end());
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
-  v.ranks = {globalRankOf(global_of, e.commId(), relay)};
+  v.ranks = {global_of(e.commId(), relay)};
   v.comm_id = e.commId();
   v.seq = sent + 1;  // the send it never posted
   v.op = OpType::kSend;
@@ -93,7 +89,7 @@ const EventRecord* blockedInP2pElsewhere(const RankData& r, uint64_t comm) {
 // waits among them (pending, or failed because the peer left), oldest first.
 class P2pWaits {
  public:
-  P2pWaits(const format::LoadedSet& set, const CallSites& sites);
+  P2pWaits(const format::LoadedSet& set, const CallSites& sites, const WaitGraph& g);
   // The first wait whose peer is at fault by the rules below; else the first unmatched wait
   // whose peer is blocked as well (a symptom); else nullopt.
   std::optional<Verdict> find();
@@ -124,46 +120,41 @@ class P2pWaits {
   // post what its peer waits for, and that wait is a symptom of its own.
   bool blockedInP2p(uint64_t comm, int r) const;
   // p2p::heldByChainOn, computed once per (peer, comm).
-  bool heldByChain(const RankData& peer, uint64_t comm);
+  bool heldByChain(size_t peer, uint64_t comm);
+  // The index into set_.ranks of a rank's recording.
+  size_t indexOf(const RankData& r) const { return static_cast<size_t>(&r - set_.ranks.data()); }
 
   const format::LoadedSet& set_;
   const CallSites& sites_;
+  const WaitGraph& g_;
   Posted posted_;
   GlobalOf global_of_;
   std::vector<Located> waiting_;
-  std::map<int, const RankData*> rank_data_;  // global rank -> its recording
-  std::map<std::pair<const RankData*, uint64_t>, bool> held_;
+  std::map<std::pair<size_t, uint64_t>, bool> held_;
 };
 
-P2pWaits::P2pWaits(const format::LoadedSet& set, const CallSites& sites)
-    : set_(set), sites_(sites) {
+P2pWaits::P2pWaits(const format::LoadedSet& set, const CallSites& sites, const WaitGraph& g)
+    : set_(set), sites_(sites), g_(g), global_of_{set, g} {
   for (const RankData& r : set.ranks) {
-    uint64_t last_comm = 0;
     for (const EventRecord& e : r.events) {
-      if (e.commId() == 0 || e.rank() < 0) continue;
-      if (e.commId() != last_comm) {
-        global_of_[{e.commId(), e.rank()}] = r.global_rank;
-        last_comm = e.commId();
+      if (e.commId() == 0 || e.rank() < 0 || !format::isP2p(e.op) || rejected(e) ||
+          e.state == EventState::kEmpty) {
+        continue;
       }
-      if (!format::isP2p(e.op) || rejected(e) || e.state == EventState::kEmpty) continue;
       posted_[{e.commId(), e.op, e.rank(), e.peer()}][e.op_seq] = Located{&r, &e};
       // A call that failed because its peer left had waited for it as well.
       if (isIncomplete(e) || lostPeer(e)) waiting_.push_back(Located{&r, &e});
-    }
-    for (const format::Comm& c : r.comms) {
-      if (c.comm_id != 0 && c.rank >= 0) global_of_[{c.comm_id, c.rank}] = r.global_rank;
     }
   }
   std::sort(waiting_.begin(), waiting_.end(), [](const Located& a, const Located& b) {
     return a.event->enqueueNs() < b.event->enqueueNs();
   });
-  for (const RankData& r : set.ranks) rank_data_[r.global_rank] = &r;
 }
 
 EvidenceTable P2pWaits::pairTable(uint64_t comm, int from, int to, uint64_t seq) const {
   EvidenceTable t;
-  const int g_from = globalRankOf(global_of_, comm, from);
-  const int g_to = globalRankOf(global_of_, comm, to);
+  const int g_from = global_of_(comm, from);
+  const int g_to = global_of_(comm, to);
   t.title = "sends and receives between ranks " + std::to_string(std::min(g_from, g_to)) + " and " +
             std::to_string(std::max(g_from, g_to)) + " on comm " + shortCommId(comm);
   t.columns = {"from", "to", "seq", "send", "recv"};
@@ -200,11 +191,11 @@ bool P2pWaits::blockedInP2p(uint64_t comm, int r) const {
   });
 }
 
-bool P2pWaits::heldByChain(const RankData& peer, uint64_t comm) {
-  const auto [it, added] = held_.try_emplace({&peer, comm}, false);
+bool P2pWaits::heldByChain(size_t peer, uint64_t comm) {
+  const auto [it, added] = held_.try_emplace({peer, comm}, false);
   if (added) {
     it->second =
-        p2p::heldByChainOn(set_.ranks, peer, comm, [&](int r) { return blockedInP2p(comm, r); });
+        p2p::heldByChainOn(set_, g_, peer, comm, [&](int r) { return blockedInP2p(comm, r); });
   }
   return it->second;
 }
@@ -234,11 +225,9 @@ std::optional<Verdict> P2pWaits::find() {
 
 std::optional<Verdict> P2pWaits::judge(const Located& w, std::optional<Verdict>* symptom) {
   const EventRecord& e = *w.event;
-  const auto peer = global_of_.find({e.commId(), e.peer()});
-  if (peer == global_of_.end()) return std::nullopt;  // no data for the peer: nothing to judge by
-  const auto peer_data = rank_data_.find(peer->second);
-  if (peer_data == rank_data_.end()) return std::nullopt;
-  const RankData& peer_rank = *peer_data->second;
+  const std::optional<size_t> peer = g_.processOf(e.commId(), e.peer());
+  if (!peer) return std::nullopt;  // no data for the peer: nothing to judge by
+  const RankData& peer_rank = set_.ranks[*peer];
   // A peer that left NCCL without ending the communicator stopped (a truncation, p2p_stop.cc);
   // a failed call is judged here only when its peer finished its work and left.
   if (p2p::stoppedIn(peer_rank, e.commId()) || p2p::aborted(peer_rank)) return std::nullopt;
@@ -271,8 +260,8 @@ std::optional<Verdict> P2pWaits::judge(const Located& w, std::optional<Verdict>*
   v.site = site;
   v.stacks = {site};
   if (is_unmatched)
-    return unmatched(w, peer_rank, peer->second, held_elsewhere, std::move(v), symptom);
-  return mismatched(w, list->second.at(e.op_seq), peer->second, std::move(v));
+    return unmatched(w, peer_rank, peer_rank.global_rank, held_elsewhere, std::move(v), symptom);
+  return mismatched(w, list->second.at(e.op_seq), peer_rank.global_rank, std::move(v));
 }
 
 std::optional<Verdict> P2pWaits::unmatched(const Located& w, const RankData& peer, int peer_global,
@@ -295,7 +284,10 @@ std::optional<Verdict> P2pWaits::unmatched(const Located& w, const RankData& pee
   // unmatched op is a symptom of that collective (the next wait is looked at, and the
   // communicators' alignment after that). Unless all it waits for there wait in sends and
   // receives of this communicator.
-  if (!p2p::freeOrWaitsFor(peer, *w.rank) && !heldByChain(peer, e.commId())) return std::nullopt;
+  if (!p2p::freeOrWaitsFor(set_, g_, indexOf(peer), indexOf(*w.rank)) &&
+      !heldByChain(indexOf(peer), e.commId())) {
+    return std::nullopt;
+  }
   // Per pair and per role: the side that posted fewer than the other pairs moved skipped one
   // (the peer, which went on without it); else this rank posted one too many.
   const int from = e.op == OpType::kSend ? e.rank() : e.peer();
@@ -342,8 +334,8 @@ std::optional<Verdict> P2pWaits::mismatched(const Located& w, const Located& mat
 
 }  // namespace
 
-std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallSites& sites) {
-  return P2pWaits(set, sites).find();
+std::optional<Verdict> findP2pMismatch(const Engine& en) {
+  return P2pWaits(en.set(), en.callsites(), en.waits()).find();
 }
 
-}  // namespace ncclrec::analyzer
+}  // namespace ncclrec::analyzer::engine

@@ -4,14 +4,15 @@
 
 #include <optional>
 
-#include "analyzer/callsite.h"
+#include "analyzer/engine.h"
 #include "analyzer/verdict.h"
-#include "format/reader.h"
 
-namespace ncclrec::analyzer {
+namespace ncclrec::analyzer::engine {
 
 // A pending ncclSend/ncclRecv whose peer posted no counterpart with the same per-peer sequence
-// number, or one with another count or datatype. Peers with no data are not judged.
-std::optional<Verdict> findP2pMismatch(const format::LoadedSet& set, const CallSites& sites);
+// number, or one with another count or datatype. Peers with no data are not judged. Who holds a
+// peer's rank and whom a peer's collective waits for come from the wait-for graph
+// (Engine::waits()).
+std::optional<Verdict> findP2pMismatch(const Engine& en);
 
-}  // namespace ncclrec::analyzer
+}  // namespace ncclrec::analyzer::engine
