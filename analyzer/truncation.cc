@@ -413,13 +413,14 @@ ThereWaitsFor Engine::waitsThereFor(const EventRecord& pending, size_t self,
   if (behind.size() != 1) return there;
   const size_t rank = behind.front();
   const RankData& rd = set_.ranks[rank];
-  const EventRecord* its_pending = newestPendingCommOp(rd);
-  if (rd.exited) {
+  const WaitGraph& g = waits();
+  const EventRecord* its_pending = g.waitsIn(rank).empty() ? nullptr : g.waitsIn(rank).back();
+  if (g.liveness(rank) == Liveness::kExited) {
     there.how = ThereWaitsFor::How::kExited;
-  } else if (rd.fatal_signal != 0) {
+  } else if (g.liveness(rank) == Liveness::kCrashed) {
     there.how = ThereWaitsFor::How::kCrashed;
     there.signal = rd.fatal_signal;
-  } else if (dead(rank, inferred)) {
+  } else if (g.gone(rank) || inferred.dead.contains(rank)) {
     there.how = ThereWaitsFor::How::kDied;
   } else if (its_pending != nullptr && its_pending->commId() != pending.commId()) {
     there.how = ThereWaitsFor::How::kBlocked;

@@ -58,6 +58,12 @@ std::vector<size_t> WaitGraph::behind(uint64_t comm, uint64_t seq, size_t self) 
   return out;
 }
 
+const EventRecord* WaitGraph::newestWait(size_t process) const {
+  const EventRecord* op = waits_in_[process].empty() ? nullptr : waits_in_[process].back();
+  const EventRecord* creation = creating_[process];
+  return creation != nullptr && (op == nullptr || creation->index > op->index) ? creation : op;
+}
+
 bool WaitGraph::counterpartPosted(const EventRecord& e) const {
   const auto theirs = posted_.find({e.commId(), counterpartOf(e.op), e.peer(), e.rank()});
   return theirs != posted_.end() && theirs->second.contains(e.op_seq);
@@ -100,7 +106,11 @@ void WaitGraph::gather(const format::LoadedSet& set) {
     }
   }
   waits_in_.reserve(n);
-  for (size_t i = 0; i < n; ++i) waits_in_.push_back(pendingGroupOps(set.ranks[i]));
+  creating_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    waits_in_.push_back(pendingGroupOps(set.ranks[i]));
+    creating_.push_back(newestPendingCreation(set.ranks[i]));
+  }
   pickBlocked(pending);
 }
 

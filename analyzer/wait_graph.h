@@ -79,6 +79,11 @@ class WaitGraph {
   const std::vector<const format::EventRecord*>& waitsIn(size_t process) const {
     return waits_in_[process];
   }
+  // The communicator creation (format::isCommCreation) the process is still in, nullptr when none.
+  const format::EventRecord* creating(size_t process) const { return creating_[process]; }
+  // Where the process is blocked: the newest of its calls in waitsIn() and creating(); nullptr
+  // when it is in no NCCL call (in host code, or gone).
+  const format::EventRecord* newestWait(size_t process) const;
   // The one call the process is blocked in, for a cycle: its oldest pending collective that waits
   // for a member (else its oldest pending one); with none, its first send or receive whose
   // counterpart is missing. nullptr when neither.
@@ -103,6 +108,7 @@ class WaitGraph {
   // (comm, op, comm rank, peer comm rank) -> the per-peer seqs of the sends or receives it posted
   std::map<std::tuple<uint64_t, format::OpType, int, int>, std::set<uint64_t>> posted_;
   std::vector<std::vector<const format::EventRecord*>> waits_in_;
+  std::vector<const format::EventRecord*> creating_;
   std::vector<const format::EventRecord*> blocked_;
   std::vector<std::vector<size_t>> waits_for_;
   std::vector<WaitKind> kind_;

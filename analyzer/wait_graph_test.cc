@@ -112,6 +112,25 @@ TEST(WaitGraphTest, ASendWhoseCounterpartIsMissingWaitsForItsPeer) {
   EXPECT_EQ(g.waitsIn(1).size(), 1u);  // in a call, waiting for no one the graph can name
 }
 
+TEST(WaitGraphTest, ACreationIsWhereARankWaitsWhenItIsNewerThanItsPendingOps) {
+  // Rank 0 is in a communicator's creation after its all-reduces completed; rank 1 waits in an
+  // all-reduce and then (in another thread's order) nothing else.
+  Job job(2);
+  Op init{kSave, 0, OpType::kCommInitRank};
+  init.comm = kOtherComm;
+  job.ops(0, {Op{kTrain}, init}, true);
+  job.ops(1, repeat(Op{kTrain}, 2), true);
+  const Built b(job.set());
+  const WaitGraph& g = b.g();
+  ASSERT_NE(g.creating(0), nullptr);
+  EXPECT_EQ(g.creating(0)->op, OpType::kCommInitRank);
+  EXPECT_TRUE(g.waitsIn(0).empty());  // no collective or send/receive pending
+  EXPECT_EQ(g.newestWait(0), g.creating(0));
+  EXPECT_EQ(g.creating(1), nullptr);
+  ASSERT_NE(g.newestWait(1), nullptr);
+  EXPECT_EQ(g.newestWait(1)->op, OpType::kAllReduce);
+}
+
 TEST(WaitGraphTest, EachRankStandsByTheEnginesLivenessFacts) {
   Job job(4);
   for (int r = 0; r < 4; ++r) job.ops(r, repeat(Op{kTrain}, r == 0 ? 3 : 2), r == 0);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analyzer/rank_ops.h"
+#include "analyzer/wait_graph.h"
 #include "base/text.h"
 
 namespace ncclrec::analyzer::engine {
@@ -22,29 +23,24 @@ struct Absent {
   Whereabouts where;
 };
 
-// Where a rank is blocked: its newest pending collective or send/receive, or a communicator's
-// creation it entered after it; nullptr when neither.
-const EventRecord* newestBlock(const RankData& rd) {
-  const EventRecord* op = newestPendingCommOp(rd);
-  const EventRecord* creating = newestPendingCreation(rd);
-  return creating != nullptr && (op == nullptr || creating->index > op->index) ? creating : op;
-}
-
+// How process `r` stands, from the wait-for graph (Engine::waits()): gone, blocked in an NCCL call
+// (a collective, a send/receive, a creation), or in host code.
 Absent absentOf(const Engine& en, int global_rank, std::optional<size_t> r) {
   Absent a;
   a.global_rank = global_rank;
   a.rank = r;
   if (!r) return a;  // kNoData
   const RankData& rd = en.set().ranks[*r];
+  const WaitGraph& g = en.waits();
   a.where.last = en.lastOp(rd, newestCommOp(rd));
-  if (rd.exited) {
+  if (g.liveness(*r) == Liveness::kExited) {
     a.where.kind = Away::kExited;
-  } else if (rd.fatal_signal != 0) {
+  } else if (g.liveness(*r) == Liveness::kCrashed) {
     a.where.kind = Away::kCrashed;
     a.where.signal = rd.fatal_signal;
-  } else if (en.dead(*r)) {
+  } else if (g.gone(*r)) {
     a.where.kind = Away::kDead;
-  } else if (const EventRecord* p = newestBlock(rd)) {
+  } else if (const EventRecord* p = g.newestWait(*r)) {
     a.where.kind = Away::kBlocked;
     a.where.in = {evidenceOpOf(*p, en.siteAt(rd, *p)), p->commId()};
   } else {
