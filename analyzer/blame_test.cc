@@ -12,6 +12,7 @@
 
 #include "analyzer/diagnose.h"
 #include "analyzer/testing/job_builder.h"
+#include "format/bbox_layout.h"
 
 namespace ncclrec::analyzer {
 namespace {
@@ -320,6 +321,61 @@ TEST(BlameTest, CollectiveNewToItsCommunicatorIssuedBeforeTheStepsSendsIsGated) 
   EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
   EXPECT_EQ(v.waiting, std::vector<int>{1});
   EXPECT_EQ(shortFunctionName(v.site.function), "dumpDebugStats");
+}
+
+TEST(BlameTest, FirstCollectiveOnACommunicatorOfSendsAndReceivesIsGatedNotTheShortfallItCauses) {
+  // Faultgen seed 10127: each step the three ranks exchange halos around a ring on the world
+  // (which carries nothing else) in a group, and ranks 0 and 1 all-reduce and exchange caches in a
+  // group on a pair communicator. In step 2 rank 0 issues a debug all-reduce on the world after
+  // the halos: the world's first collective, which ranks 1 and 2, waiting in sends and receives,
+  // never issue. Rank 0's posts then fall short on the pair: a symptom of the collective it alone
+  // issued. (When most members issued the first collective, the few blocked in sends and
+  // receives are held by something else: PipelineStageThatReceivedMoreThanItSentIsTheCulprit.)
+  const Site halo{"exchangeHalo(ncclComm*)", 30}, kv{"exchangeKvCache(ncclComm*)", 31},
+      debug{"dumpDebugStats(ncclComm*)", 21};
+  constexpr uint64_t kSolo = 0x5010000000000003ull;  // rank 2's own communicator
+  const auto p2p = [&](const Site& site, uint64_t comm, OpType op, int peer) {
+    Op o{site, 4, op};
+    o.comm = comm;
+    o.root = peer;
+    return o;
+  };
+  const auto on = [](Op o, uint64_t comm) {
+    o.comm = comm;
+    return o;
+  };
+  Job job(3);
+  for (int r = 0; r < 3; ++r) {
+    const std::vector<Op> halos = {p2p(halo, kComm, OpType::kSend, (r + 1) % 3),
+                                   p2p(halo, kComm, OpType::kRecv, (r + 2) % 3)};
+    const std::vector<Op> caches = {p2p(kv, kOtherComm, OpType::kSend, 1 - r),
+                                    p2p(kv, kOtherComm, OpType::kRecv, 1 - r)};
+    const Op train = on(Op{kTrain}, r == 2 ? kSolo : kOtherComm);
+    const std::vector<Op> step =
+        concat(concat({train}, halos), r == 2 ? std::vector<Op>{} : caches);
+    std::vector<Op> calls = concat(concat(concat(step, step), {train}), halos);
+    if (r == 0) calls.push_back(on(Op{debug, 1}, kComm));
+    if (r == 1) calls = concat(calls, caches);
+    if (r == 2) calls = concat(concat(calls, {train}), halos);
+    job.ops(r, calls, true);
+    numberLikeNccl(job.rank(r));
+    for (EventRecord& e : job.rank(r).events) {
+      if (format::isP2p(e.op)) e.flags |= format::kEventInGroup;
+    }
+    if (r != 0) {  // in its last group: the send as well
+      EventRecord& send = job.rank(r).events[job.rank(r).events.size() - 2];
+      send.state = EventState::kEnqueued;
+      send.setEndNs(0);
+    }
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+  EXPECT_EQ(v.waiting, (std::vector<int>{1, 2}));
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "dumpDebugStats");
+  EXPECT_NE(v.headline.find("ranks 1-2 issued no collective there"), std::string::npos)
+      << v.headline;
 }
 
 TEST(BlameTest, RankThatSkippedAGroupedCollectiveIsNamedNotThePartnerItHoldsBehind) {

@@ -312,9 +312,13 @@ class Engine {
                     const std::vector<int>& ahead) const;
 
   // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
-  // that some ranks issued past the end of every other rank's stream: fills `v` with
-  // rank_gated_collective naming them.
+  // that some ranks issued past the end of every other rank's stream (at the first slot, also of
+  // the members busyInSendsAndReceives()): fills `v` with rank_gated_collective naming them.
   bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
+  // The global ranks, ascending, of the members of `c` (WaitGraph::members) that issued no
+  // collective there, when every one of them is alive and waits in a send or receive; empty when
+  // there is none or one of them does not (it is gone, in host code, in a collective).
+  std::vector<int> busyInSendsAndReceives(const CommStreams& c) const;
   // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
   int64_t opTime(uint64_t comm, uint64_t seq) const;
   // Whether the rank issued collective `seq` of `comm` before its newest call.

@@ -121,7 +121,14 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
       ended.push_back(s);
     }
   }
-  if (p == SIZE_MAX || ended.empty()) return false;
+  if (p == SIZE_MAX) return false;
+  // At the first slot, the members that issued no collective on `c` at all ended before it too,
+  // when each waits in a send or receive: a communicator its peers use only for sends and
+  // receives, where a rank issued a collective first (a rank gone or in host code is a stop).
+  // Fewer than they: a collective most members issued first holds the few that did not (a
+  // relay that dropped a send), the p2p accounting's case.
+  const std::vector<int> silent = p == 0 ? busyInSendsAndReceives(c) : std::vector<int>{};
+  if (ended.empty() && silent.size() <= going.size()) return false;
   for (size_t s : ended) {
     if (c.streams[s].ops.size() != p) return false;
   }
@@ -141,9 +148,34 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
   v.stacks = {v.site};
   std::vector<size_t> all(c.streams.size());
   for (size_t s = 0; s < all.size(); ++s) all[s] = s;
-  v.headline = aloneHeadline(v, ranksOf(c, all),
-                             Instead::of(Instead::Kind::kOthersIssuedNone, ranksOf(c, ended)));
+  const auto with_silent = [&](std::vector<int> ranks) {
+    ranks.insert(ranks.end(), silent.begin(), silent.end());
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+  };
+  v.headline =
+      aloneHeadline(v, with_silent(ranksOf(c, all)),
+                    Instead::of(Instead::Kind::kOthersIssuedNone, with_silent(ranksOf(c, ended))));
   return true;
+}
+
+std::vector<int> Engine::busyInSendsAndReceives(const CommStreams& c) const {
+  const WaitGraph& g = waits();
+  std::vector<int> out;
+  for (const int m : g.members(c.comm_id)) {
+    const std::optional<size_t> x = g.processOf(c.comm_id, m);
+    if (!x || std::any_of(c.streams.begin(), c.streams.end(),
+                          [&](const Stream& s) { return s.rank == *x; })) {
+      continue;  // no recording, or a stream of collectives there
+    }
+    const std::vector<const EventRecord*>& in = g.waitsIn(*x);
+    const bool in_p2p = std::any_of(in.begin(), in.end(),
+                                    [](const EventRecord* e) { return format::isP2p(e->op); });
+    if (g.gone(*x) || !in_p2p) return {};
+    out.push_back(globalRank(*x));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 bool Engine::collectiveCauseOfP2pWait(Verdict& v, Inferred& inferred) const {
