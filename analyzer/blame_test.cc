@@ -267,6 +267,44 @@ TEST(BlameTest, PipelineStageThatReceivedMoreThanItSentIsTheCulprit) {
   EXPECT_EQ(v.tables[0].title, "sends and receives between ranks 1 and 2 on comm c0ffee00");
 }
 
+TEST(BlameTest, RelayThatDroppedASendIsNamedAtTheRoleItDroppedNotItsLastSend) {
+  // Faultgen seed 10064: each step the ring's ranks exchange halos, then caches, with their
+  // neighbours. In step 2 rank 1 leaves out its cache send to rank 2 and goes on to the loss
+  // all-reduce; rank 2 waits in its 6th receive, from exchangeKvCache(). Rank 1's last send was a
+  // halo: the dropped one is of the role whose sends paired with rank 2's cache receives.
+  const Site halo_send{"exchangeHalo(ncclComm*)", 31}, halo_recv{"exchangeHalo(ncclComm*)", 33},
+      kv_send{"exchangeKvCache(ncclComm*)", 41}, kv_recv{"exchangeKvCache(ncclComm*)", 43};
+  const auto p2p = [](const Site& site, OpType op, int peer) {
+    Op o{site, 16, op};
+    o.root = peer;
+    return o;
+  };
+  Job job(3);
+  for (int r = 0; r < 3; ++r) {
+    const int next = (r + 1) % 3, prev = (r + 2) % 3;
+    const std::vector<Op> halos = {p2p(halo_send, OpType::kSend, next),
+                                   p2p(halo_recv, OpType::kRecv, prev)};
+    const std::vector<Op> caches = {p2p(kv_send, OpType::kSend, next),
+                                    p2p(kv_recv, OpType::kRecv, prev)};
+    const std::vector<Op> step = concat(halos, caches);
+    std::vector<Op> calls = concat(concat(step, step), halos);
+    calls = concat(calls, r == 1 ? std::vector<Op>{caches[1]} : caches);
+    if (r != 2) calls.push_back(Op{kLoss, 1});
+    job.ops(r, calls, true);
+    numberLikeNccl(job.rank(r));
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kP2pMismatch) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1}) << v.headline;
+  EXPECT_EQ(v.op, OpType::kSend);
+  EXPECT_EQ(v.seq, 6u);
+  EXPECT_EQ(v.site.line, 41) << v.headline;
+  EXPECT_NE(v.headline.find("posted 5 ncclSends to rank 2 on comm c0ffee00 (those for "
+                            "exchangeKvCache() train.cc:43 from exchangeKvCache() train.cc:41)"),
+            std::string::npos)
+      << v.headline;
+}
+
 TEST(BlameTest, ReceiverBehindABlockedRelayIsNotTheCulprit) {
   // Stage 2 of 4 drops a send to stage 3; stage 3's receive from stage 2 is then unmatched, and so
   // is stage 4's from stage 3 (stage 3 is blocked in its own receive): the first is the cause.

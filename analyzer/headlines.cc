@@ -127,6 +127,11 @@ std::string lastOf(const P2pTally& t) {
          ")";
 }
 
+// " (those for g() b.cc:9 from f() a.cc:3)": the calls from `site` that pair with `paired_with`'s.
+std::string byRolePhrase(const CallSite& paired_with, const CallSite& site) {
+  return " (those for " + describeCallSite(paired_with) + " from " + describeCallSite(site) + ")";
+}
+
 }  // namespace
 
 std::string callAtPhrase(const OpOn& c) {
@@ -210,18 +215,17 @@ std::string p2pShortRunHeadline(const Verdict& v, const OpOn& next, const OpOn& 
 }
 
 std::string p2pRelayHeadline(const Verdict& v, uint64_t received, const std::vector<int>& sources,
-                             int waiter, const P2pTally& sent) {
+                             int waiter, const P2pTally& sent,
+                             const std::optional<CallSite>& paired_with) {
   return "rank " + std::to_string(v.ranks.at(0)) + " completed " + std::to_string(received) +
          " ncclRecvs from " + ranksWord(sources) + " but posted " + std::to_string(sent.n) +
          " ncclSends to rank " + std::to_string(waiter) + " on comm " + shortCommId(v.comm_id) +
-         lastOf(sent);
+         (paired_with ? byRolePhrase(*paired_with, v.site) : lastOf(sent));
 }
 
 std::string p2pShortfallHeadline(const Verdict& v, const P2pShortfall& s) {
   const bool sends = v.op == format::OpType::kSend;
-  const std::string last = s.by_role ? " (those for " + describeCallSite(s.paired_with) + " from " +
-                                           describeCallSite(v.site) + ")"
-                                     : lastOf(s.posted);
+  const std::string last = s.by_role ? byRolePhrase(s.paired_with, v.site) : lastOf(s.posted);
   std::string out =
       "rank " + std::to_string(v.ranks.at(0)) + " posted " + std::to_string(s.posted.n) + " " +
       std::string(opName(v.op)) + "s" + (sends ? " to" : " from") + " rank " +

@@ -152,9 +152,12 @@ std::string p2pShortRunHeadline(const Verdict& v, const OpOn& next, const OpOn& 
 
 // p2p_mismatch, a relay that dropped a send (the verdict's op is the send it never posted):
 // "rank 2 completed 6 ncclRecvs from ranks 0,1 but posted 2 ncclSends to rank 3 on comm
-// c0ffee00 (the last, #2, from f() a.cc:3)".
+// c0ffee00 (the last, #2, from f() a.cc:3)". With `paired_with`, the verdict's site is the one
+// whose sends paired with the waiter's receives from that site in the earlier steps, not that of
+// the last send: "(those for g() b.cc:9 from f() a.cc:3)".
 std::string p2pRelayHeadline(const Verdict& v, uint64_t received, const std::vector<int>& sources,
-                             int waiter, const P2pTally& sent);
+                             int waiter, const P2pTally& sent,
+                             const std::optional<CallSite>& paired_with = std::nullopt);
 
 // p2p_mismatch, the side of a pair that posted fewer (the verdict's op is the first call it never
 // posted): "rank 2 posted 3 ncclSends to rank 1 on comm c0ffee00 (the last, #3, from f() a.cc:3)

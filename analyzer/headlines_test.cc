@@ -208,6 +208,12 @@ TEST(HeadlinesTest, TheSideThatPostedFewerIsCounted) {
   EXPECT_EQ(p2pRelayHeadline(v, 6, {0, 1}, 3, {2, 2, v.site}),
             "rank 2 completed 6 ncclRecvs from ranks 0-1 but posted 2 ncclSends to rank 3 on comm "
             "c0ffee00 (the last, #2, from sendActivations() train.cc:61)");
+  // The dropped send is of the role that paired with the waiter's receives, not the last sent.
+  EXPECT_EQ(p2pRelayHeadline(v, 6, {0, 1}, 3, {2, 2, trainAt("sendHalo", 40)},
+                             trainAt("recvActivations", 50)),
+            "rank 2 completed 6 ncclRecvs from ranks 0-1 but posted 2 ncclSends to rank 3 on comm "
+            "c0ffee00 (those for recvActivations() train.cc:50 from sendActivations() "
+            "train.cc:61)");
   P2pShortfall s;
   s.waiter = 1;
   s.posted = {2, 7, v.site};

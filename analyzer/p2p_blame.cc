@@ -177,10 +177,6 @@ std::optional<bool> senderChangedFirst(const Posted& posted, uint64_t comm, int 
 
 }  // namespace
 
-namespace {
-
-// The first call of `calls` (before seq `before`) whose counterpart in `counterparts`, at the same
-// seq, came from call site `site`: the call that pairs with that site's calls.
 std::optional<Located> pairedBefore(const std::map<uint64_t, Located>& calls,
                                     const std::map<uint64_t, Located>& counterparts,
                                     uint64_t before, const std::string& site,
@@ -195,8 +191,6 @@ std::optional<Located> pairedBefore(const std::map<uint64_t, Located>& calls,
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 Standing standing(const RankData& r, const EventRecord& blocked,
                   const std::function<bool(const EventRecord&)>& owed, const CallSites& sites,

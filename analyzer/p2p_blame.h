@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -93,6 +94,14 @@ struct ShortRun {
 };
 std::optional<ShortRun> shortRunOf(const Posted& posted, const Located& a, const Located& b,
                                    const CallSites& sites);
+
+// The first call of `calls` (before seq `before`) whose counterpart in `counterparts`, at the same
+// seq, came from call site `site` (describeCallSite): the call that pairs with that site's calls,
+// whose call site is the role that owes them.
+std::optional<Located> pairedBefore(const std::map<uint64_t, Located>& calls,
+                                    const std::map<uint64_t, Located>& counterparts,
+                                    uint64_t before, const std::string& site,
+                                    const CallSites& sites);
 
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
 // count is below what another pair of the communicator moved. Else (the communicator's only pair,

@@ -61,15 +61,30 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   v.op = OpType::kSend;
   const CallSite waiter_site = callSiteOf(*w.rank, e, sites);
   P2pTally tally{sent, 0, {}};
+  std::optional<CallSite> by_role;  // the waiter's site, when v.site is the role pairing with it
   if (sends != posted.end()) {
     const Located& last = sends->second.rbegin()->second;
     v.site = callSiteOf(*last.rank, *last.event, sites);
     tally.last_seq = last.event->op_seq;
     tally.last_site = v.site;
+    // The send it dropped is of the role whose sends paired with the waiter's receives from the
+    // same site before (a ring of two exchanges per step: not the last one it sent).
+    const auto recvs = posted.find({e.commId(), OpType::kRecv, e.rank(), relay});
+    const std::optional<Located> role =
+        recvs == posted.end() ? std::nullopt
+                              : p2p::pairedBefore(sends->second, recvs->second, e.op_seq,
+                                                  describeCallSite(waiter_site), sites);
+    if (role) {
+      const CallSite role_site = callSiteOf(*role->rank, *role->event, sites);
+      if (describeCallSite(role_site) != describeCallSite(v.site)) {
+        v.site = role_site;
+        by_role = waiter_site;
+      }
+    }
   }
   v.stacks = {v.site, waiter_site};
   if (!v.site.known()) v.stacks.erase(v.stacks.begin());
-  v.headline = p2pRelayHeadline(v, received, from_global, w.rank->global_rank, tally);
+  v.headline = p2pRelayHeadline(v, received, from_global, w.rank->global_rank, tally, by_role);
   return v;
 }
 
