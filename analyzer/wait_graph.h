@@ -1,10 +1,13 @@
-// The job's wait-for graph, a fact of the recordings (docs/analyzer.md, "the wait-for graph"):
-// which process waits in which NCCL call for which other process, and how each process that waits
-// for no one stands (in host code, exited, crashed, silent, not running). Built once per analysis
-// by the Engine (Engine::waits()); the rules that walk waits read it and choose which kinds of
-// edge they follow: the wait cycle across communicators (rules/wait_cycle.cc, cycle_blame.cc),
-// the chain of waits to the rank that ends it (truncation.cc), the peer of a send or receive
-// (p2p_stop.cc, group_peer_skip.cc). Internal to the analyzer.
+// The job's wait-for graph, a fact of the recordings (docs/analyzer.md, "To add a rule"): which
+// process waits in which NCCL call for which other process, and how each process that waits for
+// no one stands (in host code, exited, crashed, silent, not running). Built once per analysis by
+// the Engine (Engine::waits()); the rules that walk waits read it and choose which kinds of edge
+// they follow: the wait cycle across communicators (rules/wait_cycle.cc, cycle_blame.cc), the
+// chain of waits to the rank that ends it and where a rank waited for stands (truncation.cc), the
+// peer of a send or receive and whether its collective waits for the waiting rank (p2p_stop.cc,
+// p2p_mismatch.cc, p2p_blame.cc, group_peer_skip.cc), where an absent creation member stands
+// (comm_creation.cc), the members of a communicator that issued no collective there
+// (root_cause.cc). Internal to the analyzer.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
