@@ -267,6 +267,19 @@ std::optional<ShortRun> shortRunOf(const Posted& posted, const Located& a, const
   return a_short ? ShortRun{a, *a_short} : ShortRun{b, *b_short};
 }
 
+std::optional<CallSite> roleSite(const std::map<uint64_t, Located>& theirs,
+                                 const std::map<uint64_t, Located>& mine, uint64_t before,
+                                 const CallSite& waiter_site, const CallSite& last,
+                                 const CallSites& sites) {
+  // The first such pair: later ones may be shifted by the missing call.
+  const std::optional<Located> paired =
+      pairedBefore(theirs, mine, before, describeCallSite(waiter_site), sites);
+  if (!paired) return std::nullopt;
+  const CallSite role = callSiteOf(*paired->rank, *paired->event, sites);
+  if (describeCallSite(role) == describeCallSite(last)) return std::nullopt;
+  return role;
+}
+
 bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
   const auto count = [&](OpType op, int me, int peer) -> size_t {
     const auto it = posted.find({comm, op, me, peer});
@@ -282,11 +295,11 @@ bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to) {
   return sender.has_value() && *sender == (sent < received);
 }
 
-Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, const Located& w,
+Verdict missingCounterpart(const Posted& posted, const WaitGraph& g, const Located& w,
                            const CallSites& sites) {
   const EventRecord& e = *w.event;
   const OpType other = counterpartOf(e.op);
-  const int culprit = global_of(e.commId(), e.peer());
+  const int culprit = g.globalRankOf(e.commId(), e.peer());
   const auto theirs = posted.find({e.commId(), other, e.peer(), e.rank()});
   const auto mine = posted.find({e.commId(), e.op, e.rank(), e.peer()});
   const size_t n = theirs == posted.end() ? 0 : theirs->second.size();
@@ -308,17 +321,12 @@ Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, cons
     shortfall.posted.last_seq = l.event->op_seq;
     shortfall.posted.last_site = v.site;
     // The function that should have posted it: the one whose calls paired with the waiting
-    // rank's calls from the same site in the earlier steps (the first such pair: later ones may
-    // be shifted by the missing call).
-    const std::string waiting_at = describeCallSite(waiter_site);
-    if (const std::optional<Located> paired =
-            pairedBefore(theirs->second, mine->second, e.op_seq, waiting_at, sites)) {
-      const CallSite role = callSiteOf(*paired->rank, *paired->event, sites);
-      if (describeCallSite(role) != describeCallSite(v.site)) {
-        v.site = role;
-        shortfall.by_role = true;
-        shortfall.paired_with = waiter_site;
-      }
+    // rank's calls from the same site in the earlier steps.
+    if (const std::optional<CallSite> role =
+            roleSite(theirs->second, mine->second, e.op_seq, waiter_site, v.site, sites)) {
+      v.site = *role;
+      shortfall.by_role = true;
+      shortfall.paired_with = waiter_site;
     }
   }
   v.stacks = {v.site, waiter_site};

@@ -30,17 +30,6 @@ struct Located {
 // (comm, op, my comm rank, peer comm rank) -> the calls by per-peer seq.
 using Posted =
     std::map<std::tuple<uint64_t, format::OpType, int, int>, std::map<uint64_t, Located>>;
-// (comm, comm rank) -> the global rank of the process that holds it (WaitGraph::processOf), -1
-// when no recording shows it.
-struct GlobalOf {
-  const format::LoadedSet& set;
-  const WaitGraph& g;
-  int operator()(uint64_t comm, int comm_rank) const {
-    const std::optional<size_t> p = g.processOf(comm, comm_rank);
-    return p ? set.ranks[*p].global_rank : -1;
-  }
-};
-
 // Whether the rank ended communicator `comm` (ncclCommDestroy or ncclCommFinalize): it finished
 // its work there.
 bool finishedComm(const format::RankData& r, uint64_t comm);
@@ -103,6 +92,15 @@ std::optional<Located> pairedBefore(const std::map<uint64_t, Located>& calls,
                                     uint64_t before, const std::string& site,
                                     const CallSites& sites);
 
+// The role a peer dropped: the site of its calls `theirs` that paired with the waiter's calls
+// `mine` from the waiting call's site (`waiter_site`) before seq `before`, when that differs from
+// `last`, the site of the peer's last such call. nullopt when they never paired, or it is the
+// same site (the last call is of that role).
+std::optional<CallSite> roleSite(const std::map<uint64_t, Located>& theirs,
+                                 const std::map<uint64_t, Located>& mine, uint64_t before,
+                                 const CallSite& waiter_site, const CallSite& last,
+                                 const CallSites& sites);
+
 // Whether the side of the pair from -> to on `comm` that posted fewer ops is the deviant one: its
 // count is below what another pair of the communicator moved. Else (the communicator's only pair,
 // or other pairs that may play another role) the pair's history decides: at the first step (the
@@ -113,7 +111,7 @@ bool shortSideDeviates(const Posted& posted, uint64_t comm, int from, int to);
 
 // The verdict for wait `w` (a send or receive with no counterpart) blaming the peer that did not
 // post the counterpart; its call site is the peer's last call of that kind to `w`'s rank.
-Verdict missingCounterpart(const Posted& posted, const GlobalOf& global_of, const Located& w,
+Verdict missingCounterpart(const Posted& posted, const WaitGraph& g, const Located& w,
                            const CallSites& sites);
 
 }  // namespace ncclrec::analyzer::p2p

@@ -405,7 +405,8 @@ ThereWaitsFor Engine::waitsThereFor(const EventRecord& pending, size_t self,
                                     const Inferred& inferred) const {
   ThereWaitsFor there;
   if (!format::isCollective(pending.op)) return there;  // p2p pairs by peer, not by seq
-  const std::vector<size_t> behind = waits().behind(pending.commId(), pending.op_seq, self);
+  const WaitGraph& g = waits();
+  const std::vector<size_t> behind = g.behind(pending.commId(), pending.op_seq, self);
   if (behind.empty()) return there;
   there.how = ThereWaitsFor::How::kSeveral;
   for (const size_t x : behind) there.ranks.push_back(globalRank(x));
@@ -413,7 +414,6 @@ ThereWaitsFor Engine::waitsThereFor(const EventRecord& pending, size_t self,
   if (behind.size() != 1) return there;
   const size_t rank = behind.front();
   const RankData& rd = set_.ranks[rank];
-  const WaitGraph& g = waits();
   const EventRecord* its_pending = g.waitsIn(rank).empty() ? nullptr : g.waitsIn(rank).back();
   if (g.liveness(rank) == Liveness::kExited) {
     there.how = ThereWaitsFor::How::kExited;

@@ -14,6 +14,7 @@ using format::EventState;
 WaitGraph::WaitGraph(const format::LoadedSet& set, std::vector<Liveness> liveness)
     : liveness_(std::move(liveness)) {
   liveness_.resize(set.ranks.size(), Liveness::kRunning);
+  for (const format::RankData& r : set.ranks) global_rank_.push_back(r.global_rank);
   gather(set);
   addCollectiveWaits();
   addSendReceiveWaits(set);
@@ -23,6 +24,11 @@ std::optional<size_t> WaitGraph::processOf(uint64_t comm, int comm_rank) const {
   const auto it = process_of_.find({comm, comm_rank});
   if (it == process_of_.end()) return std::nullopt;
   return it->second;
+}
+
+int WaitGraph::globalRankOf(uint64_t comm, int comm_rank) const {
+  const std::optional<size_t> p = processOf(comm, comm_rank);
+  return p ? global_rank_[*p] : -1;
 }
 
 std::optional<int> WaitGraph::rankIn(size_t process, uint64_t comm) const {

@@ -51,6 +51,8 @@ class WaitGraph {
   // The process (index into set.ranks) that holds rank `comm_rank` of `comm`, from the comm
   // records first, then the events; the first process that shows it. nullopt when none does.
   std::optional<size_t> processOf(uint64_t comm, int comm_rank) const;
+  // The global rank of processOf(comm, comm_rank); -1 when no recording shows that rank.
+  int globalRankOf(uint64_t comm, int comm_rank) const;
   // The comm rank the process holds in `comm` (its comm record, else its first event there);
   // nullopt when it holds none.
   std::optional<int> rankIn(size_t process, uint64_t comm) const;
@@ -105,6 +107,7 @@ class WaitGraph {
   void addSendReceiveWaits(const format::LoadedSet& set);
 
   std::vector<Liveness> liveness_;
+  std::vector<int> global_rank_;                             // per process
   std::map<std::pair<uint64_t, int>, size_t> process_of_;    // (comm, comm rank) -> process
   std::map<std::pair<size_t, uint64_t>, uint64_t> reached_;  // (process, comm) -> highest seq
   std::map<uint64_t, std::set<int>> members_;                // comm -> comm ranks

@@ -57,6 +57,23 @@ TEST(WaitGraphTest, ACollectiveWaitsForTheMembersThatHaveNotIssuedItsSeq) {
   EXPECT_EQ(g.liveness(2), Liveness::kRunning);
 }
 
+TEST(WaitGraphTest, TheGlobalRankOfACommRankIsThatOfTheProcessHoldingIt) {
+  // A set whose processes are global ranks 7 and 5 (a job's recordings in another order): the
+  // global rank is the holder's, not its index; a rank no recording shows has none.
+  Job job(2);
+  for (int r = 0; r < 2; ++r) job.ops(r, repeat(Op{kTrain}, 2), false);
+  format::LoadedSet set = job.set();
+  set.ranks[0].global_rank = 7;
+  set.ranks[1].global_rank = 5;
+  const Built b(set);
+  const WaitGraph& g = b.g();
+  EXPECT_EQ(g.processOf(kComm, 1), std::optional<size_t>{1});
+  EXPECT_EQ(g.globalRankOf(kComm, 0), 7);
+  EXPECT_EQ(g.globalRankOf(kComm, 1), 5);
+  EXPECT_EQ(g.globalRankOf(kComm, 2), -1);
+  EXPECT_EQ(g.globalRankOf(kOtherComm, 0), -1);
+}
+
 TEST(WaitGraphTest, AMemberKnownOnlyByItsCommRecordIsBehind) {
   // Rank 1 created the pair's communicator but is blocked in the world's all-reduce #2 before its
   // first call there; rank 0 waits for it in the pair's #1, and it waits for rank 0 in #2: a cycle

@@ -54,10 +54,6 @@ struct GroupFacts {
   const format::LoadedSet& set;
   const WaitGraph& g;
   std::vector<std::map<uint64_t, std::vector<Group>>> groups;  // per process
-  int globalOf(uint64_t comm, int comm_rank) const {
-    const std::optional<size_t> p = g.processOf(comm, comm_rank);
-    return p ? set.ranks[*p].global_rank : -1;
-  }
 };
 
 GroupFacts gatherGroups(const format::LoadedSet& set, const WaitGraph& g) {
@@ -113,7 +109,7 @@ EvidenceTable groupTable(const GroupFacts& f, const LeftOut& l, const CallSites&
   for (const auto& [r, group] : {std::pair{&ra, &mine}, std::pair{&rb, &theirs}}) {
     std::map<int, std::pair<TableCell, TableCell>> by_peer;
     for (const EventRecord* o : *group) {
-      auto& cells = by_peer[f.globalOf(l.op->commId(), o->peer())];
+      auto& cells = by_peer[f.g.globalRankOf(l.op->commId(), o->peer())];
       (o->op == OpType::kSend ? cells.first : cells.second) =
           TableCell::of(evidenceOpOf(*r, *o, sites));
     }
@@ -147,7 +143,7 @@ std::optional<Verdict> findGroupPeerSkip(const Engine& en) {
                                     [&](const EventRecord* o) { return o->op == missing; });
   const EventRecord& site_op = sibling != theirs.end() ? **sibling : *theirs.front();
   std::vector<int> peers;
-  for (const EventRecord* o : theirs) peers.push_back(f.globalOf(best->commId(), o->peer()));
+  for (const EventRecord* o : theirs) peers.push_back(f.g.globalRankOf(best->commId(), o->peer()));
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   GroupLeftOut words;

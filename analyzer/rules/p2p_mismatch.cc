@@ -22,7 +22,6 @@ using format::EventRecord;
 using format::EventState;
 using format::OpType;
 using format::RankData;
-using p2p::GlobalOf;
 using p2p::Located;
 using p2p::Posted;
 
@@ -33,8 +32,8 @@ constexpr uint64_t kP2pContext = 2;
 // ring or pipeline the peer relays what it receives from its own predecessors. When it completed
 // more receives from them than it posted sends to `w`'s rank, it dropped a send: it is the culprit
 // and `w`'s rank waits for it (p2p accounting per pair, docs/analyzer.md).
-std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global_of,
-                                    const Located& w, const CallSites& sites) {
+std::optional<Verdict> relayCulprit(const Posted& posted, const WaitGraph& g, const Located& w,
+                                    const CallSites& sites) {
   const EventRecord& e = *w.event;
   const int relay = e.peer();
   size_t received = 0;
@@ -51,11 +50,11 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
   const size_t sent = sends == posted.end() ? 0 : sends->second.size();
   if (sources.empty() || received <= sent || sent >= e.op_seq) return std::nullopt;
   std::vector<int> from_global;
-  for (int s : sources) from_global.push_back(global_of(e.commId(), s));
+  for (int s : sources) from_global.push_back(g.globalRankOf(e.commId(), s));
   std::sort(from_global.begin(), from_global.end());
   Verdict v;
   v.cls = VerdictClass::kP2pMismatch;
-  v.ranks = {global_of(e.commId(), relay)};
+  v.ranks = {g.globalRankOf(e.commId(), relay)};
   v.comm_id = e.commId();
   v.seq = sent + 1;  // the send it never posted
   v.op = OpType::kSend;
@@ -70,14 +69,10 @@ std::optional<Verdict> relayCulprit(const Posted& posted, const GlobalOf& global
     // The send it dropped is of the role whose sends paired with the waiter's receives from the
     // same site before (a ring of two exchanges per step: not the last one it sent).
     const auto recvs = posted.find({e.commId(), OpType::kRecv, e.rank(), relay});
-    const std::optional<Located> role =
-        recvs == posted.end() ? std::nullopt
-                              : p2p::pairedBefore(sends->second, recvs->second, e.op_seq,
-                                                  describeCallSite(waiter_site), sites);
-    if (role) {
-      const CallSite role_site = callSiteOf(*role->rank, *role->event, sites);
-      if (describeCallSite(role_site) != describeCallSite(v.site)) {
-        v.site = role_site;
+    if (recvs != posted.end()) {
+      if (std::optional<CallSite> role =
+              p2p::roleSite(sends->second, recvs->second, e.op_seq, waiter_site, v.site, sites)) {
+        v.site = *role;
         by_role = waiter_site;
       }
     }
@@ -143,13 +138,12 @@ class P2pWaits {
   const CallSites& sites_;
   const WaitGraph& g_;
   Posted posted_;
-  GlobalOf global_of_;
   std::vector<Located> waiting_;
   std::map<std::pair<size_t, uint64_t>, bool> held_;
 };
 
 P2pWaits::P2pWaits(const format::LoadedSet& set, const CallSites& sites, const WaitGraph& g)
-    : set_(set), sites_(sites), g_(g), global_of_{set, g} {
+    : set_(set), sites_(sites), g_(g) {
   for (const RankData& r : set.ranks) {
     for (const EventRecord& e : r.events) {
       if (e.commId() == 0 || e.rank() < 0 || !format::isP2p(e.op) || rejected(e) ||
@@ -168,8 +162,8 @@ P2pWaits::P2pWaits(const format::LoadedSet& set, const CallSites& sites, const W
 
 EvidenceTable P2pWaits::pairTable(uint64_t comm, int from, int to, uint64_t seq) const {
   EvidenceTable t;
-  const int g_from = global_of_(comm, from);
-  const int g_to = global_of_(comm, to);
+  const int g_from = g_.globalRankOf(comm, from);
+  const int g_to = g_.globalRankOf(comm, to);
   t.title = "sends and receives between ranks " + std::to_string(std::min(g_from, g_to)) + " and " +
             std::to_string(std::max(g_from, g_to)) + " on comm " + shortCommId(comm);
   t.columns = {"from", "to", "seq", "send", "recv"};
@@ -252,13 +246,13 @@ std::optional<Verdict> P2pWaits::judge(const Located& w, std::optional<Verdict>*
   const p2p::Standing standing =
       is_unmatched && isIncomplete(e) ? peerStanding(w, peer_rank) : p2p::Standing::kUnknown;
   if (standing == p2p::Standing::kPast) {
-    Verdict missing = p2p::missingCounterpart(posted_, global_of_, w, sites_);
+    Verdict missing = p2p::missingCounterpart(posted_, g_, w, sites_);
     missing.tables.push_back(tableOf(e));
     return missing;
   }
   const bool held_elsewhere = standing == p2p::Standing::kBehind;
   if (e.op == OpType::kRecv && !blockedInP2p(e.commId(), e.peer()) && !held_elsewhere) {
-    if (std::optional<Verdict> relay = relayCulprit(posted_, global_of_, w, sites_)) {
+    if (std::optional<Verdict> relay = relayCulprit(posted_, g_, w, sites_)) {
       relay->tables.push_back(pairTable(e.commId(), e.peer(), e.rank(), e.op_seq));
       return relay;
     }
@@ -308,7 +302,7 @@ std::optional<Verdict> P2pWaits::unmatched(const Located& w, const RankData& pee
   const int from = e.op == OpType::kSend ? e.rank() : e.peer();
   const int to = e.op == OpType::kSend ? e.peer() : e.rank();
   if (p2p::shortSideDeviates(posted_, e.commId(), from, to)) {
-    Verdict missing = p2p::missingCounterpart(posted_, global_of_, w, sites_);
+    Verdict missing = p2p::missingCounterpart(posted_, g_, w, sites_);
     missing.tables = std::move(v.tables);
     return missing;
   }
