@@ -416,6 +416,96 @@ TEST(BlameTest, FirstCollectiveOnACommunicatorOfSendsAndReceivesIsGatedNotTheSho
       << v.headline;
 }
 
+TEST(BlameTest, LoneFirstCollectiveHoldingTheRankThatFellShortIsGatedInATie) {
+  // Faultgen seed 10538: ranks 0 and 1 exchange caches in a group on a pair communicator each
+  // step. In step 3 rank 0 first issues a debug all-reduce on a second pair communicator, which
+  // rank 1 created but never uses: rank 1 waits in its 3rd group for rank 0, whose posts fall
+  // short. One issuer against one member blocked elsewhere; the issuer is the rank the p2p
+  // accounting names: it fell short because the collective holds it.
+  const Site kv{"exchangeKvCache(ncclComm*)", 31}, debug{"evalBarrier(ncclComm*)", 21};
+  const auto p2p = [&](OpType op, int peer) {
+    Op o{kv, 1024, op};
+    o.root = peer;
+    return o;
+  };
+  Job job(2);
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<Op> step = {p2p(OpType::kSend, 1 - r), p2p(OpType::kRecv, 1 - r)};
+    std::vector<Op> calls = concat(step, step);
+    calls = r == 0 ? concat(calls, {pairOp(debug)}) : concat(calls, step);
+    job.ops(r, calls, true);
+    numberLikeNccl(job.rank(r));
+    for (EventRecord& e : job.rank(r).events) {
+      if (format::isP2p(e.op)) e.flags |= format::kEventInGroup;
+    }
+  }
+  EventRecord& send = job.rank(1).events[job.rank(1).events.size() - 2];  // in its last group
+  send.state = EventState::kEnqueued;
+  send.setEndNs(0);
+  job.rank(1).comms.push_back(format::Comm{});
+  job.rank(1).comms.back().comm_id = kOtherComm;
+  job.rank(1).comms.back().rank = 1;
+  job.rank(1).comms.back().nranks = 2;
+  job.rank(1).comms.back().global_rank = 1;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "evalBarrier");
+}
+
+TEST(BlameTest, LoneFirstCollectiveOfARankBlockedElsewhereIsGated) {
+  // Faultgen seed 10532: each step ranks 0 and 2 exchange halos in a group on their pair
+  // communicator, then ranks 1 and 2 reduce and all-gather in a group on theirs. In step 3 rank 1
+  // first issues a debug all-reduce on the world, which all three created and no rank used: rank 2
+  // waits for it in the pair's reduce #5, rank 0 for rank 2 in its 4th halo exchange. Rank 1 is
+  // blocked elsewhere, in a collective it alone issued, where the others, each blocked in an NCCL
+  // call, issued none.
+  constexpr uint64_t kHalo = 0x4a10000000000003ull;
+  const Site halo{"exchangeHalo(ncclComm*)", 31}, ema{"syncEmaWeights(ncclComm*)", 25},
+      debug{"evalBarrier(ncclComm*)", 21};
+  const auto p2p = [&](OpType op, int peer) {
+    Op o{halo, 4, op};
+    o.comm = kHalo;
+    o.root = peer;
+    return o;
+  };
+  Op reduce{ema, 1024, OpType::kReduce}, gather{ema, 1024, OpType::kAllGather}, barrier{debug, 1};
+  reduce.root = 1;
+  barrier.comm = kOtherComm;
+  const std::vector<Op> exchange0 = {p2p(OpType::kSend, 2), p2p(OpType::kRecv, 2)};
+  const std::vector<Op> exchange2 = {p2p(OpType::kSend, 0), p2p(OpType::kRecv, 0)};
+  const std::vector<Op> sync = {reduce, gather};
+  Job job(3);
+  job.ops(0, concat(concat(concat(exchange0, exchange0), exchange0), exchange0), true);
+  job.ops(1, concat(concat(sync, sync), {barrier}), true);
+  std::vector<Op> calls2;
+  for (int step = 0; step < 3; ++step) calls2 = concat(concat(calls2, exchange2), sync);
+  job.ops(2, calls2, true);
+  for (int r = 0; r < 3; ++r) {
+    numberLikeNccl(job.rank(r));
+    for (EventRecord& e : job.rank(r).events) e.flags |= format::kEventInGroup;
+    format::Comm world;  // every rank created it
+    world.comm_id = kOtherComm;
+    world.rank = r;
+    world.nranks = 3;
+    world.global_rank = r;
+    job.rank(r).comms.push_back(world);
+  }
+  for (int r : {0, 2}) {  // in its last group: the first call as well
+    EventRecord& first = job.rank(r).events[job.rank(r).events.size() - 2];
+    first.state = EventState::kEnqueued;
+    first.setEndNs(0);
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{1}) << v.headline;
+  EXPECT_EQ(v.comm_id, kOtherComm);
+  EXPECT_EQ(shortFunctionName(v.site.function), "evalBarrier");
+  EXPECT_NE(v.headline.find("ranks 0,2 issued no collective there"), std::string::npos)
+      << v.headline;
+}
+
 TEST(BlameTest, RankThatSkippedAGroupedCollectiveIsNamedNotThePartnerItHoldsBehind) {
   // Faultgen seed 1067: each step ranks 0 and 2 group an all-reduce and a broadcast on a pair
   // communicator, then all four reduce on the world. In step 2 rank 2 leaves the broadcast out of

@@ -312,13 +312,16 @@ class Engine {
                     const std::vector<int>& ahead) const;
 
   // Whether the only ops pending on `c` are one new collective (a call site `c` never issued)
-  // that some ranks issued past the end of every other rank's stream (at the first slot, also of
-  // the members busyInSendsAndReceives()): fills `v` with rank_gated_collective naming them.
-  bool aloneAtTheEnd(const CommStreams& c, Verdict& v) const;
+  // that some ranks, all alive, issued past the end of every other rank's stream: fills `v` with
+  // rank_gated_collective naming them. At the first slot the members that issued no collective
+  // there at all (blockedElsewhere()) count as ended before it when they outnumber the issuers,
+  // or when the issuers are exactly `culprits`, the ranks a later verdict named (it is what holds
+  // them).
+  bool aloneAtTheEnd(const CommStreams& c, Verdict& v, const std::vector<int>& culprits = {}) const;
   // The global ranks, ascending, of the members of `c` (WaitGraph::members) that issued no
-  // collective there, when every one of them is alive and waits in a send or receive; empty when
-  // there is none or one of them does not (it is gone, in host code, in a collective).
-  std::vector<int> busyInSendsAndReceives(const CommStreams& c) const;
+  // collective there, when every one of them is alive and blocked in an NCCL call elsewhere; empty
+  // when there is none or one of them is not (it is gone, or in host code).
+  std::vector<int> blockedElsewhere(const CommStreams& c) const;
   // The earliest enqueue time of op `seq` of `comm` on any rank; INT64_MAX when none.
   int64_t opTime(uint64_t comm, uint64_t seq) const;
   // Whether the rank issued collective `seq` of `comm` before its newest call.

@@ -86,17 +86,24 @@ bool Engine::preferEarlierCause(Verdict& v, Inferred& inferred) const {
   for (const CommStreams& c : comms_) {
     Verdict cause;
     // What it finds dead on the way stays found, as for the communicators the rule looked at.
-    if (!diagnoseComm(c, cause, inferred) || !isDivergence(cause.cls)) continue;
+    const bool diverged = diagnoseComm(c, cause, inferred) && isDivergence(cause.cls);
+    // Else a new collective the symptom's ranks alone issued first on a communicator whose other
+    // members are blocked elsewhere: it is where they are held.
+    if (!diverged) {
+      cause = Verdict{};
+      if (!aloneAtTheEnd(c, cause, v.ranks)) continue;
+    }
     if (cause.comm_id == v.comm_id && cause.seq == v.seq) continue;  // the symptom itself
     // It explains the symptom only when it is the same ranks' doing.
     if (!std::includes(v.ranks.begin(), v.ranks.end(), cause.ranks.begin(), cause.ranks.end())) {
       continue;
     }
     // Causal order: on each of its ranks the divergent op came before where the rank stopped or
-    // waits (its newest call); clocks of different hosts need not agree, so enqueue times only
-    // pick the earliest of several causes.
-    if (!std::all_of(cause.ranks.begin(), cause.ranks.end(),
-                     [&](int r) { return issuedBeforeItsLast(r, cause.comm_id, cause.seq); })) {
+    // waits (its newest call; the lone collective is where it waits); clocks of different hosts
+    // need not agree, so enqueue times only pick the earliest of several causes.
+    if (diverged && !std::all_of(cause.ranks.begin(), cause.ranks.end(), [&](int r) {
+          return issuedBeforeItsLast(r, cause.comm_id, cause.seq);
+        })) {
       continue;
     }
     const int64_t at = opTime(cause.comm_id, cause.seq);
@@ -107,7 +114,8 @@ bool Engine::preferEarlierCause(Verdict& v, Inferred& inferred) const {
   return true;
 }
 
-bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
+bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v,
+                           const std::vector<int>& culprits) const {
   // The slot past every other stream's end, held by the streams with an op pending there.
   size_t p = SIZE_MAX;
   std::vector<size_t> going, ended;
@@ -122,13 +130,19 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
     }
   }
   if (p == SIZE_MAX) return false;
+  // A rank gone inside it stopped there (a truncation's verdict).
+  for (size_t s : going) {
+    if (waits().gone(c.streams[s].rank)) return false;
+  }
   // At the first slot, the members that issued no collective on `c` at all ended before it too,
-  // when each waits in a send or receive: a communicator its peers use only for sends and
-  // receives, where a rank issued a collective first (a rank gone or in host code is a stop).
-  // Fewer than they: a collective most members issued first holds the few that did not (a
-  // relay that dropped a send), the p2p accounting's case.
-  const std::vector<int> silent = p == 0 ? busyInSendsAndReceives(c) : std::vector<int>{};
-  if (ended.empty() && silent.size() <= going.size()) return false;
+  // when each is blocked in an NCCL call elsewhere: a communicator its peers never used for a
+  // collective, where a rank issued one first (a rank gone or in host code is a stop). Fewer
+  // than they: a collective most members issued first holds the few that did not (a relay that
+  // dropped a send, the p2p accounting's case); unless the issuers are the very ranks the later
+  // verdict named: they fell short there because this collective holds them.
+  const std::vector<int> silent = p == 0 ? blockedElsewhere(c) : std::vector<int>{};
+  const bool held_here = !silent.empty() && ranksOf(c, going) == culprits;
+  if (ended.empty() && silent.size() <= going.size() && !held_here) return false;
   for (size_t s : ended) {
     if (c.streams[s].ops.size() != p) return false;
   }
@@ -159,7 +173,7 @@ bool Engine::aloneAtTheEnd(const CommStreams& c, Verdict& v) const {
   return true;
 }
 
-std::vector<int> Engine::busyInSendsAndReceives(const CommStreams& c) const {
+std::vector<int> Engine::blockedElsewhere(const CommStreams& c) const {
   const WaitGraph& g = waits();
   std::vector<int> out;
   for (const int m : g.members(c.comm_id)) {
@@ -168,10 +182,7 @@ std::vector<int> Engine::busyInSendsAndReceives(const CommStreams& c) const {
                           [&](const Stream& s) { return s.rank == *x; })) {
       continue;  // no recording, or a stream of collectives there
     }
-    const std::vector<const EventRecord*>& in = g.waitsIn(*x);
-    const bool in_p2p = std::any_of(in.begin(), in.end(),
-                                    [](const EventRecord* e) { return format::isP2p(e->op); });
-    if (g.gone(*x) || !in_p2p) return {};
+    if (g.gone(*x) || g.waitsIn(*x).empty()) return {};
     out.push_back(globalRank(*x));
   }
   std::sort(out.begin(), out.end());
@@ -189,8 +200,8 @@ bool Engine::collectiveCauseOfP2pWait(Verdict& v, Inferred& inferred) const {
     if (!pending) continue;
     Verdict cause;
     Inferred tried = inferred;  // forgotten: the cause found is a divergence, not a stop
-    const bool found =
-        (diagnoseComm(c, cause, tried) && isDivergence(cause.cls)) || aloneAtTheEnd(c, cause);
+    const bool found = (diagnoseComm(c, cause, tried) && isDivergence(cause.cls)) ||
+                       aloneAtTheEnd(c, cause, v.ranks);
     if (!found) continue;
     const int64_t at = opTime(cause.comm_id, cause.seq);
     keepEarliest(best, best_at, std::move(cause), at);
