@@ -51,12 +51,20 @@ struct Engine::Truncation {
 
 Engine::StopKind Engine::stopKind(const CommStreams& c, size_t s, bool peers_lost_it,
                                   const Inferred& inferred) const {
-  const RankData& r = set_.ranks[c.streams[s].rank];
-  if (r.exited) return StopKind::kExited;
-  if (r.fatal_signal != 0) return StopKind::kDied;
-  if (notRunning(c.streams[s].rank)) return StopKind::kNotRunning;
-  if (dead(c.streams[s].rank, inferred) || peers_lost_it) return StopKind::kDied;
-  return StopKind::kAlive;
+  // How its process stands (the wait-for graph's liveness), then what the verdict inferred.
+  const size_t x = c.streams[s].rank;
+  switch (waits().liveness(x)) {
+    case Liveness::kExited:
+      return StopKind::kExited;
+    case Liveness::kCrashed:
+    case Liveness::kSilent:
+      return StopKind::kDied;
+    case Liveness::kNotRunning:
+      return StopKind::kNotRunning;
+    case Liveness::kRunning:
+      break;
+  }
+  return dead(x, inferred) || peers_lost_it ? StopKind::kDied : StopKind::kAlive;
 }
 
 std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
@@ -365,14 +373,15 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const OuterW
   }
   const EventRecord* last = newestCommOp(rx);
   ChainEnd stand;
-  if (rx.exited) {
+  const Liveness how = waits().liveness(x);  // how its process stands, then what was inferred
+  if (how == Liveness::kExited) {
     v.cls = VerdictClass::kRankExited;
     stand.how = ChainEnd::How::kExited;
-  } else if (notRunning(x)) {
+  } else if (how == Liveness::kNotRunning) {
     v.cls = VerdictClass::kRankNotRunning;
     stand.how = ChainEnd::How::kNotRunning;
     stand.why = whyNotRunning(x);
-  } else if (rx.fatal_signal != 0 || dead(x, inferred)) {
+  } else if (how != Liveness::kRunning || dead(x, inferred)) {
     v.cls = VerdictClass::kRankCrashed;
     inferred.dead.insert(x);
     stand.how = rx.fatal_signal != 0 ? ChainEnd::How::kCrashed : ChainEnd::How::kDied;

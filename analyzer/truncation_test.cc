@@ -177,13 +177,21 @@ TEST(DiagnoseTest, ChainOfWaitsIsNamedByTheRankAtItsEnd) {
 TEST(DiagnoseTest, ChainOfWaitsEndingInARankThatLeftNamesIt) {
   Op on_b{kLoss, 1};
   on_b.comm = kOtherComm;
+  // "dumping core": a crashed process the launcher saw in uninterruptible sleep (writing its core)
+  // crashed; it is not a process that stopped running (the wait-for graph's liveness: crashed
+  // before not running).
   for (const auto& [mark, cls] : std::vector<std::pair<std::string, VerdictClass>>{
-           {"exited", VerdictClass::kRankExited}, {"crashed", VerdictClass::kRankCrashed}}) {
+           {"exited", VerdictClass::kRankExited},
+           {"crashed", VerdictClass::kRankCrashed},
+           {"dumping core", VerdictClass::kRankCrashed},
+           {"stopped", VerdictClass::kRankNotRunning}}) {
     Job job(4);
     job.ops(0, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3), true);
     job.ops(1, {{kTrain}, on_b, {kTrain}, on_b}, true).ops(3, {on_b});
     if (mark == "exited") job.rank(3).exited = true;
-    if (mark == "crashed") job.rank(3).fatal_signal = 11;
+    if (mark == "crashed" || mark == "dumping core") job.rank(3).fatal_signal = 11;
+    if (mark == "dumping core") job.rank(3).process_state = 'D';
+    if (mark == "stopped") job.rank(3).process_state = 'T';
     const Verdict v = job.diagnose();
     EXPECT_EQ(v.cls, cls) << mark << ": " << v.headline;
     EXPECT_EQ(v.ranks, std::vector<int>{3}) << mark << ": " << v.headline;
