@@ -190,7 +190,9 @@ class Engine {
   bool leftOnItsOwn(size_t rank, const Inferred& inferred) const;
   bool anyLeftOnItsOwn(const Inferred& inferred) const;
   // For `failed`, a call that failed because a peer was gone: the first rank holding its
-  // communicator that left on its own is the verdict (rank_exited or rank_crashed).
+  // communicator that left on its own is the verdict (rank_exited or rank_crashed). With none,
+  // a rank holding it that left after its own call failed so is followed to the rank it lost, and
+  // so on, across communicators: the rank that left first, on its own, is the verdict.
   bool leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred) const;
   // A rank that exited after its newest calls failed because a peer was gone (truncation.cc):
   // when a rank that left on its own explains one of those failures, that is the verdict.
@@ -251,6 +253,11 @@ class Engine {
   // (cause before symptom): fills `v` and returns true.
   bool blameChainEnd(size_t self, const EventRecord& pending, const OuterWait& outer, Verdict& v,
                      Inferred& inferred) const;
+  // Several streams stopped alike, each rank blocked on another communicator: when the chain
+  // behind every one of them names the same rank (its end, or the rank the ranks at its ends
+  // left because of), that rank is the verdict, as blameChainEnd gives it for the first.
+  bool oneEndBehindAll(const CommStreams& c, const std::vector<size_t>& culprits,
+                       const OuterWait& outer, Verdict& v, Inferred& inferred) const;
   // The rank where the chain from `self`, blocked in `at`, ends: one that stopped (exited,
   // crashed, or in no NCCL op) and that every branch leads to (a link may wait for several ranks,
   // blocked in turn for that one; a rank in an unfinished group waits in each op of the group a
@@ -273,6 +280,13 @@ class Engine {
   // rank blocked on the same communicator, too many nodes).
   bool followChain(size_t i, std::vector<ChainNode>& nodes, std::set<size_t>& seen,
                    std::vector<std::pair<size_t, size_t>>& stopped, const Inferred& inferred) const;
+
+  // leaverExplains and exitedOnALostPeer through `followed`, the ranks that left after reacting
+  // already followed (each once: no cycle).
+  bool leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred,
+                      std::vector<size_t>& followed) const;
+  bool exitedOnALostPeer(size_t rank, Verdict& v, const Inferred& inferred,
+                         std::vector<size_t>& followed) const;
 
   // A stream that stopped before a slot others wait in (truncation.cc): the verdict names the
   // ranks that stopped first in the same way, in this order.

@@ -71,6 +71,12 @@ bool Engine::anyLeftOnItsOwn(const Inferred& inferred) const {
 }
 
 bool Engine::leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred) const {
+  std::vector<size_t> followed;
+  return leaverExplains(failed, v, inferred, followed);
+}
+
+bool Engine::leaverExplains(const EventRecord& failed, Verdict& v, const Inferred& inferred,
+                            std::vector<size_t>& followed) const {
   if (!lostPeer(failed)) return false;
   // The ranks that left on their own and held the failed call's communicator; the first to go.
   std::vector<size_t> leavers;
@@ -87,7 +93,24 @@ bool Engine::leaverExplains(const EventRecord& failed, Verdict& v, const Inferre
         });
     if (holds && !finished && leftOnItsOwn(r, inferred)) leavers.push_back(r);
   }
-  if (leavers.empty()) return false;
+  if (leavers.empty()) {
+    // None left on its own: a member that left after a call of its own failed so is a victim
+    // too; the rank it lost, on another communicator, may be the one (faultgen seed 10401: rank
+    // 5 returns from main, rank 2 exits on the failed all-reduce it shared with it, rank 6 on the
+    // reduce it shared with rank 2, and ranks 0 and 3 wait for rank 6's sends).
+    for (size_t r = 0; r < set_.ranks.size(); ++r) {
+      const RankData& rd = set_.ranks[r];
+      const bool left = rd.exited || rd.fatal_signal != 0 || dead(r, inferred);
+      if (!left || !reacted(r) ||
+          std::find(followed.begin(), followed.end(), r) != followed.end() ||
+          std::none_of(rd.events.begin(), rd.events.end(),
+                       [&](const EventRecord& e) { return e.commId() == failed.commId(); })) {
+        continue;
+      }
+      if (exitedOnALostPeer(r, v, inferred, followed)) return true;
+    }
+    return false;
+  }
   const auto exitedFirst = [&](size_t a, size_t b) {
     return lastSignOfLife(a) < lastSignOfLife(b);
   };

@@ -319,6 +319,38 @@ TEST(P2pBlameTest, ReceiverThatFailedWhenAPeerWasKilledIsNotTheCulprit) {
   EXPECT_EQ(v.tables.back().title, "what followed");  // the unmatched send, as evidence
 }
 
+TEST(P2pBlameTest, RankThatLeftFirstIsFoundThroughRanksThatLeftOnItsAccount) {
+  // Faultgen seed 10401: each step rank 0 sends to rank 1 (A), ranks 2 and 3 all-reduce on C,
+  // ranks 1 and 2 on B. Rank 3 returns from main between steps; rank 2's all-reduce on C fails
+  // (remote error) and it exits; rank 1's all-reduce on B, with rank 2, fails and it exits
+  // without its 3rd receive; rank 0 waits in its 3rd send. No rank that left on its own held B:
+  // the one rank 1 lost left because of rank 3, which is the cause.
+  constexpr uint64_t kC = 0xcccc000000000001;
+  const auto on = [](uint64_t comm) {
+    Op o{kLoss, 4};
+    o.comm = comm;
+    return o;
+  };
+  const auto fail = [](RankData& r) {
+    r.events.back().state = format::EventState::kFailed;
+    r.events.back().result = 6;  // ncclRemoteError
+    r.exited = true;
+  };
+  Job job(4);
+  job.ops(0, {send(1), send(1), send(1)}, true);
+  job.ops(1, {recv(0), on(kOtherComm), recv(0), on(kOtherComm), on(kOtherComm)});
+  fail(job.rank(1));
+  job.ops(2, {on(kC), on(kOtherComm), on(kC), on(kOtherComm), on(kC)});
+  fail(job.rank(2));
+  job.ops(3, {on(kC), on(kC)});
+  job.rank(3).exited = true;
+  renumber(job, 4);
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankExited) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3}) << v.headline;
+  EXPECT_NE(v.headline.find("ranks 1-2 then failed"), std::string::npos) << v.headline;
+}
+
 TEST(P2pBlameTest, SenderThatFailedAGroupWhenAPeerExitedIsNotTheCulprit) {
   // Faultgen seed 814: each step rank 0 sends to rank 1 (A), then a group of an all-reduce on B
   // (ranks 0 and 2) and one on C (ranks 0 and 1). Rank 2 returns from main before its 3rd group;

@@ -16,12 +16,20 @@
 namespace ncclrec::analyzer::engine {
 
 bool Engine::exitedOnALostPeer(const RankData& rd, Verdict& v, const Inferred& inferred) const {
+  std::vector<size_t> followed;
+  return exitedOnALostPeer(static_cast<size_t>(&rd - set_.ranks.data()), v, inferred, followed);
+}
+
+bool Engine::exitedOnALostPeer(size_t rank, Verdict& v, const Inferred& inferred,
+                               std::vector<size_t>& followed) const {
+  const RankData& rd = set_.ranks[rank];
+  followed.push_back(rank);
   // Its newest calls, back to the last one that completed: the failures it exited on.
   for (auto it = rd.events.rbegin(); it != rd.events.rend(); ++it) {
     if (!isCommOp(*it)) continue;
     if (!lostPeer(*it)) break;
     Verdict cause;
-    if (leaverExplains(*it, cause, inferred)) {
+    if (leaverExplains(*it, cause, inferred, followed)) {
       v = std::move(cause);
       return true;
     }
@@ -243,6 +251,7 @@ void Engine::classifyAlive(const Truncation& t, Verdict& v) const {
                           {evidenceOpOf(*t.waited.e, t.waited_site), t.c.comm_id}};
     if (t.culprits.size() == 1 && blameChainEnd(t.stopped.rank, *pending, outer, v, t.inferred))
       return;
+    if (t.culprits.size() > 1 && oneEndBehindAll(t.c, t.culprits, outer, v, t.inferred)) return;
     v.cls = VerdictClass::kRankBlockedElsewhere;
     v.site = siteAt(t.rd, *pending);
     v.headline =
@@ -397,6 +406,25 @@ bool Engine::blameChainEnd(size_t self, const EventRecord& pending, const OuterW
   v.site = last != nullptr ? siteAt(rx, *last) : CallSite{};
   stand.last = lastOp(rx, last);
   v.headline = chainEndHeadline(v, stand, chain(x));
+  return true;
+}
+
+bool Engine::oneEndBehindAll(const CommStreams& c, const std::vector<size_t>& culprits,
+                             const OuterWait& outer, Verdict& v, Inferred& inferred) const {
+  std::optional<Verdict> first;
+  Inferred tried = inferred;  // kept only when every chain agrees
+  for (const size_t s : culprits) {
+    const size_t rank = c.streams[s].rank;
+    const EventRecord* pending = newestPendingCommOp(set_.ranks[rank]);
+    if (pending == nullptr || pending->commId() == c.comm_id) return false;
+    Verdict each;
+    if (!blameChainEnd(rank, *pending, outer, each, tried)) return false;
+    if (first && (each.cls != first->cls || each.ranks != first->ranks)) return false;
+    if (!first) first = std::move(each);
+  }
+  if (!first) return false;
+  v = std::move(*first);
+  inferred = std::move(tried);
   return true;
 }
 

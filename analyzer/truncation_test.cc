@@ -201,6 +201,38 @@ TEST(DiagnoseTest, ChainOfWaitsEndingInARankThatLeftNamesIt) {
   }
 }
 
+TEST(DiagnoseTest, SeveralRanksBlockedElsewhereBehindOneRankThatLeftNameIt) {
+  // Faultgen seed 10197: rank 0 waits in M#3 for ranks 1 and 2, each blocked in a pair
+  // communicator's #3 (P1, P2) for its partner (ranks 3, 4), which exited when its all-reduce on
+  // D failed: rank 5, its third member, was killed between calls. Two chains, two ends that only
+  // reacted, one rank behind both: rank 5 is the verdict.
+  constexpr uint64_t kP1 = 0x1111000000000001, kP2 = 0x2222000000000001, kD = 0xdddd000000000001;
+  const auto on = [](uint64_t comm) {
+    Op o{kLoss, 4};
+    o.comm = comm;
+    return o;
+  };
+  const Op m{kTrain};
+  Job job(6);
+  job.ops(0, {m, m, m}, true);
+  job.ops(1, {m, on(kP1), m, on(kP1), on(kP1)}, true);
+  job.ops(2, {m, on(kP2), m, on(kP2), on(kP2)}, true);
+  job.ops(3, {on(kP1), on(kD), on(kP1), on(kD), on(kD)});
+  job.ops(4, {on(kP2), on(kD), on(kP2), on(kD), on(kD)});
+  for (int r : {3, 4}) {
+    job.rank(r).events.back().state = EventState::kFailed;
+    job.rank(r).events.back().result = 6;  // ncclRemoteError
+    job.rank(r).exited = true;
+  }
+  job.ops(5, {on(kD), on(kD)});
+  job.rank(5).fatal_signal = 9;
+  for (int r = 0; r < 6; ++r) numberLikeNccl(job.rank(r));
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{5}) << v.headline;
+  EXPECT_NE(v.headline.find("ranks 3-4 then failed"), std::string::npos) << v.headline;
+}
+
 TEST(DiagnoseTest, RankBlockedWhereSeveralRanksAreMissingIsBlockedElsewhere) {
   // Rank 1 waits in B#2 for ranks 3 and 4, both in host code: no one rank ends the chain, so the
   // verdict is where rank 1 is blocked, with what it waits for there.
