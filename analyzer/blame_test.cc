@@ -347,12 +347,7 @@ TEST(BlameTest, CollectiveNewToItsCommunicatorIssuedBeforeTheStepsSendsIsGated) 
   job.ops(1, {recv, recv, recv, recv, recv}, true);
   for (int r = 0; r < 2; ++r) {
     numberLikeNccl(job.rank(r));
-    format::Comm pair;  // both created it (its entry in each comm table)
-    pair.comm_id = kOtherComm;
-    pair.rank = r;
-    pair.nranks = 2;
-    pair.global_rank = r;
-    job.rank(r).comms.push_back(pair);
+    job.created(r, kOtherComm, 2);  // both created it
   }
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
@@ -400,11 +395,7 @@ TEST(BlameTest, FirstCollectiveOnACommunicatorOfSendsAndReceivesIsGatedNotTheSho
     for (EventRecord& e : job.rank(r).events) {
       if (format::isP2p(e.op)) e.flags |= format::kEventInGroup;
     }
-    if (r != 0) {  // in its last group: the send as well
-      EventRecord& send = job.rank(r).events[job.rank(r).events.size() - 2];
-      send.state = EventState::kEnqueued;
-      send.setEndNs(0);
-    }
+    if (r != 0) job.pendingToo(r, 1);  // in its last group: the send as well
   }
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
@@ -439,14 +430,8 @@ TEST(BlameTest, LoneFirstCollectiveHoldingTheRankThatFellShortIsGatedInATie) {
       if (format::isP2p(e.op)) e.flags |= format::kEventInGroup;
     }
   }
-  EventRecord& send = job.rank(1).events[job.rank(1).events.size() - 2];  // in its last group
-  send.state = EventState::kEnqueued;
-  send.setEndNs(0);
-  job.rank(1).comms.push_back(format::Comm{});
-  job.rank(1).comms.back().comm_id = kOtherComm;
-  job.rank(1).comms.back().rank = 1;
-  job.rank(1).comms.back().nranks = 2;
-  job.rank(1).comms.back().global_rank = 1;
+  job.pendingToo(1, 1);           // in its last group: the send as well
+  job.created(1, kOtherComm, 2);  // never used
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{0}) << v.headline;
@@ -485,18 +470,9 @@ TEST(BlameTest, LoneFirstCollectiveOfARankBlockedElsewhereIsGated) {
   for (int r = 0; r < 3; ++r) {
     numberLikeNccl(job.rank(r));
     for (EventRecord& e : job.rank(r).events) e.flags |= format::kEventInGroup;
-    format::Comm world;  // every rank created it
-    world.comm_id = kOtherComm;
-    world.rank = r;
-    world.nranks = 3;
-    world.global_rank = r;
-    job.rank(r).comms.push_back(world);
+    job.created(r, kOtherComm, 3);  // every rank created it
   }
-  for (int r : {0, 2}) {  // in its last group: the first call as well
-    EventRecord& first = job.rank(r).events[job.rank(r).events.size() - 2];
-    first.state = EventState::kEnqueued;
-    first.setEndNs(0);
-  }
+  for (int r : {0, 2}) job.pendingToo(r, 1);  // in its last group: the first call as well
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kRankGatedCollective) << v.headline;
   EXPECT_EQ(v.ranks, std::vector<int>{1}) << v.headline;

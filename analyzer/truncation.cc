@@ -82,8 +82,16 @@ std::vector<size_t> Engine::stoppedAlike(const CommStreams& c, size_t p,
   // Others failed at the op this rank never issued: the transport lost it, so it is gone. One is
   // enough: the others may still be waiting to notice (a run analyzed 0.2 s after the kill had
   // rank 0 pending and ranks 1-2 failed).
-  const bool peers_lost_it = std::any_of(
-      going.begin(), going.end(), [&](size_t g) { return lostPeer(*c.streams[g].ops[p].e); });
+  // Unless one of the ranks that stopped crashed or went silent by its own facts: that one is
+  // what they lost, and a rank whose recording shows it alive is not gone (faultgen seed 10066:
+  // a rank killed, another blocked elsewhere that dumped and was stopped by the launcher later).
+  const bool gone_by_itself = std::any_of(ended.begin(), ended.end(), [&](size_t s) {
+    const Liveness l = waits().liveness(c.streams[s].rank);
+    return l == Liveness::kCrashed || l == Liveness::kSilent;
+  });
+  const bool peers_lost_it =
+      !gone_by_itself && std::any_of(going.begin(), going.end(),
+                                     [&](size_t g) { return lostPeer(*c.streams[g].ops[p].e); });
   // The first stopped rank stands for them all; ranks that stopped the same way are named
   // together: exited first, then died, then not running, then alive.
   std::vector<size_t> order = ended;

@@ -82,6 +82,25 @@ TEST(DiagnoseTest, RankWhosePeersLostTheConnectionCrashed) {
   EXPECT_EQ(w.ranks, std::vector<int>{3});
 }
 
+TEST(DiagnoseTest, ARankSeenAliveIsNotTheOneItsPeersLostWhenAnotherWasKilled) {
+  // Faultgen seed 10066: rank 3 is killed (the launcher saw SIGKILL) before all-reduce #3; rank 2
+  // fails it (remote error) and exits; rank 1 still waits in it; rank 0, which dumped alive
+  // blocked in a pair all-reduce on another communicator, never issued it either. The lost
+  // connection is rank 3's: rank 0 is not named with it.
+  Op on_b{kLoss, 1};
+  on_b.comm = kOtherComm;
+  Job job(4);
+  job.ops(0, {{kTrain}, {kTrain}, on_b}, true);
+  job.ops(1, repeat({kTrain}, 3), true).ops(2, repeat({kTrain}, 3)).ops(3, repeat({kTrain}, 2));
+  job.rank(2).events.back().state = EventState::kFailed;
+  job.rank(2).events.back().result = 6;  // ncclRemoteError
+  job.rank(2).exited = true;
+  job.rank(3).fatal_signal = 9;
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kRankCrashed) << v.headline;
+  EXPECT_EQ(v.ranks, std::vector<int>{3}) << v.headline;
+}
+
 TEST(DiagnoseTest, BlackBoxRankBorrowsSymbolsAndAlignsWithDumps) {
   Job job(2);
   job.ops(0, repeat({kTrain}, 3), true).ops(1, repeat({kTrain}, 2));

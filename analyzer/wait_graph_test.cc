@@ -22,14 +22,6 @@ struct Built {
   const WaitGraph& g() const { return en.waits(); }
 };
 
-format::Comm commRecord(uint64_t id, int rank, int nranks) {
-  format::Comm c;
-  c.comm_id = id;
-  c.rank = rank;
-  c.nranks = nranks;
-  return c;
-}
-
 TEST(WaitGraphTest, ACollectiveWaitsForTheMembersThatHaveNotIssuedItsSeq) {
   // Ranks 0, 1, 3 wait in all-reduce #3; rank 2 completed #2 and went on in host code.
   Job job(4);
@@ -82,7 +74,7 @@ TEST(WaitGraphTest, AMemberKnownOnlyByItsCommRecordIsBehind) {
   job.ops(0, {Op{kTrain}, pairOp(kPair)}, true);
   job.ops(1, repeat(Op{kTrain}, 2), true);
   for (int r = 0; r < 2; ++r) numberLikeNccl(job.rank(r));
-  job.rank(1).comms.push_back(commRecord(kOtherComm, 1, 2));
+  job.created(1, kOtherComm, 2);
   const Built b(job.set());
   const WaitGraph& g = b.g();
   EXPECT_EQ(g.processOf(kOtherComm, 1), std::optional<size_t>{1});

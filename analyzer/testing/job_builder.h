@@ -91,6 +91,26 @@ class Job {
     }
     return *this;
   }
+  // Gives `rank` the entry a member's comm table holds for `comm` (as the builder numbers comm
+  // ranks: its global rank, of `nranks`), as a rank shows a communicator it created even where it
+  // made no call.
+  Job& created(int rank, uint64_t comm, int nranks) {
+    format::Comm c;
+    c.comm_id = comm;
+    c.rank = rank;
+    c.nranks = nranks;
+    c.global_rank = rank;
+    ranks_[rank].comms.push_back(c);
+    return *this;
+  }
+  // Leaves `rank`'s event `back` places before its last (1: the one before it) pending too: a
+  // call of the group its last one closes.
+  Job& pendingToo(int rank, size_t back) {
+    EventRecord& e = ranks_[rank].events[ranks_[rank].events.size() - 1 - back];
+    e.state = EventState::kEnqueued;
+    e.setEndNs(0);
+    return *this;
+  }
   RankData& rank(int r) { return ranks_[r]; }
   format::LoadedSet set() const { return format::LoadedSet{ranks_, {}, {}}; }
   Verdict diagnose() const { return analyzer::diagnose(set()); }
