@@ -172,8 +172,10 @@ class Engine {
   // Root cause across communicators and time (root_cause.cc): when `v` is a symptom (a stream
   // that stopped, a wait cycle) and another communicator's alignment shows an earlier insertion,
   // deletion or substitution by the same ranks, that divergence becomes the verdict and `v` its
-  // evidence (the divergent op issued before the rank's newest call: causal order, not clocks).
-  // Returns whether it replaced `v`.
+  // evidence (the divergent op issued before the rank's newest call: causal order, not clocks);
+  // so does a new collective those ranks alone issued first on a communicator whose other
+  // members are blocked elsewhere (aloneAtTheEnd), where they are held. Returns whether it
+  // replaced `v`.
   bool preferEarlierCause(Verdict& v, Inferred& inferred) const;
   // For `v`, a send or receive that waits for its peer: when a communicator with ops pending
   // shows a divergence (insertion, deletion, substitution), that is the cause (the peer is held

@@ -42,8 +42,9 @@ std::span<const NamedRule> verdictRules();
 Verdict runRules(const Engine& engine);
 
 // The cause steps (Explainer) the table declares, by file:
-// root_cause.cc: an earlier divergence of the same ranks, issued before each of their newest calls
-// (Engine::preferEarlierCause): explains a wait cycle, a stream that stopped, a divergence.
+// root_cause.cc: an earlier divergence of the same ranks, issued before each of their newest calls,
+// or a lone first collective of theirs that holds them (Engine::preferEarlierCause): explains a
+// wait cycle, a stream that stopped, a divergence.
 bool earlierDivergence(const Engine& en, Inferred& inferred, Verdict& v);
 // wait_rules.cc: an unmatched send or receive whose pair stopped because one of its ranks only
 // reacted to a peer that left on its own: that leaver.
