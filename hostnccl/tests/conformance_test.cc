@@ -206,6 +206,12 @@ TEST(Conformance, InitAllDrivesSeveralRanksFromOneThread) {
 
 TEST(Conformance, RanksForkedAfterGetUniqueIdCanSplit) {
   if (realNccl()) GTEST_SKIP() << "forked ranks would share one GPU";
+#if defined(__SANITIZE_ADDRESS__)
+  // Seen in CI, 2 runs of 5: a child stuck for good in ASan's allocator lock, which a thread of
+  // the parent held at the fork (GCC 12's ASan does not take it around fork; glibc's malloc does).
+  GTEST_SKIP() << "under AddressSanitizer a forked child can inherit its allocator's lock held "
+                  "(GCC 12's ASan does not lock it around fork)";
+#endif
   runRanks("fork", 1);
 }
 
