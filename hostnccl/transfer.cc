@@ -4,8 +4,13 @@
 #include <gloo/common/logging.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #include "hostnccl/config.h"
 #include "hostnccl/errors.h"
@@ -118,17 +123,19 @@ size_t Transfer::post(bool isSend, int peer, void* data, size_t bytes, uint64_t 
   }
 }
 
+void Transfer::abortWaitLocked(Pending& p) {
+  if (p.buffer == nullptr) return;
+  if (p.isSend) {
+    p.buffer->abortWaitSend();
+  } else {
+    p.buffer->abortWaitRecv();
+  }
+}
+
 void Transfer::abortLocked() {
   std::lock_guard<std::mutex> lock(abortMu_);
   aborted_ = true;
-  for (auto& p : pending_) {
-    if (p.buffer == nullptr) continue;
-    if (p.isSend) {
-      p.buffer->abortWaitSend();
-    } else {
-      p.buffer->abortWaitRecv();
-    }
-  }
+  for (auto& p : pending_) abortWaitLocked(p);
 }
 
 ncclResult_t Transfer::failed(ncclResult_t code, const std::string& what) {
@@ -141,6 +148,7 @@ ncclResult_t Transfer::failed(ncclResult_t code, const std::string& what) {
 }
 
 ncclResult_t Transfer::wait() {
+  if (postError_.empty() && receivesFromSeveralPeers()) return waitAsTheyLand();
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (ncclResult_t rc = wait(i); rc != ncclSuccess) return rc;
   }
@@ -159,10 +167,14 @@ ncclResult_t Transfer::wait(size_t message) {
   if (message == kNone || pending_[message].done) return ncclSuccess;
   // Only this thread appends to pending_, so the element stays put while we wait.
   Pending* p = &pending_[message];
-  if (p->buffer == nullptr) {
-    completed(*p);
-    return ncclSuccess;
+  if (p->buffer != nullptr) {
+    if (Outcome o = waitFor(*p); o.kind != Outcome::kLanded) return failure(*p, o);
   }
+  completed(*p);
+  return ncclSuccess;
+}
+
+Transfer::Outcome Transfer::waitFor(const Pending& p) const {
   std::chrono::milliseconds budget = kForever;
   if (deadline_) {
     // Rounded up, so that when Gloo gives up our deadline has passed too.
@@ -170,34 +182,128 @@ ncclResult_t Transfer::wait(size_t message) {
         std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
     if (budget.count() < 1) budget = std::chrono::milliseconds(1);
   }
-  const char* dir = p->isSend ? "send to" : "receive from";
   try {
-    bool completed = p->isSend ? p->buffer->waitSend(budget) : p->buffer->waitRecv(budget);
-    if (!completed) {
-      return failed(ncclSystemError, std::string("aborted by ncclCommAbort while waiting to ") +
-                                         dir + " rank " + std::to_string(p->peer));
-    }
+    bool landed = p.isSend ? p.buffer->waitSend(budget) : p.buffer->waitRecv(budget);
+    return Outcome{landed ? Outcome::kLanded : Outcome::kAborted, {}};
   } catch (const gloo::IoException& e) {
     // Gloo's own timeout says "Timed out"; other pairs it closes on that occasion report
     // "Application timeout caused pair closure".
     bool timedOut = deadline_ && (std::chrono::steady_clock::now() >= *deadline_ ||
                                   std::strstr(e.what(), "Timed out") != nullptr ||
                                   std::strstr(e.what(), "Application timeout") != nullptr);
-    if (timedOut) {
+    return Outcome{timedOut ? Outcome::kTimedOut : Outcome::kLost, e.what()};
+  } catch (const gloo::EnforceNotMet& e) {
+    return Outcome{Outcome::kGlooEnforce, e.what()};
+  } catch (const std::exception& e) {
+    return Outcome{Outcome::kOther, e.what()};
+  }
+}
+
+ncclResult_t Transfer::failure(const Pending& p, const Outcome& o) {
+  const std::string where =
+      std::string(p.isSend ? "send to" : "receive from") + " rank " + std::to_string(p.peer);
+  switch (o.kind) {
+    case Outcome::kLanded:
+      return ncclSuccess;
+    case Outcome::kAborted:
+      return failed(ncclSystemError, "aborted by ncclCommAbort while waiting to " + where);
+    case Outcome::kTimedOut: {
       char secs[32];
       std::snprintf(secs, sizeof(secs), "%.3g", config().timeout.count() / 1000.0);
       return failed(ncclSystemError, std::string("timed out after ") + secs +
-                                         " s (HOSTNCCL_TIMEOUT) waiting to " + dir + " rank " +
-                                         std::to_string(p->peer));
+                                         " s (HOSTNCCL_TIMEOUT) waiting to " + where);
     }
-    return failed(ncclRemoteError, std::string("connection lost while waiting to ") + dir +
-                                       " rank " + std::to_string(p->peer) + ": " + e.what());
-  } catch (const gloo::EnforceNotMet& e) {
-    return failed(ncclInternalError, std::string("transport error: ") + e.what());
-  } catch (const std::exception& e) {
-    return failed(ncclSystemError, std::string("transport error: ") + e.what());
+    case Outcome::kLost:
+      return failed(ncclRemoteError, "connection lost while waiting to " + where + ": " + o.what);
+    case Outcome::kGlooEnforce:
+      return failed(ncclInternalError, "transport error: " + o.what);
+    case Outcome::kOther:
+      break;
   }
-  completed(*p);
+  return failed(ncclSystemError, "transport error: " + o.what);
+}
+
+bool Transfer::receivesFromSeveralPeers() const {
+  int first = -1;
+  for (const Pending& p : pending_) {
+    if (p.done || p.isSend || p.buffer == nullptr) continue;
+    if (first == -1) {
+      first = p.peer;
+    } else if (p.peer != first) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// One helper thread per receive waits for it and hands its outcome to this thread, which
+// completes the receives (and sends their profiler events) in the order they land; then the sends,
+// in post order (a send's step moved when it was posted). At the first failure the other waits
+// are aborted: the communicator is unusable from then on. A timeout is reported for the first
+// receive in post order that did not land, as the post-order wait would (every pending wait fails
+// with it, in no fixed order); any other failure for its own message.
+ncclResult_t Transfer::waitAsTheyLand() {
+  std::vector<size_t> open;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (!pending_[i].done && !pending_[i].isSend && pending_[i].buffer != nullptr) {
+      open.push_back(i);
+    }
+  }
+  struct Landing {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::pair<size_t, Outcome>> landed;
+  } landing;
+  std::vector<std::thread> helpers;
+  helpers.reserve(open.size());
+  for (size_t i : open) {
+    try {
+      helpers.emplace_back([this, &landing, i] {
+        Outcome o = waitFor(pending_[i]);
+        std::lock_guard<std::mutex> lock(landing.mu);
+        landing.landed.emplace_back(i, std::move(o));
+        landing.cv.notify_one();
+      });
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: this thread waits for the rest itself, below
+    }
+  }
+  std::vector<bool> reported(pending_.size(), false);
+  std::optional<std::pair<size_t, Outcome>> first;
+  for (size_t left = helpers.size(); left > 0;) {
+    std::vector<std::pair<size_t, Outcome>> batch;
+    {
+      std::unique_lock<std::mutex> lock(landing.mu);
+      landing.cv.wait(lock, [&] { return !landing.landed.empty(); });
+      batch.swap(landing.landed);
+    }
+    for (auto& [i, o] : batch) {
+      --left;
+      reported[i] = true;
+      if (o.kind == Outcome::kLanded) {
+        completed(pending_[i]);
+      } else if (!first) {
+        first.emplace(i, std::move(o));
+        std::lock_guard<std::mutex> lock(abortMu_);
+        for (size_t j : open) {
+          if (!reported[j]) abortWaitLocked(pending_[j]);
+        }
+      }
+    }
+  }
+  for (std::thread& t : helpers) t.join();
+  if (first) {
+    if (first->second.kind == Outcome::kTimedOut) {
+      for (size_t j : open) {
+        if (!pending_[j].done) return failure(pending_[j], first->second);
+      }
+    }
+    return failure(pending_[first->first], first->second);
+  }
+  // The sends, and any receive no thread could be had for.
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (ncclResult_t rc = wait(i); rc != ncclSuccess) return rc;
+  }
   return ncclSuccess;
 }
 

@@ -2,6 +2,10 @@
 // receives (non-blocking), then wait for all of them. This is the only place that waits on Gloo,
 // so it is where timeouts, peer failures and ncclCommAbort turn into NCCL result codes.
 //
+// Messages from several peers are counted as they land (see wait()): a peer whose data stopped
+// coming must not hold back the profiler events of those whose data came, or the transport's
+// counters would show every connection of a gather's root stuck behind the first one.
+//
 // Every message travels on a 64-bit Gloo slot that encodes what the operation is (see
 // makeSlot), so messages of two different operations never pair: a mismatch hangs (or times
 // out) instead of delivering wrong data.
@@ -45,7 +49,9 @@ class Transfer {
   size_t recv(int peer, void* data, size_t bytes, uint64_t slot);
   // Waits for one message (kNone: returns at once), or for everything posted so far. On failure
   // records the communicator's async error and returns its code; the communicator is then
-  // unusable, as with NCCL.
+  // unusable, as with NCCL. When what is left includes receives from two or more peers, wait()
+  // waits for each receive on a thread of its own and completes them in the order they land, then
+  // the sends; otherwise (a ring's sends, one peer's messages, which land in order) in post order.
   ncclResult_t wait(size_t message);
   ncclResult_t wait();
 
@@ -69,7 +75,19 @@ class Transfer {
     void* handle = nullptr;
     int steps = 0;
   };
+  // How waiting for one message ended, before it becomes an NCCL result (failure()).
+  struct Outcome {
+    enum Kind { kLanded, kAborted, kTimedOut, kLost, kGlooEnforce, kOther } kind;
+    std::string what;  // Gloo's text, for kLost, kGlooEnforce and kOther
+  };
   size_t post(bool isSend, int peer, void* data, size_t bytes, uint64_t slot);
+  // Blocks until message `p` landed or failed. Safe to call from a helper thread: it reads only
+  // `p` and what the constructor set.
+  Outcome waitFor(const Pending& p) const;
+  ncclResult_t failure(const Pending& p, const Outcome& o);
+  bool receivesFromSeveralPeers() const;
+  ncclResult_t waitAsTheyLand();
+  void abortWaitLocked(Pending& p);
   bool dropped(bool isSend, int peer, uint64_t slot) const;
   void* stepFor(bool isSend, int peer, size_t bytes);
   void completed(Pending& p);

@@ -264,6 +264,39 @@ TEST(ProfilerPlugin, ProxyEventsFollowEachMessage) {
   }
 }
 
+// The id of the event started by the first line containing `what` ("" if none).
+std::string startedId(const std::string& log, const std::string& what) {
+  for (const std::string& l : lines(log)) {
+    if (l.rfind("start ", 0) == 0 && l.find(what) != std::string::npos) {
+      return l.substr(6, l.find(' ', 6) - 6);
+    }
+  }
+  return "";
+}
+
+// Issue 31: a gather's root counts each peer's data as it lands, not in post order. Rank 1's
+// messages to rank 0 are dropped; rank 2's data, posted after rank 1's receive, lands, and its
+// step must say so (RecvGPUWait, stopped) while rank 0 still waits for rank 1. Waiting in post
+// order, rank 0 fails on rank 1 first and never marks rank 2's step.
+TEST(ProfilerPlugin, GatherRootCountsEachPeersDataAsItLands) {
+  Ranks run = runRanks("gather", 3,
+                       {plugin(), "PROFTEST_MASK=" + std::to_string(ncclProfProxyStep),
+                        "HOSTNCCL_DROP_LINK=1>0", "HOSTNCCL_TIMEOUT=20"});
+  const std::string log = run.log(0);
+  for (int peer = 1; peer <= 2; ++peer) {
+    const std::string op =
+        startedId(log, "ProxyOp channel=0 peer=" + std::to_string(peer) + " steps=1 send=0");
+    ASSERT_NE(op, "") << "no receive ProxyOp from rank " << peer << ":\n" << log;
+    const std::string step = startedId(log, "parent=" + op + " rank=0 ProxyStep step=0");
+    ASSERT_NE(step, "") << "no ProxyStep under event " << op << ":\n" << log;
+    const bool landed = log.find("\nstate " + step + " 12\n") != std::string::npos;
+    EXPECT_EQ(landed, peer == 2) << "rank " << peer << "'s step " << step << ":\n" << log;
+  }
+  EXPECT_NE(run.err(0).find("connection lost while waiting to receive from rank 1"),
+            std::string::npos)
+      << run.err(0);
+}
+
 TEST(ProfilerPlugin, FailingEventCallbackIsSaidOnceThenNeverCalled) {
   Ranks run = runRanks("two", 2, {plugin(), "PROFTEST_FAIL=start"});
   for (int r = 0; r < 2; ++r) {

@@ -5,6 +5,9 @@
 // usage: profiler_worker <scenario> <rank> <nranks> <dir>
 //   stream: collectives, a group with send/recv and a collective, a nested group
 //   two:    one all-reduce on each of two communicators (the plugin is loaded once)
+//   gather: a gather to rank 0 that must fail there (the test drops rank 1's messages to it);
+//           the other ranks stay 1 s before they leave, so that rank 0 sees their data land
+//           before it sees rank 1 go
 #include <nccl.h>
 
 #include <chrono>
@@ -102,17 +105,40 @@ int two() {
   return 0;
 }
 
+int gather() {
+  ncclComm_t comm = initComm(0);
+  float mine = gRank, all[8] = {};
+  ncclResult_t rc = ncclGather(&mine, all, 1, ncclFloat32, 0, comm, nullptr);
+  if (gRank == 0) {
+    if (rc == ncclSuccess) {
+      std::fprintf(stderr, "rank 0: the gather succeeded although rank 1's data was dropped\n");
+      ++gBad;
+    } else {
+      std::fprintf(stderr, "rank 0: gather failed: %s\n", ncclGetLastError(comm));
+    }
+    for (int r = 2; r < gN; ++r) expectEq(all[r], r, "gathered value");
+  } else {
+    OK(rc);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  ncclCommAbort(comm);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: %s <stream|two> <rank> <nranks> <dir>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <stream|two|gather> <rank> <nranks> <dir>\n", argv[0]);
     return 2;
   }
   std::string scenario = argv[1];
   gRank = std::atoi(argv[2]);
   gN = std::atoi(argv[3]);
   gDir = argv[4];
-  int rc = scenario == "stream" ? stream() : scenario == "two" ? two() : 2;
+  int rc = scenario == "stream"   ? stream()
+           : scenario == "two"    ? two()
+           : scenario == "gather" ? gather()
+                                  : 2;
   return rc != 0 ? rc : (gBad == 0 ? 0 : 1);
 }
