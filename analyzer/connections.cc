@@ -14,6 +14,8 @@ bool stalled(const Connection& k, int64_t now_ns) {
 std::vector<Connection> connectionsOf(uint64_t comm_id, const std::vector<LinkEnd>& ends,
                                       int64_t now_ns) {
   std::map<std::tuple<int, int, int>, Connection> by_key;
+  std::map<int, bool> ahead;
+  for (const LinkEnd& end : ends) ahead[end.comm_rank] = end.ahead;
   for (size_t i = 0; i < ends.size(); ++i) {
     const LinkEnd& end = ends[i];
     if (end.links == nullptr) continue;
@@ -30,6 +32,12 @@ std::vector<Connection> connectionsOf(uint64_t comm_id, const std::vector<LinkEn
         k.has_send = true;
         k.sent = l.moved;
         k.sent_ns = l.moved > 0 ? l.moved_ns : 0;
+        const uint32_t next = l.op_index == end.op_index ? l.opSteps(l.moved) : 0;
+        if (end.ahead && !ahead[to] && next > 0) {
+          // The steps of the next op: before it began, the sender had sent the rest.
+          k.sent = l.moved - next;
+          k.sent_ns = k.sent > 0 ? l.op_start_ns : 0;
+        }
       } else {
         k.to_end = i;
         k.has_recv = true;

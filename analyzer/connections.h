@@ -19,11 +19,14 @@ namespace ncclrec::analyzer {
 inline constexpr int64_t kTransportStallNs = 1'000'000'000;
 
 // One member of the communicator: its rank there, its links (every communicator's: the ones of
-// `comm_id` are picked), and the ring index of the op it waits in (kNoLinkOp: none).
+// `comm_id` are picked), and the ring index of the op it waits in (kNoLinkOp: none). `ahead`: it
+// got all its data of the op the other ends wait in, and `op_index` is the next one: what it sent
+// in that one to an end still in the earlier op is not counted (that end has not asked for it).
 struct LinkEnd {
   int comm_rank = -1;
   const std::vector<format::Link>* links = nullptr;
   uint64_t op_index = format::kNoLinkOp;
+  bool ahead = false;
 };
 
 struct Connection {

@@ -9,10 +9,13 @@
 // hosts: the network path between them, a NIC, a cable or a switch port. The pairing of the
 // counters into connections, and what "stalled" means, are analyzer/connections.h's.
 //
-// In the table before the per-slot alignment (rules.cc): ranks that straddle two ops of the same
-// call look like a rank that stopped between ops, which they are not. Arguments that differ (a
-// size mismatch also leaves steps unreceived) are not this rule's: every newest op must be the
-// same call. A rank not running (frozen counters) is rank_not_running's.
+// In the table before the per-slot alignment (rules.cc): ranks that straddle two ops look like a
+// rank that stopped between ops, which they are not (a ring's ranks that got their data of op N,
+// or a gather's senders, go on to N + 1 while the receiver that lost data still waits in N).
+// Arguments that differ (a size mismatch also leaves steps unreceived) are not this rule's: every
+// rank's op N must be the same call. What the ranks ahead sent in N + 1 to a rank still in N is
+// not lost (connections.h LinkEnd::ahead). A rank not running (frozen counters) is
+// rank_not_running's.
 #pragma once
 
 #include <optional>

@@ -161,6 +161,14 @@ TEST(TransportStalledTest, RanksStraddlingTwoOpsOfTheRingAreNoStop) {
   Job job(4);
   for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, r < 2 ? 3 : 4), true);
   ring(job, {2, 3, 4, 6}, {2, 3, 4, 4});
+  // Rank 3's newest proxy op is #4's, begun after #3's 6 steps; of #4 it sent rank 0 one step,
+  // which rank 0, still in #3, has not asked for: not counted.
+  for (format::Link& l : job.rank(3).links) {
+    if (!l.is_send) continue;
+    l.op_base = 66;
+    l.planned = l.posted = 66 + kSteps;
+    l.moved = l.done = 67;
+  }
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kTransportStalled) << v.headline;
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 3}));
@@ -171,6 +179,60 @@ TEST(TransportStalledTest, RanksStraddlingTwoOpsOfTheRingAreNoStop) {
                   "in the next one): rank 3 sent 2 steps on channel 0 that rank 0 never "
                   "received"))
       << v.headline;
+}
+
+// What ranks that went on to #4 sent there to a rank still in #3 is not lost: that rank has not
+// asked for it. Every step of #3 arrived; nothing is stalled.
+TEST(TransportStalledTest, WhatRanksAheadSentInTheNextOpIsNotLost) {
+  Job job(4);
+  for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, r < 2 ? 3 : 4), true);
+  ring(job, {2, 3, 4, 6}, {2, 3, 4, 6});
+  for (format::Link& l : job.rank(3).links) {
+    if (!l.is_send) continue;
+    l.op_base = 66;
+    l.planned = l.posted = 66 + kSteps;
+    l.moved = l.done = 68;  // 2 steps of #4 to rank 0
+  }
+  const Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
+}
+
+// A gather's root waits for one sender whose data stopped coming, while every sender, its data
+// handed to the network, finished the gather and went on to the next all-reduce (a different
+// call): the connection into the root is named, not the senders that merely went on.
+TEST(TransportStalledTest, AGatherRootWaitingForOneSenderWhileTheOthersWentOnNamesThatLink) {
+  const Op gather{kLoss, 1, OpType::kGather, kFloat, kSum, 0};
+  Job job(4);
+  job.ops(0, {Op{kTrain}, Op{kTrain}, gather}, true);
+  for (int r = 1; r < 4; ++r) job.ops(r, {Op{kTrain}, Op{kTrain}, gather, Op{kTrain}}, true);
+  for (int r = 1; r < 4; ++r) {
+    // Each sender's proxy op of the gather was its newest to rank 0: one step, sent.
+    link(job, r, 0, true, 1, kT0 + 90 * kSec, job.rank(r).events[2].index);
+    link(job, 0, r, false, r == 1 ? 0 : 1, kT0 + 90 * kSec);
+  }
+  Verdict v = job.diagnose();
+  EXPECT_EQ(v.cls, VerdictClass::kTransportStalled) << v.headline;
+  EXPECT_EQ(v.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(v.waiting, (std::vector<int>{2, 3}));
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_TRUE(has(v.headline,
+                  "data stopped moving between rank 1 and rank 0 inside ncclGather #3 on comm "
+                  "c0ffee00 from logLoss() train.cc:40 (the ranks that got all their data are in "
+                  "the next one): rank 1 sent 1 step on channel 0 that rank 0 never received"))
+      << v.headline;
+  EXPECT_TRUE(has(v.headline, "; ranks 2-3 wait behind it;")) << v.headline;
+  // The same, but the senders' gathers differ from the root's: the program's fault, not this.
+  Job mismatch(4);
+  mismatch.ops(0, {Op{kTrain}, Op{kTrain}, gather}, true);
+  Op half = gather;
+  half.count = 2;
+  for (int r = 1; r < 4; ++r) mismatch.ops(r, {Op{kTrain}, Op{kTrain}, half, Op{kTrain}}, true);
+  for (int r = 1; r < 4; ++r) {
+    link(mismatch, r, 0, true, 1, kT0 + 90 * kSec, mismatch.rank(r).events[2].index);
+    link(mismatch, 0, r, false, r == 1 ? 0 : 1, kT0 + 90 * kSec);
+  }
+  v = mismatch.diagnose();
+  EXPECT_NE(v.cls, VerdictClass::kTransportStalled) << v.headline;
 }
 
 // The same straddle without transport counters (no profiler plugin): nobody left the program's
