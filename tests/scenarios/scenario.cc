@@ -3,7 +3,7 @@
 // `step`. Run with RANK, WORLD_SIZE and NCCLREC_SAMPLE_ID_FILE set, under libncclrec.so.
 //   argv[1]: gated | skipped | exited | crashed | size_mismatch | stuck_in_host | cross_comm |
 //            skip_in_cycle | pipeline | late_desync | frozen | frozen_between | uninterruptible |
-//            slow_step | no_hang
+//            slow_step | gathered | no_hang
 //   argv[2]: steps (default 4); argv[3]: the faulty step (default 2); argv[4]: culprit (default 3
 //   for every class but gated, where it is 0)
 // The modes with sub-communicators (skip_in_cycle, late_desync) pair the ranks (0-1, 2-3, ...)
@@ -15,6 +15,8 @@
 // exec: the parent waits in the kernel, state D) while its other threads, the recorder's
 // watchdog included, go on. slow_step is healthy: the culprit spends 2 s in host code at the
 // faulty step (a checkpoint that finishes) while the others wait for it in the next all-reduce.
+// gathered is healthy too: each step's all-reduce is followed by a gather of the loss to rank 0
+// (gatherLoss()), for the transport's faults that hit one of a root's several connections.
 #include <nccl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -52,6 +54,11 @@ __attribute__((noinline)) void logLoss(ncclComm_t comm, float* loss) {
 
 __attribute__((noinline)) void syncMetrics(ncclComm_t comm, float* metric) {
   CHECK_NCCL(ncclAllReduce(metric, metric, 1, ncclFloat, ncclSum, comm, nullptr));
+}
+
+__attribute__((noinline)) void gatherLoss(ncclComm_t comm, const float* loss,
+                                          std::vector<float>& losses) {
+  CHECK_NCCL(ncclGather(loss, losses.data(), 1, ncclFloat, 0, comm, nullptr));
 }
 
 __attribute__((noinline)) void pairReduce(ncclComm_t pair, float* value) {
@@ -118,6 +125,7 @@ int main(int argc, char** argv) {
   std::vector<float> grads(1024, 1.0f);
   std::vector<float> act(256, 1.0f);
   float loss = 1.0f;
+  std::vector<float> losses(world, 0.0f);
   const bool me = rank == culprit;
   for (int step = 0; step < steps; ++step) {
     const bool fault =
@@ -179,6 +187,7 @@ int main(int argc, char** argv) {
     if (metrics != nullptr && !fault) syncMetrics(metrics, &loss);
     if (pair != nullptr) pairReduce(pair, &loss);
     if (mode == "skipped" && !fault) logLoss(comm, &loss);
+    if (mode == "gathered") gatherLoss(comm, &loss, losses);
     if (mode == "gated" && fault) saveCheckpoint(comm, &loss);
   }
   if (pair != nullptr) CHECK_NCCL(ncclCommDestroy(pair));
