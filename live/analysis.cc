@@ -68,9 +68,9 @@ const OpView* pendingOn(const RankEntry& rank, uint64_t comm_id) {
 
 // The group's connections (analyzer/connections.h) when a member waits in a collective and
 // members recorded transport counters: each member an end waiting in its oldest pending
-// collective there.
+// collective there, ahead when that is after the stuck one (as the analyzer's).
 void connectionsOf(const Snapshot& s, CommGroup* g) {
-  std::vector<analyzer::LinkEnd> ends;
+  std::vector<const OpView*> ops;
   bool any_links = false;
   for (const CommMember& m : g->members) {
     const RankEntry& rank = s.ranks[m.rank];
@@ -78,9 +78,16 @@ void connectionsOf(const Snapshot& s, CommGroup* g) {
     if (op != nullptr && (g->stuck_seq == 0 || op->op_seq < g->stuck_seq))
       g->stuck_seq = op->op_seq;
     any_links |= rank.links != nullptr;
-    ends.push_back({m.comm_rank, rank.links.get(), op != nullptr ? op->index : format::kNoLinkOp});
+    ops.push_back(op);
   }
   if (g->stuck_seq == 0 || !any_links) return;
+  std::vector<analyzer::LinkEnd> ends;
+  for (size_t i = 0; i < g->members.size(); ++i) {
+    const OpView* op = ops[i];
+    ends.push_back({g->members[i].comm_rank, s.ranks[g->members[i].rank].links.get(),
+                    op != nullptr ? op->index : format::kNoLinkOp,
+                    op != nullptr && op->op_seq > g->stuck_seq});
+  }
   for (const analyzer::Connection& k : analyzer::connectionsOf(g->comm_id, ends, s.now_ns)) {
     ConnectionView c;
     c.k = k;
