@@ -59,6 +59,17 @@ void ring(Job& job, const std::vector<uint32_t>& sent, const std::vector<uint32_
   }
 }
 
+// Rank `rank` sent all kSteps steps of the op its ring links were made for, then began the next
+// op (its newest proxy op, after those steps) and sent `steps` of it.
+void sentInTheNextOp(Job& job, int rank, uint32_t steps) {
+  for (format::Link& l : job.rank(rank).links) {
+    if (!l.is_send) continue;
+    l.op_base = 60 + kSteps;
+    l.planned = l.posted = l.op_base + kSteps;
+    l.moved = l.done = l.op_base + steps;
+  }
+}
+
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -161,14 +172,8 @@ TEST(TransportStalledTest, RanksStraddlingTwoOpsOfTheRingAreNoStop) {
   Job job(4);
   for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, r < 2 ? 3 : 4), true);
   ring(job, {2, 3, 4, 6}, {2, 3, 4, 4});
-  // Rank 3's newest proxy op is #4's, begun after #3's 6 steps; of #4 it sent rank 0 one step,
-  // which rank 0, still in #3, has not asked for: not counted.
-  for (format::Link& l : job.rank(3).links) {
-    if (!l.is_send) continue;
-    l.op_base = 66;
-    l.planned = l.posted = 66 + kSteps;
-    l.moved = l.done = 67;
-  }
+  // Of #4, rank 3 sent rank 0 one step, which rank 0, still in #3, has not asked for.
+  sentInTheNextOp(job, 3, 1);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kTransportStalled) << v.headline;
   EXPECT_EQ(v.ranks, (std::vector<int>{0, 3}));
@@ -187,12 +192,7 @@ TEST(TransportStalledTest, WhatRanksAheadSentInTheNextOpIsNotLost) {
   Job job(4);
   for (int r = 0; r < 4; ++r) job.ops(r, repeat({kTrain}, r < 2 ? 3 : 4), true);
   ring(job, {2, 3, 4, 6}, {2, 3, 4, 6});
-  for (format::Link& l : job.rank(3).links) {
-    if (!l.is_send) continue;
-    l.op_base = 66;
-    l.planned = l.posted = 66 + kSteps;
-    l.moved = l.done = 68;  // 2 steps of #4 to rank 0
-  }
+  sentInTheNextOp(job, 3, 2);
   const Verdict v = job.diagnose();
   EXPECT_EQ(v.cls, VerdictClass::kUndecided) << v.headline;
 }
