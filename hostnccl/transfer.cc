@@ -196,6 +196,8 @@ Transfer::Outcome Transfer::waitFor(const Pending& p) const {
     return Outcome{Outcome::kGlooEnforce, e.what()};
   } catch (const std::exception& e) {
     return Outcome{Outcome::kOther, e.what()};
+  } catch (...) {
+    return Outcome{Outcome::kOther, "an exception of unknown type"};
   }
 }
 
@@ -249,17 +251,26 @@ ncclResult_t Transfer::waitAsTheyLand() {
       open.push_back(i);
     }
   }
+  // Nothing below allocates while helpers run (`landed` has room for every outcome and is never
+  // reallocated), so nothing can throw out of this frame before they are joined.
   struct Landing {
     std::mutex mu;
     std::condition_variable cv;
     std::vector<std::pair<size_t, Outcome>> landed;
   } landing;
+  landing.landed.reserve(open.size());
+  std::vector<bool> reported(pending_.size(), false);
   std::vector<std::thread> helpers;
   helpers.reserve(open.size());
   for (size_t i : open) {
     try {
       helpers.emplace_back([this, &landing, i] {
-        Outcome o = waitFor(pending_[i]);
+        Outcome o{Outcome::kOther, {}};
+        try {
+          o = waitFor(pending_[i]);
+        } catch (...) {
+          // waitFor catches everything; only building its text could fail here
+        }
         std::lock_guard<std::mutex> lock(landing.mu);
         landing.landed.emplace_back(i, std::move(o));
         landing.cv.notify_one();
@@ -268,26 +279,23 @@ ncclResult_t Transfer::waitAsTheyLand() {
       break;  // no thread to be had: this thread waits for the rest itself, below
     }
   }
-  std::vector<bool> reported(pending_.size(), false);
   std::optional<std::pair<size_t, Outcome>> first;
-  for (size_t left = helpers.size(); left > 0;) {
-    std::vector<std::pair<size_t, Outcome>> batch;
+  for (size_t seen = 0; seen < helpers.size(); ++seen) {
+    std::pair<size_t, Outcome> item;
     {
       std::unique_lock<std::mutex> lock(landing.mu);
-      landing.cv.wait(lock, [&] { return !landing.landed.empty(); });
-      batch.swap(landing.landed);
+      landing.cv.wait(lock, [&] { return landing.landed.size() > seen; });
+      item = std::move(landing.landed[seen]);
     }
-    for (auto& [i, o] : batch) {
-      --left;
-      reported[i] = true;
-      if (o.kind == Outcome::kLanded) {
-        completed(pending_[i]);
-      } else if (!first) {
-        first.emplace(i, std::move(o));
-        std::lock_guard<std::mutex> lock(abortMu_);
-        for (size_t j : open) {
-          if (!reported[j]) abortWaitLocked(pending_[j]);
-        }
+    const size_t i = item.first;
+    reported[i] = true;
+    if (item.second.kind == Outcome::kLanded) {
+      completed(pending_[i]);
+    } else if (!first) {
+      first.emplace(std::move(item));
+      std::lock_guard<std::mutex> lock(abortMu_);
+      for (size_t j : open) {
+        if (!reported[j]) abortWaitLocked(pending_[j]);
       }
     }
   }
